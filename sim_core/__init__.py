@@ -1,0 +1,13 @@
+"""Simulation core of the LLM-serving scheduling explorer (no Streamlit here).
+
+    from sim_core import load_config, run_simulation
+    result = run_simulation(load_config("scenario.yaml"))
+"""
+
+from sim_core.config import SimulationConfig, load_config, parse_config
+from sim_core.errors import ConfigError, SimCoreError, SimulationError, TraceError
+from sim_core.result import SimulationResult
+from sim_core.simulation import run_simulation
+
+__all__ = ["ConfigError", "SimCoreError", "SimulationConfig", "SimulationError", "SimulationResult",
+           "TraceError", "load_config", "parse_config", "run_simulation"]

@@ -1,0 +1,6 @@
+"""Model and device catalogs: the architectures and GPUs a scenario can name by id."""
+
+from sim_core.catalog.devices import DEVICES, DeviceSpec
+from sim_core.catalog.models import MODELS, ModelSpec
+
+__all__ = ["DEVICES", "MODELS", "DeviceSpec", "ModelSpec"]

@@ -1,0 +1,92 @@
+"""Command line: `python -m sim_core run|validate ...`.
+
+Every user error ends the program with exit status 2 and one line on stderr naming the file,
+row, column or field; nothing else prints a traceback unless --debug is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from sim_core.errors import SimCoreError
+
+EXIT_USAGE, EXIT_INTERNAL = 2, 70
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except SimCoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:  # a bug in the core: say so in one line
+        if args.debug:
+            raise
+        print(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m sim_core", description=(
+        "LLM-serving scheduling simulator: run a scenario, validate files."))
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="simulate a scenario file (YAML or JSON)")
+    run.add_argument("--config", required=True, help="scenario file")
+    run.add_argument("--out", help="folder for requests.csv, batches.csv, summary.json, chrome_trace.json, ...")
+    run.add_argument("--json", action="store_true", help="print the summary as JSON")
+    run.set_defaults(handler=_run)
+    validate = commands.add_parser("validate", help="check scenario files (.yaml/.yml/.json) or traces (.csv)")
+    validate.add_argument("files", nargs="+", help="files to check")
+    validate.set_defaults(handler=_validate)
+    for sub in (run, validate):
+        sub.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    return parser
+
+
+def _run(args) -> int:
+    from sim_core import load_config, run_simulation
+    from sim_core.export import write_outputs
+    from sim_core.report import format_summary
+
+    config = load_config(args.config)
+    result = run_simulation(config)
+    if args.out:
+        write_outputs(result, args.out)
+    if args.json:
+        print(json.dumps(result.summary, indent=2))
+    else:
+        print(format_summary(result))
+        if args.out:
+            print(f"wrote {Path(args.out) / 'requests.csv'} and the other outputs")
+    return 0
+
+
+def _validate(args) -> int:
+    from sim_core import load_config
+    from sim_core.memory import plan_memory
+    from sim_core.workload import build_workload, read_replay_trace
+
+    for name in args.files:
+        if Path(name).suffix.lower() == ".csv":
+            arrived, prefill, _, notes = read_replay_trace(name)
+            print(f"ok: {name}: trace of {len(arrived)} requests over {arrived[-1] - arrived[0]:.3f} s, "
+                  f"prompts {prefill.min()}..{prefill.max()} tokens")
+        else:
+            config = load_config(name)
+            workload = build_workload(config)
+            blocks = config.scheduler.num_blocks or plan_memory(config).num_blocks
+            notes = workload.notes
+            print(f"ok: {name}: {config.scheduler.type} on {config.cluster.num_replicas} x {config.model} "
+                  f"({config.device}), {blocks} KV blocks per replica, {len(workload)} requests")
+        for note in notes:
+            print(f"  note: {note}")
+    return 0

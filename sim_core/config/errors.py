@@ -1,0 +1,90 @@
+"""Turn pydantic validation errors into one line naming field, value and allowed range."""
+
+from __future__ import annotations
+
+import typing
+
+from annotated_types import Ge, Gt, Le, Lt
+from pydantic import BaseModel, ValidationError
+
+
+def describe_validation_error(exc: ValidationError, root: type[BaseModel]) -> str:
+    """One line per problem, joined by '; ': `field: got VALUE; allowed RANGE (reason)`."""
+    return "; ".join(_describe_one(err, root) for err in exc.errors())
+
+
+def _describe_one(err: dict, root: type[BaseModel]) -> str:
+    loc = ".".join(str(part) for part in err["loc"])
+    message = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "value_error" and not loc:
+        return message
+    allowed = _allowed(root, err["loc"])
+    parts = [f"{loc or 'scenario'}: got {_short(err.get('input'))}"]
+    if allowed:
+        parts.append(f"allowed {allowed}")
+    if err["type"] == "extra_forbidden":
+        parts = [f"{loc}: unknown key"]
+        known = _known_keys(root, err["loc"][:-1])
+        if known:
+            parts.append(f"known keys: {', '.join(known)}")
+    elif not allowed or err["type"] not in ("greater_than_equal", "less_than_equal", "greater_than",
+                                            "less_than", "literal_error"):
+        parts.append(message)
+    return "; ".join(parts)
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _field_at(root: type[BaseModel], loc: tuple):
+    model, field = root, None
+    for part in loc:
+        if not (isinstance(model, type) and issubclass(model, BaseModel)) or part not in model.model_fields:
+            return None
+        field = model.model_fields[part]
+        model = _model_of(field.annotation)
+    return field
+
+
+def _model_of(annotation):
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def _known_keys(root: type[BaseModel], loc: tuple) -> list[str]:
+    if not loc:
+        return list(root.model_fields)
+    field = _field_at(root, loc)
+    model = _model_of(field.annotation) if field else None
+    return list(model.model_fields) if model else []
+
+
+def _allowed(root: type[BaseModel], loc: tuple) -> str:
+    field = _field_at(root, loc)
+    if field is None:
+        return ""
+    choices = _literal_choices(field.annotation)
+    if choices:
+        return "one of: " + ", ".join(map(str, choices))
+    low = high = None
+    for item in field.metadata:
+        if isinstance(item, (Ge, Gt)):
+            low = f"{item.ge if isinstance(item, Ge) else item.gt}{'' if isinstance(item, Ge) else ' (exclusive)'}"
+        if isinstance(item, (Le, Lt)):
+            high = f"{item.le if isinstance(item, Le) else item.lt}{'' if isinstance(item, Le) else ' (exclusive)'}"
+    if low is None and high is None:
+        return ""
+    return f"range {low if low is not None else '-inf'} .. {high if high is not None else 'inf'}"
+
+
+def _literal_choices(annotation) -> tuple:
+    if typing.get_origin(annotation) is typing.Literal:
+        return typing.get_args(annotation)
+    for arg in typing.get_args(annotation):
+        if typing.get_origin(arg) is typing.Literal:
+            return typing.get_args(arg)
+    return ()

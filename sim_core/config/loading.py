@@ -1,0 +1,73 @@
+"""Read a scenario from YAML or JSON (safe loaders only) and validate it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from sim_core.config.errors import describe_validation_error
+from sim_core.config.simulation import SimulationConfig
+from sim_core.errors import ConfigError
+
+MAX_SCENARIO_BYTES = 5_000_000
+
+
+def load_config(path: str | Path) -> SimulationConfig:
+    """Load and validate a scenario file; relative trace paths resolve against its folder.
+
+    Raises:
+        ConfigError: the file is missing, unreadable, not YAML/JSON, or has invalid values
+            (the message names the file, the field, the value and the allowed range).
+    """
+    path = Path(path)
+    data = read_mapping(path)
+    return parse_config(data, base_dir=path.parent, source=str(path))
+
+
+def read_mapping(path: Path) -> dict[str, Any]:
+    """The top-level mapping of a YAML or JSON file, or a ConfigError saying why not."""
+    if not path.is_file():
+        raise ConfigError(f"{path}: file not found")
+    if path.stat().st_size > MAX_SCENARIO_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_SCENARIO_BYTES} bytes; not a scenario file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return parse_mapping(text, str(path), json_first=path.suffix.lower() == ".json")
+
+
+def parse_mapping(text: str, source: str, json_first: bool = False) -> dict[str, Any]:
+    """Parse YAML (a superset of JSON) with the safe loader; the result must be a mapping."""
+    try:
+        data = json.loads(text) if json_first else yaml.safe_load(text)
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{source}: not valid {'JSON' if json_first else 'YAML'}: "
+                          f"{' '.join(str(exc).split())}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping of keys, got {type(data).__name__}")
+    return data
+
+
+def parse_config(data: dict[str, Any], base_dir: str | Path | None = None,
+                 source: str = "scenario") -> SimulationConfig:
+    """Validate a scenario mapping; `base_dir` anchors a relative workload.trace_file."""
+    try:
+        config = SimulationConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {describe_validation_error(exc, SimulationConfig)}") from None
+    trace = config.workload.trace_file
+    if trace and base_dir is not None and not Path(trace).is_absolute():
+        config.workload.trace_file = str((Path(base_dir) / trace).resolve())
+    return config
+
+
+def config_to_yaml(config: SimulationConfig) -> str:
+    """The scenario as YAML with every knob spelled out (round-trips through load_config)."""
+    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)

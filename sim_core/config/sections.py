@@ -1,0 +1,107 @@
+"""Scenario sections: cluster shape, replica scheduler, memory planning, cost model, engine."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Strict = ConfigDict(extra="forbid", validate_assignment=True)
+
+GlobalSchedulerType = Literal["round_robin", "lor", "random"]
+ReplicaSchedulerType = Literal["vllm", "sarathi", "orca", "faster_transformer", "lightllm"]
+
+
+class ClusterConfig(BaseModel):
+    """How many model replicas, and how each is split over GPUs."""
+
+    model_config = Strict
+
+    num_replicas: int = Field(1, ge=1, le=1024, description=(
+        "Independent copies of the model; the global scheduler routes each request to one."))
+    tensor_parallel_size: int = Field(1, ge=1, le=64, description=(
+        "GPUs that split every layer of a replica (TP); must divide the model's query heads."))
+    pipeline_parallel_size: int = Field(1, ge=1, le=64, description=(
+        "Pipeline stages per replica (PP); each stage holds num_layers / PP layers and a replica "
+        "keeps up to PP batches in flight."))
+    global_scheduler: GlobalSchedulerType = Field("round_robin", description=(
+        "Request router: round_robin (i-th request to replica i mod n), lor (fewest waiting "
+        "requests, ties to the lowest id) or random (seeded)."))
+
+
+class SchedulerConfig(BaseModel):
+    """The per-replica batching policy and its knobs (names follow Vidur)."""
+
+    model_config = Strict
+
+    type: ReplicaSchedulerType = Field("vllm", description=(
+        "Batching policy: vllm (prefill-first continuous batching, paged KV), sarathi (chunked "
+        "prefill mixed with decodes), orca (iteration-level, reserves max_model_len per request), "
+        "faster_transformer (static batches), lightllm (token-level KV, separate prefill/decode)."))
+    batch_size_cap: int = Field(128, ge=1, le=65536, description=(
+        "Most requests holding KV memory at once; a batch holds at most batch_size_cap // PP."))
+    block_size: int = Field(16, ge=1, le=4096, description=(
+        "Tokens per KV-cache block (lightllm requires 1: one block per token)."))
+    num_blocks: Optional[int] = Field(None, ge=1, le=1_000_000_000, description=(
+        "KV-cache blocks per replica; when absent the memory planner derives it from the model, "
+        "device and max_model_len."))
+    watermark_blocks_fraction: float = Field(0.01, ge=0.0, le=0.9, description=(
+        "vllm/sarathi keep int(fraction * num_blocks) blocks free when admitting a new request, "
+        "headroom for running requests to grow."))
+    max_tokens_in_batch: int = Field(4096, ge=1, le=10_000_000, description=(
+        "vllm: batch size x longest prompt must stay within this; lightllm: sum of prompt tokens "
+        "in a prefill batch."))
+    chunk_size: int = Field(512, ge=1, le=10_000_000, description=(
+        "sarathi: token budget of one iteration shared by decodes and prefill chunks."))
+    max_waiting_iters: int = Field(10, ge=0, le=1_000_000, description=(
+        "lightllm: decode iterations after which a prefill batch is tried even while requests run."))
+
+
+class MemoryConfig(BaseModel):
+    """How KV-cache capacity is derived when num_blocks is not given."""
+
+    model_config = Strict
+
+    planner: Literal["auto", "vidur", "detailed"] = Field("auto", description=(
+        "vidur: Vidur's formula (weights of the transformer blocks only, KV for max_model_len "
+        "per request); detailed: also embeddings, LM head and an activation reserve; auto: vidur "
+        "for the Vidur-named schedulers so their runs match Vidur, detailed otherwise."))
+    margin_fraction: float = Field(0.1, ge=0.0, le=0.9, description=(
+        "Fraction of device memory left unused (CUDA context, fragmentation)."))
+
+
+class PredictorConfig(BaseModel):
+    """The batch cost model: how long one pipeline stage of a batch takes."""
+
+    model_config = Strict
+
+    type: Literal["linear", "roofline"] = Field("roofline", description=(
+        "linear: base_s + per_token_s x tokens (exact, for teaching and Vidur comparisons); "
+        "roofline: per-operator FLOPs and bytes against the device's compute and memory roofs."))
+    base_s: float = Field(0.005, ge=0.0, le=1000.0, description="linear: fixed seconds per stage.")
+    per_token_s: float = Field(0.0001, ge=0.0, le=1000.0, description=(
+        "linear: seconds per token processed in the iteration (prompt, chunk or decode token)."))
+    compute_efficiency: float = Field(0.7, gt=0.0, le=1.0, description=(
+        "roofline: achieved fraction of peak tensor FLOP/s in matrix multiplies."))
+    memory_efficiency: float = Field(0.8, gt=0.0, le=1.0, description=(
+        "roofline: achieved fraction of peak memory bandwidth."))
+    link_efficiency: float = Field(0.7, gt=0.0, le=1.0, description=(
+        "roofline: achieved fraction of link bandwidth in all-reduce and send/recv."))
+    cpu_overhead_per_iteration_s: float = Field(0.004, ge=0.0, le=10.0, description=(
+        "roofline: host time per iteration (schedule, prepare inputs, sample)."))
+    cpu_overhead_per_request_s: float = Field(0.00002, ge=0.0, le=10.0, description=(
+        "roofline: extra host time per request in the batch (input prep, output processing)."))
+
+
+class EngineConfig(BaseModel):
+    """How the simulator itself runs (results do not depend on these)."""
+
+    model_config = Strict
+
+    fast_forward: bool = Field(True, description=(
+        "Advance runs of identical decode iterations in one step; gives exactly the results of "
+        "iteration-by-iteration simulation, much faster."))
+    record: Literal["full", "batches", "requests"] = Field("full", description=(
+        "What to keep besides per-request rows: full (block allocations and request state "
+        "changes for animation), batches (batch and stage tables, time series), requests (only "
+        "per-request rows and the summary; for very large runs)."))

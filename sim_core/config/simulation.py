@@ -1,0 +1,88 @@
+"""The whole scenario as one pydantic model, with checks that span sections."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pydantic import BaseModel, Field, model_validator
+
+from sim_core.catalog import DEVICES, MODELS, DeviceSpec, ModelSpec
+from sim_core.config.sections import (ClusterConfig, EngineConfig, MemoryConfig, PredictorConfig,
+                                      SchedulerConfig, Strict)
+from sim_core.config.workload import WorkloadConfig
+
+VIDUR_SCHEDULERS = ("vllm", "sarathi", "orca", "faster_transformer", "lightllm")
+
+
+class SimulationConfig(BaseModel):
+    """One scenario: model, hardware, cluster, scheduler, cost model and workload."""
+
+    model_config = Strict
+
+    seed: int = Field(42, ge=0, le=2**32 - 1, description="Seeds every random choice of the run.")
+    model: str = Field("llama-2-7b", description="Model catalog id (or a key of `models`).")
+    device: str = Field("a100-80gb", description="Device catalog id (or a key of `devices`).")
+    max_model_len: int = Field(4096, ge=2, le=10_000_000, description=(
+        "Most tokens (prompt + output) one request may hold; longer trace rows have their prompt "
+        "clipped as Vidur does. Orca and FasterTransformer reserve max_model_len // block_size "
+        "blocks per request."))
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="Replicas and parallelism.")
+    scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig, description="Replica scheduler.")
+    memory: MemoryConfig = Field(default_factory=MemoryConfig, description="KV-capacity planning.")
+    predictor: PredictorConfig = Field(default_factory=PredictorConfig, description="Batch cost model.")
+    workload: WorkloadConfig = Field(default_factory=WorkloadConfig, description="Requests to serve.")
+    engine: EngineConfig = Field(default_factory=EngineConfig, description="Simulator options.")
+    models: dict[str, ModelSpec] = Field(default_factory=dict, description=(
+        "Extra or edited model specs by id; they take precedence over the catalog."))
+    devices: dict[str, DeviceSpec] = Field(default_factory=dict, description=(
+        "Extra or edited device specs by id; they take precedence over the catalog."))
+    name: Optional[str] = Field(None, description="Optional label shown in reports.")
+
+    def model_spec(self) -> ModelSpec:
+        return {**MODELS, **self.models}[self.model]
+
+    def device_spec(self) -> DeviceSpec:
+        return {**DEVICES, **self.devices}[self.device]
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> "SimulationConfig":
+        _check_catalog_ids(self)
+        _check_parallelism(self)
+        _check_scheduler(self)
+        if self.predictor.type == "linear" and self.predictor.base_s + self.predictor.per_token_s <= 0:
+            raise ValueError("predictor: base_s and per_token_s cannot both be 0 (batches would take no time)")
+        return self
+
+
+def _check_catalog_ids(config: SimulationConfig) -> None:
+    models, devices = {**MODELS, **config.models}, {**DEVICES, **config.devices}
+    if config.model not in models:
+        raise ValueError(f"model: unknown id '{config.model}'; allowed: {', '.join(sorted(models))}")
+    if config.device not in devices:
+        raise ValueError(f"device: unknown id '{config.device}'; allowed: {', '.join(sorted(devices))}")
+
+
+def _check_parallelism(config: SimulationConfig) -> None:
+    spec, cluster = config.model_spec(), config.cluster
+    if spec.num_layers % cluster.pipeline_parallel_size:
+        raise ValueError(f"cluster.pipeline_parallel_size: {cluster.pipeline_parallel_size} must divide "
+                         f"the model's {spec.num_layers} layers")
+    if spec.num_q_heads % cluster.tensor_parallel_size:
+        raise ValueError(f"cluster.tensor_parallel_size: {cluster.tensor_parallel_size} must divide "
+                         f"the model's {spec.num_q_heads} query heads")
+
+
+def _check_scheduler(config: SimulationConfig) -> None:
+    sched = config.scheduler
+    if sched.type == "lightllm":
+        if sched.block_size != 1:
+            raise ValueError(f"scheduler.block_size: lightllm needs 1 (got {sched.block_size})")
+        if config.cluster.pipeline_parallel_size != 1:
+            raise ValueError("cluster.pipeline_parallel_size: lightllm supports only 1 "
+                             f"(got {config.cluster.pipeline_parallel_size})")
+    if sched.block_size > config.max_model_len:
+        raise ValueError(f"scheduler.block_size: {sched.block_size} exceeds max_model_len {config.max_model_len}")
+    reserve = config.max_model_len // sched.block_size
+    if sched.type in ("orca", "faster_transformer") and sched.num_blocks is not None and sched.num_blocks < reserve:
+        raise ValueError(f"scheduler.num_blocks: {sched.type} reserves max_model_len // block_size = {reserve} "
+                         f"blocks per request, more than num_blocks = {sched.num_blocks}")

@@ -1,0 +1,132 @@
+"""Requests and batches: the things the schedulers move around.
+
+Token accounting follows Vidur (see docs/architecture.md): a request's `num_processed_tokens`
+catches up with `total_tokens`; the iteration that finishes the prompt also yields the first
+output token; a restart folds everything processed so far into a new, longer prompt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+
+class RequestStatus(IntEnum):
+    """Ordered lifecycle states; `status >= FINISHED` means the request is done."""
+
+    PENDING = 0      # not yet arrived
+    WAITING = 1      # in a replica's queue, holds no KV blocks
+    RUNNING = 2      # holds KV blocks (in a batch or between batches)
+    FINISHED = 3
+    REJECTED = 4     # can never be served by this configuration
+
+
+NOT_YET = -1.0  # sentinel time for "has not happened"
+
+
+@dataclass(slots=True, eq=False)
+class Request:
+    """One inference request and its progress."""
+
+    id: int
+    arrived_at: float
+    num_prefill_tokens: int
+    num_decode_tokens: int
+    initial_prefill_tokens: int = 0
+    initial_decode_tokens: int = 0
+    num_processed_tokens: int = 0
+    is_prefill_complete: bool = False
+    scheduled: bool = False          # Vidur's flag: reset by restart, read by lightllm
+    completed: bool = False
+    status: RequestStatus = RequestStatus.PENDING
+    replica_id: int = -1
+    scheduled_at: float = NOT_YET
+    prefill_completed_at: float = NOT_YET
+    completed_at: float = NOT_YET
+    last_token_at: float = NOT_YET
+    max_token_gap: float = 0.0
+    num_restarts: int = 0
+    blocks: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        assert self.num_prefill_tokens >= 1 and self.num_decode_tokens >= 1
+        self.initial_prefill_tokens = self.num_prefill_tokens
+        self.initial_decode_tokens = self.num_decode_tokens
+
+    @property
+    def total_tokens(self) -> int:
+        return self.num_prefill_tokens + self.num_decode_tokens
+
+    @property
+    def num_processed_decode_tokens(self) -> int:
+        return max(self.num_processed_tokens - self.num_prefill_tokens, 0)
+
+    def on_batch_schedule(self, time: float) -> None:
+        """A batch containing this request was formed at `time`."""
+        if not self.scheduled:
+            self.scheduled = True
+            if self.num_restarts == 0:
+                self.scheduled_at = time
+
+    def on_batch_end(self, time: float, num_tokens: int) -> float:
+        """Account an iteration that processed `num_tokens`; returns the gap since the previous
+        output token if this iteration produced one (else -1: a partial prefill chunk, or the
+        request's very first token)."""
+        self.num_processed_tokens += num_tokens
+        if self.num_processed_tokens == self.num_prefill_tokens:
+            self.is_prefill_complete = True
+            self.num_processed_tokens += 1  # the prefill iteration yields the first output token
+            if self.prefill_completed_at == NOT_YET:
+                self.prefill_completed_at = time
+        if self.num_processed_tokens == self.total_tokens:
+            self.completed = True
+            self.completed_at = time
+            self.status = RequestStatus.FINISHED
+        if not self.is_prefill_complete:
+            return -1.0
+        previous, self.last_token_at = self.last_token_at, time
+        if previous == NOT_YET:
+            return -1.0
+        gap = time - previous
+        if gap > self.max_token_gap:
+            self.max_token_gap = gap
+        return gap
+
+    def restart(self) -> None:
+        """Recompute preemption: the tokens processed so far become the new prompt."""
+        assert self.num_processed_tokens > 0, "only a request that has run can be restarted"
+        total = self.total_tokens
+        self.num_prefill_tokens = self.num_processed_tokens
+        self.num_decode_tokens = total - self.num_prefill_tokens
+        self.num_processed_tokens = 0
+        self.scheduled = False
+        self.is_prefill_complete = False
+        self.num_restarts += 1
+
+
+@dataclass(slots=True, eq=False)
+class Batch:
+    """Requests run together for one iteration, with the tokens each processes."""
+
+    id: int
+    replica_id: int
+    requests: list[Request]
+    num_tokens: list[int]
+    num_prefill_tokens: int = 0   # tokens of requests whose prompt was not yet complete
+    formed_at: float = NOT_YET
+    completed_at: float = NOT_YET
+    shape: object = None          # BatchShape, set when the batch is formed
+
+    def __post_init__(self) -> None:
+        assert self.requests and len(self.requests) == len(self.num_tokens)
+        assert all(t >= 1 for t in self.num_tokens)
+        self.num_prefill_tokens = sum(t for r, t in zip(self.requests, self.num_tokens)
+                                      if not r.is_prefill_complete)
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(self.num_tokens)
+
+    @property
+    def size(self) -> int:
+        return len(self.requests)

@@ -1,0 +1,90 @@
+"""The KV-cache block pool of one replica, tracking physical block ids and their owners."""
+
+from __future__ import annotations
+
+from sim_core.entities import Request
+
+FREE = -1
+
+
+class BlockPool:
+    """Fixed set of `num_blocks` physical blocks; each is free or owned by one request.
+
+    Free blocks form a stack: the most recently freed block is reused first, and a fresh pool
+    hands out ids 0, 1, 2, ... in order. A request's block table is `request.blocks`
+    (physical ids in allocation order). `can_allocate` / `allocate` / `free` never raise for
+    ordinary backpressure: callers ask `can_allocate` first.
+    """
+
+    __slots__ = ("num_blocks", "_free", "_owner", "num_holders")
+
+    def __init__(self, num_blocks: int) -> None:
+        assert num_blocks >= 1
+        self.num_blocks = num_blocks
+        self._free = list(range(num_blocks - 1, -1, -1))
+        self._owner = [FREE] * num_blocks
+        self.num_holders = 0  # requests holding at least one block (Vidur's len(allocation_map))
+
+    @property
+    def num_free(self) -> int:
+        return len(self._free)
+
+    @property
+    def num_used(self) -> int:
+        return self.num_blocks - len(self._free)
+
+    def can_allocate(self, num: int) -> bool:
+        return len(self._free) >= num
+
+    def allocate(self, request: Request, num: int) -> list[int]:
+        """Give `num` free blocks to `request`; returns their ids (caller checked can_allocate)."""
+        free = self._free
+        assert len(free) >= num >= 1
+        taken = free[-num:][::-1]
+        del free[-num:]
+        owner, rid = self._owner, request.id
+        for block in taken:
+            owner[block] = rid
+        if not request.blocks:
+            self.num_holders += 1
+        request.blocks.extend(taken)
+        return taken
+
+    def allocate_one(self, request: Request) -> int:
+        """Give one free block to a request that already holds blocks (the decode fast case)."""
+        block = self._free.pop()
+        self._owner[block] = request.id
+        request.blocks.append(block)
+        return block
+
+    def free(self, request: Request) -> list[int]:
+        """Return all of `request`'s blocks to the pool; returns their ids."""
+        blocks = request.blocks
+        if blocks:
+            owner = self._owner
+            for block in blocks:
+                owner[block] = FREE
+            self._free.extend(reversed(blocks))
+            self.num_holders -= 1
+            request.blocks = []
+        return blocks
+
+    def owner_of(self, block: int) -> int:
+        return self._owner[block]
+
+    def check_integrity(self, holders: list[Request] | None = None) -> None:
+        """Assert: no block both free and owned, no double allocation, used + free == total.
+
+        With `holders` (every request that should hold blocks), also assert that their block
+        tables are exactly the owned blocks.
+        """
+        free = self._free
+        assert len(set(free)) == len(free), "a block is on the free list twice"
+        assert all(self._owner[b] == FREE for b in free), "a free block has an owner"
+        owned = [b for b, o in enumerate(self._owner) if o != FREE]
+        assert len(owned) + len(free) == self.num_blocks, "used + free != total"
+        if holders is not None:
+            tables = [b for r in holders for b in r.blocks]
+            assert sorted(tables) == owned, "block tables do not match the owned blocks"
+            assert all(self._owner[b] == r.id for r in holders for b in r.blocks), "wrong owner"
+            assert sum(1 for r in holders if r.blocks) == self.num_holders, "holder count drifted"

@@ -1,0 +1,131 @@
+"""Memory planners: how many KV-cache blocks fit on a replica's GPUs, and how many requests.
+
+Two named planners (pure arithmetic, bytes throughout):
+
+* `vidur` reproduces Vidur's MemoryPlanner: parameters of the transformer blocks only (no
+  embeddings or LM head), KV for `max_model_len` tokens per request counted over *all* layers
+  even with pipeline parallelism (Vidur's conservative quirk), then
+  `num_blocks = (max_model_len // block_size) * max_batch_size * PP`.
+* `detailed` also counts the embedding and LM head (on the first and last stage), norms and
+  MoE experts, reserves activation memory for the largest iteration the scheduler can form,
+  and sizes blocks by the layers each stage actually holds; the tightest stage decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+from sim_core.catalog import DeviceSpec, ModelSpec
+from sim_core.config import VIDUR_SCHEDULERS, SimulationConfig
+from sim_core.errors import ConfigError
+
+BYTES_PER_VALUE = 2  # fp16 / bf16 weights and KV
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """The per-GPU memory budget of a replica and the KV capacity it leaves."""
+
+    planner: str
+    device_bytes: float
+    margin_bytes: float
+    weight_bytes: float
+    activation_bytes: float
+    kv_bytes: float
+    kv_bytes_per_block: float
+    num_blocks: int
+    max_batch_size: int          # requests that fit at max_model_len (Orca/FT batch limit)
+    blocks_per_request: int      # max_model_len // block_size
+
+    def kv_token_capacity(self, block_size: int) -> int:
+        """Tokens of KV cache the replica can hold."""
+        return self.num_blocks * block_size
+
+
+def plan_memory(config: SimulationConfig) -> MemoryPlan:
+    """Run the configured planner (`auto` picks `vidur` for Vidur-named schedulers).
+
+    Raises:
+        ConfigError: the model's weights leave no room for even one request's KV cache.
+    """
+    name = config.memory.planner
+    if name == "auto":
+        name = "vidur" if config.scheduler.type in VIDUR_SCHEDULERS else "detailed"
+    plan = (vidur_plan if name == "vidur" else detailed_plan)(config)
+    if plan.max_batch_size < 1 or plan.num_blocks < 1:
+        raise ConfigError(
+            f"memory: {config.model} on {config.device} (TP={config.cluster.tensor_parallel_size}, "
+            f"PP={config.cluster.pipeline_parallel_size}) leaves no room for one request of "
+            f"max_model_len={config.max_model_len} tokens ({plan.planner} planner: "
+            f"{plan.weight_bytes / GIB:.1f} GiB weights + {plan.activation_bytes / GIB:.1f} GiB activations of "
+            f"{(plan.device_bytes - plan.margin_bytes) / GIB:.1f} GiB usable per GPU); use more GPUs, "
+            "a bigger device or a shorter max_model_len")
+    return plan
+
+
+def vidur_plan(config: SimulationConfig) -> MemoryPlan:
+    model, device, tp, pp = _shape(config)
+    total = device.memory_gib * GIB
+    available = total * (1 - config.memory.margin_fraction)
+    kv_heads = ceil(model.num_kv_heads / tp)
+    per_layer = (model.embedding_dim * model.head_dim * (model.num_q_heads // tp + 2 * kv_heads)
+                 + model.embedding_dim * model.head_dim * (model.num_q_heads // tp)
+                 + (3 if model.use_gated_mlp else 2) * model.embedding_dim * model.mlp_hidden_dim // tp)
+    weights = BYTES_PER_VALUE * per_layer * (model.num_layers // pp)
+    kv_per_request = 2 * 2 * model.head_dim * kv_heads * config.max_model_len * model.num_layers
+    max_batch = int((available - weights) // kv_per_request)
+    per_request_blocks = config.max_model_len // config.scheduler.block_size
+    num_blocks = per_request_blocks * max_batch * pp
+    kv_per_block = kv_per_request / max(per_request_blocks, 1)
+    return MemoryPlan("vidur", total, total - available, weights, 0.0, available - weights,
+                      kv_per_block, num_blocks, max_batch, per_request_blocks)
+
+
+def detailed_plan(config: SimulationConfig) -> MemoryPlan:
+    model, device, tp, pp = _shape(config)
+    total = device.memory_gib * GIB
+    margin = total * config.memory.margin_fraction
+    layers = model.num_layers // pp
+    kv_per_block = (2 * config.scheduler.block_size * model.head_dim * ceil(model.num_kv_heads / tp)
+                    * layers * BYTES_PER_VALUE)
+    activations = activation_bytes(config, model, tp)
+    weights = max(stage_weight_bytes(model, tp, pp, stage) for stage in range(pp))
+    kv_bytes = total - margin - weights - activations
+    num_blocks = int(kv_bytes // kv_per_block) if kv_bytes > 0 else 0
+    per_request_blocks = config.max_model_len // config.scheduler.block_size
+    return MemoryPlan("detailed", total, margin, weights, activations, kv_bytes, kv_per_block,
+                      num_blocks, num_blocks // max(per_request_blocks, 1), per_request_blocks)
+
+
+def stage_weight_bytes(model: ModelSpec, tp: int, pp: int, stage: int) -> float:
+    """Weight bytes on one GPU of pipeline stage `stage` (TP-sharded)."""
+    e, hd = model.embedding_dim, model.head_dim
+    attention = e * hd * (model.num_q_heads + 2 * model.num_kv_heads) + e * e
+    mlp = (3 if model.use_gated_mlp else 2) * e * model.mlp_hidden_dim * model.num_experts
+    router = e * model.num_experts if model.is_moe else 0
+    per_layer = (attention + mlp) / tp + router + 2 * e  # two norms, replicated
+    params = per_layer * (model.num_layers // pp)
+    if stage == 0:
+        params += model.vocab_size * e / tp
+    if stage == pp - 1:
+        params += e + (0 if model.tie_word_embeddings and pp == 1 else model.vocab_size * e / tp)
+    return params * BYTES_PER_VALUE
+
+
+def activation_bytes(config: SimulationConfig, model: ModelSpec, tp: int) -> float:
+    """Peak activation memory of the largest iteration the scheduler can form (one GPU)."""
+    sched = config.scheduler
+    tokens = {"vllm": sched.max_tokens_in_batch, "lightllm": sched.max_tokens_in_batch,
+              "sarathi": sched.chunk_size + sched.batch_size_cap}.get(sched.type, config.max_model_len)
+    e, hd = model.embedding_dim, model.head_dim
+    per_token = (4 * e + hd * (model.num_q_heads + 2 * model.num_kv_heads) / tp
+                 + 3 * model.mlp_hidden_dim * model.num_experts_per_token / tp)
+    logits = min(sched.batch_size_cap, tokens) * model.vocab_size / tp * 4  # fp32 logits
+    return tokens * per_token * BYTES_PER_VALUE + logits
+
+
+def _shape(config: SimulationConfig) -> tuple[ModelSpec, DeviceSpec, int, int]:
+    return (config.model_spec(), config.device_spec(), config.cluster.tensor_parallel_size,
+            config.cluster.pipeline_parallel_size)

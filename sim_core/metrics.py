@@ -1,0 +1,73 @@
+"""Per-request rows and the run summary (percentiles, throughput, preemptions, KV use)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+PERCENTILES = (50, 90, 99)
+
+
+def quantile(values: np.ndarray, q: float, weights: np.ndarray | None = None) -> float:
+    """Smallest observed value with at least q% of the (weighted) samples at or below it
+    (the inverted-CDF definition); NaN when there are no samples."""
+    values = np.asarray(values, dtype=np.float64)
+    if weights is None:
+        return float(np.percentile(values, q, method="inverted_cdf")) if len(values) else float("nan")
+    keep = weights > 0
+    values, weights = values[keep], weights[keep]
+    if not len(values):
+        return float("nan")
+    order = np.argsort(values, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    index = np.searchsorted(cumulative, q / 100.0 * cumulative[-1] - 1e-9 * cumulative[-1], side="left")
+    return float(values[order][min(index, len(values) - 1)])
+
+
+def request_table(rows: dict[str, list]) -> pd.DataFrame:
+    """Per-request DataFrame with derived latencies (NaN where an event never happened)."""
+    frame = pd.DataFrame(rows)
+    for column in ("scheduled_at", "prefill_completed_at", "completed_at"):
+        frame[column] = frame[column].where(frame[column] >= 0)
+    frame["ttft"] = frame["prefill_completed_at"] - frame["arrived_at"]
+    frame["e2e"] = frame["completed_at"] - frame["arrived_at"]
+    frame["scheduling_delay"] = frame["scheduled_at"] - frame["arrived_at"]
+    decode_gaps = (frame["num_decode_tokens"] - 1).where(frame["num_decode_tokens"] > 1)
+    frame["tpot"] = (frame["completed_at"] - frame["prefill_completed_at"]) / decode_gaps
+    frame["tbt_max"] = frame["tbt_max"].where(frame["num_decode_tokens"] > 1)
+    return frame
+
+
+def summarize(requests: pd.DataFrame, gaps: np.ndarray, weighted_gaps, kv_area, kv_peak,
+              num_blocks: int, num_batches: int) -> dict:
+    """The headline figures of a run, JSON-serializable."""
+    finished = requests[requests["status"] == "finished"]
+    start = float(requests["arrived_at"].min()) if len(requests) else 0.0
+    end = float(finished["completed_at"].max()) if len(finished) else start
+    makespan = end - start
+    summary = {
+        "num_requests": int(len(requests)),
+        "num_finished": int(len(finished)),
+        "num_rejected": int((requests["status"] == "rejected").sum()),
+        "num_batches": int(num_batches),
+        "makespan_s": makespan,
+        "throughput_rps": len(finished) / makespan if makespan > 0 else float("nan"),
+        "output_tokens_per_s": (float(finished["num_decode_tokens"].sum()) / makespan
+                                if makespan > 0 else float("nan")),
+        "total_tokens_per_s": (float((finished["num_prefill_tokens"] + finished["num_decode_tokens"]).sum())
+                               / makespan if makespan > 0 else float("nan")),
+        "num_preemptions": int(requests["num_restarts"].sum()),
+        "num_requests_preempted": int((requests["num_restarts"] > 0).sum()),
+    }
+    for name, column in (("ttft", "ttft"), ("e2e", "e2e"), ("scheduling_delay", "scheduling_delay")):
+        values = finished[column].to_numpy()
+        for p in PERCENTILES:
+            summary[f"{name}_p{p}_s"] = quantile(values, p)
+    all_gaps = np.concatenate([gaps, weighted_gaps[0]])
+    weights = np.concatenate([np.ones(len(gaps), dtype=np.int64), weighted_gaps[1]])
+    for p in PERCENTILES:
+        summary[f"tbt_p{p}_s"] = quantile(all_gaps, p, weights)
+    capacity = num_blocks * makespan
+    summary["kv_utilization_mean"] = (float(np.mean(kv_area)) / capacity) if capacity > 0 else 0.0
+    summary["kv_utilization_peak"] = float(max(kv_peak)) / num_blocks if num_blocks else 0.0
+    return summary

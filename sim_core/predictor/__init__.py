@@ -1,0 +1,20 @@
+"""Batch cost models: a batch shape in, a stage time out (never entities, never the clock)."""
+
+from __future__ import annotations
+
+from sim_core.config import SimulationConfig
+from sim_core.predictor.linear import LinearPredictor
+from sim_core.predictor.roofline import RooflinePredictor
+from sim_core.predictor.shape import BatchShape, shape_of
+
+__all__ = ["BatchShape", "LinearPredictor", "RooflinePredictor", "build_predictor", "shape_of"]
+
+
+def build_predictor(config: SimulationConfig):
+    """The scenario's predictor: `linear` or `roofline`."""
+    cfg = config.predictor
+    if cfg.type == "linear":
+        return LinearPredictor(cfg.base_s, cfg.per_token_s)
+    return RooflinePredictor(config.model_spec(), config.device_spec(),
+                             config.cluster.tensor_parallel_size,
+                             config.cluster.pipeline_parallel_size, cfg)

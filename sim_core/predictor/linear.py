@@ -1,0 +1,30 @@
+"""The `linear` cost model: base_s + per_token_s x tokens, the same for every stage."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim_core.predictor.shape import BatchShape
+
+
+class LinearPredictor:
+    """Closed-form stage time used for exact comparisons with Vidur and for teaching.
+
+    Every pipeline stage of a batch takes the full time (it is not divided across stages);
+    no CPU overhead, no communication.
+    """
+
+    needs_context = False
+
+    def __init__(self, base_s: float, per_token_s: float) -> None:
+        self.base_s, self.per_token_s = base_s, per_token_s
+
+    def stage_time(self, shape: BatchShape, stage_id: int) -> float:
+        return self.base_s + self.per_token_s * shape.total_tokens
+
+    def decode_run_times(self, shape: BatchShape, stage_id: int, num_iterations: int) -> np.ndarray:
+        """Stage times of `num_iterations` decode iterations of the same requests."""
+        return np.full(num_iterations, self.stage_time(shape, stage_id))
+
+    def breakdown(self, shape: BatchShape, stage_id: int) -> dict[str, float]:
+        return {"base": self.base_s, "tokens": self.per_token_s * shape.total_tokens}

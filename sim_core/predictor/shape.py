@@ -1,0 +1,41 @@
+"""What a cost model sees of a batch: token counts and KV context, never the requests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class BatchShape:
+    """The shape of one iteration.
+
+    Attributes:
+        num_requests: requests in the batch.
+        total_tokens: tokens processed this iteration (prompt tokens, chunk tokens, 1 per decode).
+        prefill_chunks: (tokens this iteration, tokens already in the KV cache) per prefilling
+            request.
+        num_decodes: requests generating one token.
+        decode_context: sum over decoding requests of the tokens already in their KV cache.
+    """
+
+    num_requests: int
+    total_tokens: int
+    prefill_chunks: tuple[tuple[int, int], ...] = ()
+    num_decodes: int = 0
+    decode_context: int = 0
+
+    @property
+    def num_prefill_tokens(self) -> int:
+        return sum(chunk for chunk, _ in self.prefill_chunks)
+
+
+def shape_of(requests, num_tokens) -> BatchShape:
+    """Shape of a batch from its requests (before the iteration runs) and their token counts."""
+    chunks, num_decodes, context = [], 0, 0
+    for request, tokens in zip(requests, num_tokens):
+        if request.is_prefill_complete:
+            num_decodes += 1
+            context += request.num_processed_tokens
+        else:
+            chunks.append((tokens, request.num_processed_tokens))
+    return BatchShape(len(num_tokens), sum(num_tokens), tuple(chunks), num_decodes, context)

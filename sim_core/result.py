@@ -1,0 +1,105 @@
+"""What a run returns: tables, summary, records; built once at the end of the run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from sim_core.config import SimulationConfig
+from sim_core.entities import RequestStatus
+from sim_core.memory import MemoryPlan
+from sim_core.metrics import request_table, summarize
+from sim_core.record import STATE_NAMES, Recorder
+
+STATUS_NAMES = {RequestStatus.FINISHED: "finished", RequestStatus.REJECTED: "rejected"}
+
+
+@dataclass
+class SimulationResult:
+    """Everything a run produced.
+
+    Attributes:
+        requests: one row per request (request_id = arrival order) with times and latencies.
+        batches: one row per batch (formation order) with its requests and token counts.
+        batch_stages: one row per (batch, pipeline stage) execution with start and end.
+        timeseries: KV blocks used and queue lengths per replica at every change.
+        block_events: every block allocation (+1) and release (-1) with its physical id.
+        state_events: request state changes (queued, admitted, restarted, finished, rejected).
+        summary: headline figures (see `metrics.summarize`).
+    """
+
+    config: SimulationConfig
+    requests: pd.DataFrame
+    batches: pd.DataFrame
+    batch_stages: pd.DataFrame
+    timeseries: pd.DataFrame
+    block_events: pd.DataFrame
+    state_events: pd.DataFrame
+    summary: dict
+    num_blocks: int
+    memory_plan: MemoryPlan | None
+    notes: list[str] = field(default_factory=list)
+
+
+def build_result(config, workload, simulator, recorder: Recorder, rejected: dict[int, str],
+                 num_blocks: int, plan, notes: list[str]) -> SimulationResult:
+    requests = request_table(_request_rows(workload, simulator.requests, rejected))
+    end = float(np.nanmax(requests["completed_at"])) if requests["completed_at"].notna().any() else 0.0
+    recorder.finish_kv(end)
+    batches = pd.DataFrame(recorder.batches)
+    stages = pd.DataFrame({k: np.asarray(v) for k, v in recorder.stages.items()})
+    if len(batches) and len(stages):
+        ends = stages.groupby("batch_id")["end"].max()
+        batches["completed_at"] = batches["batch_id"].map(ends)
+    summary = summarize(requests, np.asarray(recorder.token_gaps), tuple(np.asarray(a) for a in recorder.weighted_gaps),
+                        recorder.kv_area, recorder.kv_peak, num_blocks,
+                        len(batches) if len(batches) else simulator_batches(simulator))
+    return SimulationResult(
+        config=config, requests=requests, batches=batches, batch_stages=stages,
+        timeseries=pd.DataFrame({k: np.asarray(v) for k, v in recorder.series.items()}),
+        block_events=pd.DataFrame({k: np.asarray(v) for k, v in recorder.blocks.items()}),
+        state_events=_state_frame(recorder), summary=summary, num_blocks=num_blocks,
+        memory_plan=plan, notes=notes)
+
+
+def simulator_batches(simulator) -> int:
+    return next(simulator.batch_ids)
+
+
+def _state_frame(recorder: Recorder) -> pd.DataFrame:
+    frame = pd.DataFrame({k: np.asarray(v) for k, v in recorder.states.items()})
+    frame["state"] = pd.Categorical.from_codes(frame["state"].astype(int), categories=list(STATE_NAMES)) \
+        if len(frame) else pd.Series([], dtype="object")
+    return frame
+
+
+def _request_rows(workload, requests, rejected: dict[int, str]) -> dict[str, list]:
+    n = len(workload)
+    rows = {"request_id": list(range(n)), "arrived_at": workload.arrived_at.tolist(),
+            "num_prefill_tokens": workload.num_prefill_tokens.tolist(),
+            "num_decode_tokens": workload.num_decode_tokens.tolist()}
+    columns = ("replica_id", "status", "scheduled_at", "prefill_completed_at", "completed_at",
+               "num_restarts", "tbt_max", "reject_reason")
+    values = {c: [] for c in columns}
+    for rid in range(n):
+        request = requests[rid]
+        if request is None or request.status != RequestStatus.FINISHED:
+            reason = rejected.get(rid, "")
+            _append(values, -1 if request is None else request.replica_id, "rejected", request, reason)
+        else:
+            _append(values, request.replica_id, "finished", request, "")
+    rows.update(values)
+    return rows
+
+
+def _append(values, replica, status, request, reason) -> None:
+    values["replica_id"].append(replica)
+    values["status"].append(status)
+    values["scheduled_at"].append(request.scheduled_at if request else -1.0)
+    values["prefill_completed_at"].append(request.prefill_completed_at if request else -1.0)
+    values["completed_at"].append(request.completed_at if request else -1.0)
+    values["num_restarts"].append(request.num_restarts if request else 0)
+    values["tbt_max"].append(request.max_token_gap if request else float("nan"))
+    values["reject_reason"].append(reason)

@@ -1,0 +1,48 @@
+"""Global schedulers: route each arriving request to one replica."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class RoundRobinRouter:
+    """The i-th routed request goes to replica i mod n."""
+
+    def __init__(self, num_replicas: int, rng: np.random.Generator) -> None:
+        self.num_replicas, self.count = num_replicas, 0
+
+    def route(self, replicas) -> int:
+        replica = self.count % self.num_replicas
+        self.count += 1
+        return replica
+
+
+class LeastOutstandingRouter:
+    """The replica with the fewest requests waiting in its queue; ties to the lowest id."""
+
+    def __init__(self, num_replicas: int, rng: np.random.Generator) -> None:
+        self.num_replicas = num_replicas
+
+    def route(self, replicas) -> int:
+        best, best_waiting = 0, None
+        for index, scheduler in enumerate(replicas):
+            waiting = scheduler.num_waiting
+            if best_waiting is None or waiting < best_waiting:
+                best, best_waiting = index, waiting
+        return best
+
+
+class RandomRouter:
+    """Uniformly random replica from the run's seeded generator (drawn in blocks)."""
+
+    def __init__(self, num_replicas: int, rng: np.random.Generator) -> None:
+        self.num_replicas, self.rng, self._draws, self._next = num_replicas, rng, [], 0
+
+    def route(self, replicas) -> int:
+        if self._next == len(self._draws):
+            self._draws, self._next = self.rng.integers(self.num_replicas, size=4096).tolist(), 0
+        self._next += 1
+        return self._draws[self._next - 1]
+
+
+ROUTERS = {"round_robin": RoundRobinRouter, "lor": LeastOutstandingRouter, "random": RandomRouter}

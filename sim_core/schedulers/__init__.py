@@ -1,0 +1,18 @@
+"""Replica schedulers: one file per policy on a shared base; register new ones here."""
+
+from sim_core.schedulers.base import ReplicaLimits, ReplicaScheduler
+from sim_core.schedulers.faster_transformer import FasterTransformerScheduler
+from sim_core.schedulers.lightllm import LightLLMScheduler
+from sim_core.schedulers.orca import OrcaScheduler
+from sim_core.schedulers.sarathi import SarathiScheduler
+from sim_core.schedulers.vllm import VllmScheduler
+
+SCHEDULERS: dict[str, type[ReplicaScheduler]] = {
+    "vllm": VllmScheduler,
+    "sarathi": SarathiScheduler,
+    "orca": OrcaScheduler,
+    "faster_transformer": FasterTransformerScheduler,
+    "lightllm": LightLLMScheduler,
+}
+
+__all__ = ["SCHEDULERS", "ReplicaLimits", "ReplicaScheduler"]

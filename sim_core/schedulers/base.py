@@ -1,0 +1,127 @@
+"""What every replica scheduler shares: queues, the block pool, pipeline micro-batch slots.
+
+Naming (Vidur's in brackets): `waiting` [request_queue] holds requests without KV blocks, in
+FIFO order (restarted requests go to its front); `running` [preempted_requests] holds requests
+that own KV blocks and are not in a batch right now. A policy implements `next_batch()`; the
+base fills up to `num_stages` batches in flight.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from dataclasses import dataclass
+
+from sim_core.config import SchedulerConfig
+from sim_core.entities import Batch, Request, RequestStatus
+from sim_core.memory import BlockPool
+from sim_core.record import Recorder
+
+
+@dataclass(frozen=True)
+class ReplicaLimits:
+    """Capacity figures a policy needs (from the config and the memory planner)."""
+
+    num_blocks: int
+    max_batch_size: int          # min(planner's max batch, batch_size_cap): orca / FT
+    max_blocks_per_request: int  # max_model_len // block_size: orca / FT reservation
+
+
+def arrival_time(request: Request) -> float:
+    return request.arrived_at
+
+
+class ReplicaScheduler:
+    """Base of the batching policies of one replica (policy only: no clock, no cost model)."""
+
+    def __init__(self, replica_id: int, num_stages: int, config: SchedulerConfig,
+                 limits: ReplicaLimits, recorder: Recorder) -> None:
+        self.replica_id = replica_id
+        self.num_stages = num_stages
+        self.config = config
+        self.limits = limits
+        self.block_size = config.block_size
+        self.micro_batch_cap = config.batch_size_cap // num_stages
+        self.pool = BlockPool(limits.num_blocks)
+        self.recorder = recorder
+        self.waiting: deque[Request] = deque()
+        self.running: list[Request] = []
+        self.num_running_batches = 0
+        self.batch_ids = itertools.count()  # the simulator shares one counter across replicas
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    def add_request(self, request: Request) -> None:
+        request.replica_id = self.replica_id
+        request.status = RequestStatus.WAITING
+        self.waiting.append(request)
+
+    def on_schedule(self) -> list[Batch]:
+        """Form batches until `num_stages` are in flight or the policy has nothing to run."""
+        batches = []
+        while self.num_running_batches < self.num_stages:
+            batch = self.next_batch()
+            if batch is None:
+                break
+            batches.append(batch)
+            self.num_running_batches += 1
+        return batches
+
+    def next_batch(self) -> Batch | None:
+        raise NotImplementedError
+
+    def on_batch_end(self, batch: Batch) -> None:
+        """Finished requests free their blocks; the others wait for their next batch."""
+        self.num_running_batches -= 1
+        for request in batch.requests:
+            if request.completed:
+                self.release(request)
+            else:
+                self.running.append(request)
+
+    def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
+        """Why a request of this size can never be served here, or None if it can."""
+        return None
+
+    @property
+    def num_waiting(self) -> int:
+        return len(self.waiting)
+
+    def is_idle(self) -> bool:
+        return not self.waiting and not self.running and self.num_running_batches == 0
+
+    # ---- shared mechanics ------------------------------------------------------------------
+
+    def make_batch(self, requests: list[Request], num_tokens: list[int]) -> Batch | None:
+        if not requests:
+            return None
+        return Batch(next(self.batch_ids), self.replica_id, requests, num_tokens)
+
+    @staticmethod
+    def next_num_tokens(request: Request) -> int:
+        """Whole remaining prompt for a request in prefill, else one decode token."""
+        return 1 if request.is_prefill_complete else request.num_prefill_tokens
+
+    def allocate(self, request: Request, num_blocks: int) -> None:
+        if not request.blocks:
+            request.status = RequestStatus.RUNNING
+        blocks = self.pool.allocate(request, num_blocks)
+        self.recorder.on_allocate(self.replica_id, request.id, blocks)
+
+    def grow(self, request: Request) -> None:
+        """One more block when the tokens processed no longer fit in the blocks held."""
+        if request.num_processed_tokens > self.block_size * len(request.blocks):
+            block = self.pool.allocate_one(request)
+            self.recorder.on_allocate_one(self.replica_id, request.id, block)
+
+    def release(self, request: Request) -> None:
+        blocks = self.pool.free(request)
+        self.recorder.on_free(self.replica_id, request.id, blocks)
+
+    def preempt(self, request: Request) -> None:
+        """Recompute preemption: restart the request, free its blocks, queue it at the front."""
+        request.restart()
+        self.release(request)
+        request.status = RequestStatus.WAITING
+        self.waiting.appendleft(request)
+        self.recorder.on_restart(self.replica_id, request.id)

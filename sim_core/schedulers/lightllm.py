@@ -1,0 +1,97 @@
+"""`lightllm` (LightLLM as modelled by Vidur): token-level KV, separate prefill/decode batches.
+
+Blocks are tokens (block_size 1) and there is no pipeline parallelism. Each request is summed
+up as (tokens already run, tokens still to generate). A candidate is admitted when, with the
+running requests and the candidates before it sorted by tokens-to-go (descending),
+max_i(to_go_i * (i + 1) + cumulative already-run_i) < num_blocks, i.e. the projected peak
+never exceeds the pool. With requests running, a decode batch of all of them is formed unless
+max_waiting_iters decode batches have run since the last prefill try.
+"""
+
+from __future__ import annotations
+
+from sim_core.entities import Batch, Request
+from sim_core.errors import SimulationError
+from sim_core.schedulers.base import ReplicaScheduler
+
+
+def usage_tuple(request: Request) -> tuple[int, int]:
+    """(tokens already run, tokens still to generate) as LightLLM's estimate sees a request."""
+    if request.scheduled:
+        to_go = request.num_decode_tokens - request.num_processed_decode_tokens - 1
+        return request.num_processed_tokens, max(0, to_go)
+    return request.num_prefill_tokens + 1, max(0, request.num_decode_tokens - 2)
+
+
+def projected_peak(usages: list[tuple[int, int]]) -> int:
+    """Peak tokens held if the requests finish in order of tokens-to-go (longest last)."""
+    peak, ran = 0, 0
+    for i, (already, to_go) in enumerate(sorted(usages, key=lambda u: -u[1])):
+        ran += already
+        peak = max(peak, to_go * (i + 1) + ran)
+    return peak
+
+
+class LightLLMScheduler(ReplicaScheduler):
+    label = "LightLLM as modelled by Vidur"
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        assert self.block_size == 1 and self.num_stages == 1
+        self.num_waiting_iters = 0
+
+    def next_batch(self) -> Batch | None:
+        if not self.running:
+            batch = self._prefill_batch()
+            if batch is not None:
+                self.num_waiting_iters = 0
+            return batch
+        if self.num_waiting_iters >= self.config.max_waiting_iters:
+            self.num_waiting_iters = 0
+            batch = self._prefill_batch()
+            if batch is not None:
+                return batch
+        if not self.pool.can_allocate(len(self.running)):
+            raise SimulationError(
+                f"lightllm: replica {self.replica_id} has {len(self.running)} running requests but "
+                f"only {self.pool.num_free} free KV tokens; LightLLM as Vidur models it has no "
+                "preemption. Raise num_blocks or lower batch_size_cap")
+        self.num_waiting_iters += 1
+        return self._decode_batch()
+
+    def _prefill_batch(self) -> Batch | None:
+        usages = [usage_tuple(r) for r in self.running]
+        requests, num_tokens, total = [], [], 0
+        cap, waiting = self.config.batch_size_cap, self.waiting
+        while waiting:
+            request = waiting[0]
+            tokens = self.next_num_tokens(request)
+            if total + tokens > self.config.max_tokens_in_batch:
+                break
+            if self.pool.num_holders == cap or len(requests) == self.micro_batch_cap:
+                break
+            usages.append(usage_tuple(request))
+            if projected_peak(usages) >= self.limits.num_blocks:
+                break
+            waiting.popleft()
+            self.allocate(request, request.num_prefill_tokens)
+            requests.append(request)
+            num_tokens.append(tokens)
+            total += tokens
+        return self.make_batch(requests, num_tokens)
+
+    def _decode_batch(self) -> Batch:
+        requests, self.running = self.running, []
+        for request in requests:
+            self.allocate(request, 1)
+        return self.make_batch(requests, [1] * len(requests))
+
+    def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
+        if num_prefill_tokens > self.config.max_tokens_in_batch:
+            return (f"its prompt of {num_prefill_tokens} tokens exceeds max_tokens_in_batch "
+                    f"{self.config.max_tokens_in_batch}")
+        alone = (num_prefill_tokens + 1) + max(0, num_decode_tokens - 2)
+        if alone >= self.limits.num_blocks:
+            return (f"LightLLM's admission estimate for it alone is {alone} tokens, not below the "
+                    f"{self.limits.num_blocks}-token pool")
+        return None

@@ -1,0 +1,29 @@
+"""`orca` (Orca as modelled by Vidur): iteration-level batching with worst-case reservation.
+
+All running requests (in the order they came back) decode one token each, up to
+max_batch_size = min(planner's max batch size, batch_size_cap); then new requests join, each
+reserving max_model_len // block_size blocks up front and running its whole prompt in the same
+batch. No preemption; blocks are freed when a request finishes.
+"""
+
+from __future__ import annotations
+
+from sim_core.entities import Batch
+from sim_core.schedulers.base import ReplicaScheduler
+
+
+class OrcaScheduler(ReplicaScheduler):
+    label = "Orca as modelled by Vidur"
+
+    def next_batch(self) -> Batch | None:
+        limit, reserve = self.limits.max_batch_size, self.limits.max_blocks_per_request
+        requests = self.running[:limit]
+        self.running = self.running[limit:]
+        num_tokens = [self.next_num_tokens(r) for r in requests]
+        waiting = self.waiting
+        while waiting and len(requests) < limit and self.pool.can_allocate(reserve):
+            request = waiting.popleft()
+            self.allocate(request, reserve)
+            requests.append(request)
+            num_tokens.append(self.next_num_tokens(request))
+        return self.make_batch(requests, num_tokens)

@@ -1,0 +1,71 @@
+"""Paged KV allocation shared by vllm and sarathi (Vidur's rules, written once).
+
+A new request must fit its whole prompt, ceil(P / block_size) blocks, while leaving the
+watermark free; a request that already holds blocks only needs one free block in the pool
+(even when it needs no new block) and takes one more block when its processed tokens outgrow
+the blocks it holds.
+"""
+
+from __future__ import annotations
+
+from math import ceil
+
+from sim_core.entities import Request
+from sim_core.schedulers.base import ReplicaScheduler
+
+
+class PagedScheduler(ReplicaScheduler):
+    """Base of vllm and sarathi: watermark admission, one-block growth, LIFO restarts."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.watermark_blocks = int(self.config.watermark_blocks_fraction * self.limits.num_blocks)
+
+    def prompt_blocks(self, request: Request) -> int:
+        return ceil(request.num_prefill_tokens / self.block_size)
+
+    def can_admit(self, request: Request) -> bool:
+        return self.pool.num_free - self.prompt_blocks(request) >= self.watermark_blocks
+
+    def admit(self, request: Request) -> None:
+        self.allocate(request, self.prompt_blocks(request))
+
+    def take_decodes(self, order: list[Request], limit: int):
+        """Walk `order` taking decoding requests (1 token each) while fewer than `limit` are
+        taken; when the pool has no free block, restart the last request still in `order`
+        (the victim), or the candidate itself when none is left.
+
+        Returns (taken, partial_prefills, remaining): requests whose prompt is incomplete are
+        set aside in order; `remaining` are those not reached (victims removed).
+        """
+        taken, partial, i, end = [], [], 0, len(order)
+        pool = self.pool
+        while i < end and len(taken) < limit:
+            request = order[i]
+            i += 1
+            if not request.is_prefill_complete:
+                partial.append(request)
+                continue
+            while not pool.num_free:
+                if end > i:
+                    end -= 1
+                    self.preempt(order[end])
+                else:
+                    self.preempt(request)
+                    request = None
+                    break
+            if request is not None:
+                self.grow(request)
+                taken.append(request)
+        return taken, partial, order[i:end]
+
+    def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
+        blocks, usable = ceil(num_prefill_tokens / self.block_size), self.limits.num_blocks - self.watermark_blocks
+        if blocks > usable:
+            return (f"its prompt needs {blocks} KV blocks but at most {usable} can be admitted "
+                    f"({self.limits.num_blocks} blocks minus a watermark of {self.watermark_blocks})")
+        peak = ceil(max(num_prefill_tokens, num_prefill_tokens + num_decode_tokens - 2) / self.block_size)
+        if num_decode_tokens >= 2 and peak > self.limits.num_blocks - 1:
+            return (f"it grows to {peak} KV blocks while decoding and a decode step needs one more "
+                    f"free block, but the replica has {self.limits.num_blocks}")
+        return None

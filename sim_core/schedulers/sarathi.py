@@ -1,0 +1,58 @@
+"""`sarathi` (Sarathi-Serve as modelled by Vidur): decodes and prefill chunks share a batch.
+
+1. Walk the running requests in list order (the leftovers of the last formation, kept sorted by
+   arrival, then the requests returned by batches since, in batch order) until the batch has
+   batch_size_cap // PP requests: prompts still in progress are set aside; decodes join with
+   one token after the paged block rule (restart the last remaining request when no block is
+   free).
+2. Set-aside prompts get min(remaining prompt, chunk_size - tokens in batch) tokens; one that
+   would get 0 is skipped (it keeps its blocks and waits).
+3. The running requests not taken are re-sorted by arrival.
+4. New requests join from the waiting queue while fewer than batch_size_cap hold memory, the
+   batch is under batch_size_cap // PP, the whole prompt fits above the watermark, and the
+   chunk budget leaves them at least one token.
+"""
+
+from __future__ import annotations
+
+from sim_core.entities import Batch
+from sim_core.schedulers.base import arrival_time
+from sim_core.schedulers.paged import PagedScheduler
+
+
+class SarathiScheduler(PagedScheduler):
+    label = "Sarathi-Serve as modelled by Vidur"
+
+    def next_batch(self) -> Batch | None:
+        chunk = self.config.chunk_size
+        requests, partial, remaining = self.take_decodes(self.running, self.micro_batch_cap)
+        num_tokens = [1] * len(requests)
+        budget_used, skipped = len(requests), []
+        for request in partial:
+            tokens = min(request.num_prefill_tokens - request.num_processed_tokens, chunk - budget_used)
+            if tokens <= 0:
+                skipped.append(request)
+                continue
+            budget_used += tokens
+            requests.append(request)
+            num_tokens.append(tokens)
+        self.running = sorted(skipped + remaining, key=arrival_time)
+        self._admit_new(requests, num_tokens, budget_used)
+        return self.make_batch(requests, num_tokens)
+
+    def _admit_new(self, requests: list, num_tokens: list, budget_used: int) -> None:
+        waiting, chunk = self.waiting, self.config.chunk_size
+        while waiting:
+            if self.pool.num_holders == self.config.batch_size_cap or len(requests) == self.micro_batch_cap:
+                break
+            request = waiting[0]
+            if not self.can_admit(request):
+                break
+            tokens = min(request.num_prefill_tokens - request.num_processed_tokens, chunk - budget_used)
+            if tokens <= 0:
+                break
+            waiting.popleft()
+            self.admit(request)
+            budget_used += tokens
+            requests.append(request)
+            num_tokens.append(tokens)

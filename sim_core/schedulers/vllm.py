@@ -1,0 +1,55 @@
+"""`vllm` (Vidur's vLLM v0 model): prefill-only batches first, else a decode batch.
+
+1. From the head of the waiting queue, admit requests while the prompt's blocks fit above the
+   watermark, (batch size + 1) x longest prompt <= max_tokens_in_batch, fewer than
+   batch_size_cap requests hold memory, and the batch has fewer than batch_size_cap // PP
+   requests. Each runs its whole prompt. A non-empty prefill batch is returned as is.
+2. Otherwise the running requests, sorted by arrival, decode one token each (up to
+   batch_size_cap // PP); when the pool has no free block the latest-arrived remaining request
+   is restarted (or the candidate itself when none remains).
+"""
+
+from __future__ import annotations
+
+from sim_core.entities import Batch
+from sim_core.schedulers.base import arrival_time
+from sim_core.schedulers.paged import PagedScheduler
+
+
+class VllmScheduler(PagedScheduler):
+    label = "vLLM v0 as modelled by Vidur"
+
+    def next_batch(self) -> Batch | None:
+        return self._prefill_batch() or self._decode_batch()
+
+    def _prefill_batch(self) -> Batch | None:
+        requests, num_tokens, longest = [], [], 0
+        waiting, cap = self.waiting, self.config.batch_size_cap
+        while waiting:
+            request = waiting[0]
+            tokens = self.next_num_tokens(request)
+            if not self.can_admit(request):
+                break
+            if (len(num_tokens) + 1) * max(longest, tokens) > self.config.max_tokens_in_batch:
+                break
+            if self.pool.num_holders == cap or len(requests) == self.micro_batch_cap:
+                break
+            waiting.popleft()
+            self.admit(request)
+            requests.append(request)
+            num_tokens.append(tokens)
+            longest = max(longest, tokens)
+        return self.make_batch(requests, num_tokens)
+
+    def _decode_batch(self) -> Batch | None:
+        self.running.sort(key=arrival_time)
+        taken, partial, remaining = self.take_decodes(self.running, self.micro_batch_cap)
+        assert not partial, "vllm never leaves a prompt half done"
+        self.running = remaining
+        return self.make_batch(taken, [1] * len(taken))
+
+    def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
+        if num_prefill_tokens > self.config.max_tokens_in_batch:
+            return (f"its prompt of {num_prefill_tokens} tokens exceeds max_tokens_in_batch "
+                    f"{self.config.max_tokens_in_batch} (vllm runs whole prompts)")
+        return super().rejection_reason(num_prefill_tokens, num_decode_tokens)

@@ -1,0 +1,79 @@
+"""`run_simulation(config) -> SimulationResult`: the one entry point of the core."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim_core.config import SimulationConfig
+from sim_core.errors import ConfigError
+from sim_core.memory import plan_memory
+from sim_core.predictor import build_predictor
+from sim_core.record import REJECTED, Recorder
+from sim_core.result import SimulationResult, build_result
+from sim_core.routing import ROUTERS
+from sim_core.schedulers import SCHEDULERS, ReplicaLimits
+from sim_core.simulator import Simulator
+from sim_core.workload import Workload, build_workload
+
+
+def run_simulation(config: SimulationConfig, workload: Workload | None = None) -> SimulationResult:
+    """Simulate the scenario from scratch (fresh ids, counters and RNG; no global state).
+
+    Args:
+        config: the validated scenario.
+        workload: the requests, if already built (else read or generated from `config`).
+
+    Raises:
+        ConfigError, TraceError: bad scenario or trace (one-line message).
+        SimulationError: the policy hit a state it cannot handle (e.g. LightLLM out of KV).
+    """
+    workload = workload if workload is not None else build_workload(config)
+    plan, limits = _limits(config)
+    recorder = Recorder(config.engine.record, config.cluster.num_replicas, limits.num_blocks)
+    schedulers = [SCHEDULERS[config.scheduler.type](r, config.cluster.pipeline_parallel_size,
+                                                     config.scheduler, limits, recorder)
+                  for r in range(config.cluster.num_replicas)]
+    rejected = _rejections(schedulers[0], workload)
+    rng = np.random.default_rng(config.seed)
+    router = ROUTERS[config.cluster.global_scheduler](config.cluster.num_replicas, rng)
+    simulator = Simulator(schedulers, router, build_predictor(config), workload, recorder)
+    simulator.run([i for i in range(len(workload)) if i not in rejected])
+    for request in simulator.unfinished():
+        rejected[request.id] = _stuck_reason(request)
+        recorder.on_state(request.replica_id, request.id, REJECTED)
+    notes = list(workload.notes) + ([f"{len(rejected)} request(s) rejected: see reject_reason"] if rejected else [])
+    return build_result(config, workload, simulator, recorder, rejected, limits.num_blocks, plan, notes)
+
+
+def _limits(config: SimulationConfig):
+    sched = config.scheduler
+    needs_planner = sched.num_blocks is None or sched.type in ("orca", "faster_transformer")
+    try:
+        plan = plan_memory(config)
+    except ConfigError:
+        if needs_planner:
+            raise
+        plan = None
+    num_blocks = sched.num_blocks if sched.num_blocks is not None else plan.num_blocks
+    max_batch = min(plan.max_batch_size, sched.batch_size_cap) if plan else sched.batch_size_cap
+    reserve = config.max_model_len // sched.block_size
+    if sched.type in ("orca", "faster_transformer") and num_blocks < reserve:
+        raise ConfigError(f"scheduler.num_blocks: {sched.type} reserves {reserve} blocks per request "
+                          f"but the replica has {num_blocks}")
+    return plan, ReplicaLimits(num_blocks, max_batch, reserve)
+
+
+def _rejections(scheduler, workload: Workload) -> dict[int, str]:
+    reasons = {}
+    for rid, (prefill, decode) in enumerate(zip(workload.num_prefill_tokens.tolist(),
+                                                workload.num_decode_tokens.tolist())):
+        reason = scheduler.rejection_reason(prefill, decode)
+        if reason:
+            reasons[rid] = f"can never be served: {reason}"
+    return reasons
+
+
+def _stuck_reason(request) -> str:
+    where = "waiting in the queue" if not request.blocks else "holding KV blocks"
+    return (f"never finished: still {where} of replica {request.replica_id} when nothing else could "
+            f"run (prompt now {request.num_prefill_tokens} tokens after {request.num_restarts} restart(s))")

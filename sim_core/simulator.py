@@ -1,0 +1,128 @@
+"""The three-tier simulation: global router -> replica schedulers -> pipeline stages.
+
+Each handler mirrors one of Vidur's events and schedules its follow-ups on the kernel:
+
+    arrival -> global schedule -> replica schedule -> stage arrival -> stage schedule
+    -> stage end -> (stage schedule; next stage arrival | batch end) -> replica schedule
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from sim_core.entities import Request, RequestStatus
+from sim_core.kernel import EventKernel
+from sim_core.predictor import BatchShape, shape_of
+from sim_core.record import ADMITTED, FINISHED, QUEUED, Recorder
+from sim_core.stage import Stage
+
+
+class Simulator:
+    """Owns the replicas, the router and the kernel for one run (no state outside it)."""
+
+    def __init__(self, schedulers, router, predictor, workload, recorder: Recorder) -> None:
+        self.kernel = EventKernel()
+        self.schedulers = schedulers
+        self.stages = [[Stage(s.replica_id, k, k == s.num_stages - 1) for k in range(s.num_stages)]
+                       for s in schedulers]
+        self.router, self.predictor, self.workload, self.recorder = router, predictor, workload, recorder
+        self.requests: list[Request | None] = [None] * len(workload)
+        self.pending_routing: list[Request] = []
+        self.batch_ids = itertools.count()
+        for scheduler in schedulers:
+            scheduler.batch_ids = self.batch_ids
+
+    def run(self, admitted: list[int]) -> None:
+        """Simulate the requests whose indices are in `admitted` (the rest were rejected)."""
+        self._admitted = admitted
+        times = self.workload.arrived_at[admitted].tolist()
+        self.kernel.run(times, self.on_arrival, self._set_time)
+
+    def _set_time(self, now: float) -> None:
+        self.recorder.now = now
+
+    # ---- tier 1: arrivals and routing ------------------------------------------------------
+
+    def on_arrival(self, index: int) -> None:
+        rid, w = self._admitted[index], self.workload
+        request = Request(rid, float(w.arrived_at[rid]), int(w.num_prefill_tokens[rid]),
+                          int(w.num_decode_tokens[rid]))
+        self.requests[rid] = request
+        self.pending_routing.append(request)
+        self.kernel.soon(self.on_global_schedule)
+
+    def on_global_schedule(self) -> None:
+        touched = set()
+        for request in self.pending_routing:
+            replica = self.router.route(self.schedulers)
+            self.schedulers[replica].add_request(request)
+            self.recorder.on_state(replica, request.id, QUEUED)
+            touched.add(replica)
+        self.pending_routing.clear()
+        for replica in sorted(touched):
+            self.kernel.soon(self.on_replica_schedule, replica)
+
+    # ---- tier 2: replica scheduling --------------------------------------------------------
+
+    def on_replica_schedule(self, replica: int) -> None:
+        scheduler = self.schedulers[replica]
+        batches = scheduler.on_schedule()
+        if not batches:
+            return
+        now, needs_context, record = self.kernel.now, self.predictor.needs_context, self.recorder
+        for batch in batches:
+            batch.formed_at = now
+            batch.shape = (shape_of(batch.requests, batch.num_tokens) if needs_context
+                           else BatchShape(len(batch.num_tokens), sum(batch.num_tokens)))
+            for request in batch.requests:
+                if not request.scheduled:
+                    record.on_state(replica, request.id, ADMITTED)
+                request.on_batch_schedule(now)
+            record.on_batch(batch)
+            self.kernel.soon(self.on_stage_arrival, replica, 0, batch)
+        self._record_replica(scheduler)
+
+    def on_batch_end(self, replica: int, batch) -> None:
+        now, gaps, record = self.kernel.now, self.recorder.token_gaps, self.recorder
+        for request, tokens in zip(batch.requests, batch.num_tokens):
+            gap = request.on_batch_end(now, tokens)
+            if gap >= 0.0:
+                gaps.append(gap)
+            if request.completed:
+                record.on_state(replica, request.id, FINISHED)
+        batch.completed_at = now
+        scheduler = self.schedulers[replica]
+        scheduler.on_batch_end(batch)
+        self._record_replica(scheduler)
+        self.kernel.soon(self.on_replica_schedule, replica)
+
+    def _record_replica(self, scheduler) -> None:
+        self.recorder.on_replica_state(scheduler.replica_id, scheduler.pool.num_used,
+                                       len(scheduler.waiting), scheduler.pool.num_holders)
+
+    # ---- tier 3: pipeline stages -----------------------------------------------------------
+
+    def on_stage_arrival(self, replica: int, stage: int, batch) -> None:
+        self.stages[replica][stage].add(batch)
+        self.kernel.soon(self.on_stage_schedule, replica, stage)
+
+    def on_stage_schedule(self, replica: int, stage: int) -> None:
+        state = self.stages[replica][stage]
+        batch = state.start_next(self.kernel.now)
+        if batch is not None:
+            duration = self.predictor.stage_time(batch.shape, stage)
+            self.kernel.at(self.kernel.now + duration, self.on_stage_end, replica, stage, batch)
+
+    def on_stage_end(self, replica: int, stage: int, batch) -> None:
+        state = self.stages[replica][stage]
+        state.finish()
+        self.recorder.on_stage(batch.id, replica, stage, state.started_at, self.kernel.now)
+        self.kernel.soon(self.on_stage_schedule, replica, stage)
+        if state.is_last:
+            self.kernel.soon(self.on_batch_end, replica, batch)
+        else:
+            self.kernel.soon(self.on_stage_arrival, replica, stage + 1, batch)
+
+    def unfinished(self) -> list[Request]:
+        """Requests that arrived but never finished (stuck: e.g. can no longer be admitted)."""
+        return [r for r in self.requests if r is not None and r.status < RequestStatus.FINISHED]
