@@ -39,10 +39,11 @@ class Recorder:
         self.kv_peak = [0] * num_replicas
         self._kv_last = [(0.0, 0)] * num_replicas
         if level != "full":
-            self.on_allocate = self.on_allocate_one = self.on_free = self._skip
+            self.on_allocate = self.on_allocate_one = self.on_free = self.on_allocate_rows = self._skip
             self.on_state = self.on_restart = self._skip
         if level == "requests":
-            self.on_batch = self.on_stage = self._skip_series = self._skip
+            self.on_batch = self.on_batch_row = self.on_stage = self._skip_series = self._skip
+            self.on_batch_rows = self.on_stage_rows = self._skip
 
     @staticmethod
     def _skip(*args) -> None:
@@ -87,15 +88,21 @@ class Recorder:
     # ---- batches, stages, series -----------------------------------------------------------
 
     def on_batch(self, batch) -> None:
+        self.on_batch_row(batch.id, batch.replica_id, tuple(r.id for r in batch.requests),
+                          tuple(batch.num_tokens), batch.num_prefill_tokens)
+
+    def on_batch_row(self, batch_id: int, replica: int, request_ids: tuple, request_tokens: tuple,
+                     num_prefill_tokens: int) -> None:
+        """A batch formed now (tuples may be shared between rows: they are never mutated)."""
         cols = self.batches
-        cols["batch_id"].append(batch.id)
-        cols["replica_id"].append(batch.replica_id)
+        cols["batch_id"].append(batch_id)
+        cols["replica_id"].append(replica)
         cols["formed_at"].append(self.now)
-        cols["num_requests"].append(len(batch.requests))
-        cols["num_tokens"].append(batch.shape.total_tokens)
-        cols["num_prefill_tokens"].append(batch.num_prefill_tokens)
-        cols["request_ids"].append(tuple(r.id for r in batch.requests))
-        cols["request_tokens"].append(tuple(batch.num_tokens))
+        cols["num_requests"].append(len(request_ids))
+        cols["num_tokens"].append(sum(request_tokens))
+        cols["num_prefill_tokens"].append(num_prefill_tokens)
+        cols["request_ids"].append(request_ids)
+        cols["request_tokens"].append(request_tokens)
 
     def on_stage(self, batch_id: int, replica: int, stage: int, start: float, end: float) -> None:
         cols = self.stages
@@ -121,6 +128,52 @@ class Recorder:
         cols["kv_blocks_used"].append(used)
         cols["num_waiting"].append(waiting)
         cols["num_running"].append(running)
+
+    # ---- bulk appends (a fast-forwarded run records many rows at once) -----------------------
+
+    def on_allocate_rows(self, times, replica: int, requests, blocks) -> None:
+        n, cols = len(times), self.blocks
+        cols["time"].extend(times)
+        cols["replica"].extend([replica] * n)
+        cols["request"].extend(requests)
+        cols["block"].extend(blocks)
+        cols["delta"].extend([1] * n)
+
+    def on_batch_rows(self, batch_ids, replica: int, formed_at, request_ids: tuple, request_tokens: tuple) -> None:
+        """Identical decode batches (shared, immutable tuples), one per formation time."""
+        n, cols = len(batch_ids), self.batches
+        cols["batch_id"].extend(batch_ids)
+        cols["replica_id"].extend([replica] * n)
+        cols["formed_at"].extend(formed_at)
+        cols["num_requests"].extend([len(request_ids)] * n)
+        cols["num_tokens"].extend([sum(request_tokens)] * n)
+        cols["num_prefill_tokens"].extend([0] * n)
+        cols["request_ids"].extend([request_ids] * n)
+        cols["request_tokens"].extend([request_tokens] * n)
+
+    def on_stage_rows(self, batch_ids, replica: int, stage: int, starts, ends) -> None:
+        n, cols = len(batch_ids), self.stages
+        cols["batch_id"].extend(batch_ids)
+        cols["replica_id"].extend([replica] * n)
+        cols["stage_id"].extend([stage] * n)
+        cols["start"].extend(starts)
+        cols["end"].extend(ends)
+
+    def on_replica_states(self, replica: int, times: list, used: list, waiting: int, running: int) -> None:
+        """Many on_replica_state calls at once (times non-decreasing, after the last one)."""
+        last_time, last_used = self._kv_last[replica]
+        previous_used = [last_used] + used[:-1]
+        previous_time = [last_time] + times[:-1]
+        self.kv_area[replica] += sum(u * (t - p) for u, t, p in zip(previous_used, times, previous_time))
+        self._kv_last[replica] = (times[-1], used[-1])
+        self.kv_peak[replica] = max(self.kv_peak[replica], max(used))
+        if self.level != "requests":
+            n, cols = len(times), self.series
+            cols["time"].extend(times)
+            cols["replica_id"].extend([replica] * n)
+            cols["kv_blocks_used"].extend(used)
+            cols["num_waiting"].extend([waiting] * n)
+            cols["num_running"].extend([running] * n)
 
     def finish_kv(self, end_time: float) -> None:
         """Close the utilization integrals at the end of the run."""

@@ -48,28 +48,39 @@ def build_result(config, workload, simulator, recorder: Recorder, rejected: dict
     requests = request_table(_request_rows(workload, simulator.requests, rejected))
     end = float(np.nanmax(requests["completed_at"])) if requests["completed_at"].notna().any() else 0.0
     recorder.finish_kv(end)
-    batches = pd.DataFrame(recorder.batches)
-    stages = pd.DataFrame({k: np.asarray(v) for k, v in recorder.stages.items()})
+    batches = _sorted(pd.DataFrame(recorder.batches), ["formed_at", "replica_id", "batch_id"])
+    stages = _sorted(_frame(recorder.stages), ["start", "replica_id", "stage_id", "batch_id"])
     if len(batches) and len(stages):
-        ends = stages.groupby("batch_id")["end"].max()
-        batches["completed_at"] = batches["batch_id"].map(ends)
+        ends = stages.groupby(["replica_id", "batch_id"])["end"].max()
+        batches["completed_at"] = ends.reindex(pd.MultiIndex.from_frame(batches[["replica_id", "batch_id"]])).to_numpy()
     summary = summarize(requests, np.asarray(recorder.token_gaps), tuple(np.asarray(a) for a in recorder.weighted_gaps),
                         recorder.kv_area, recorder.kv_peak, num_blocks,
                         len(batches) if len(batches) else simulator_batches(simulator))
     return SimulationResult(
         config=config, requests=requests, batches=batches, batch_stages=stages,
-        timeseries=pd.DataFrame({k: np.asarray(v) for k, v in recorder.series.items()}),
-        block_events=pd.DataFrame({k: np.asarray(v) for k, v in recorder.blocks.items()}),
+        timeseries=_sorted(_frame(recorder.series), ["time", "replica_id"]),
+        block_events=_sorted(_frame(recorder.blocks), ["time", "replica"]),
         state_events=_state_frame(recorder), summary=summary, num_blocks=num_blocks,
         memory_plan=plan, notes=notes)
 
 
+def _frame(columns: dict) -> pd.DataFrame:
+    return pd.DataFrame({k: np.asarray(v) for k, v in columns.items()})
+
+
+def _sorted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Rows in a canonical order (stable, so ties keep the order they happened in)."""
+    if not len(frame):
+        return frame
+    return frame.sort_values(keys, kind="stable").reset_index(drop=True)
+
+
 def simulator_batches(simulator) -> int:
-    return next(simulator.batch_ids)
+    return sum(scheduler.num_batches for scheduler in simulator.schedulers)
 
 
 def _state_frame(recorder: Recorder) -> pd.DataFrame:
-    frame = pd.DataFrame({k: np.asarray(v) for k, v in recorder.states.items()})
+    frame = _sorted(_frame(recorder.states), ["time", "replica"])
     frame["state"] = pd.Categorical.from_codes(frame["state"].astype(int), categories=list(STATE_NAMES)) \
         if len(frame) else pd.Series([], dtype="object")
     return frame

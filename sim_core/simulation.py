@@ -36,7 +36,8 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None) -
     rejected = _rejections(schedulers[0], workload)
     rng = np.random.default_rng(config.seed)
     router = ROUTERS[config.cluster.global_scheduler](config.cluster.num_replicas, rng)
-    simulator = Simulator(schedulers, router, build_predictor(config), workload, recorder)
+    simulator = Simulator(schedulers, router, build_predictor(config), workload, recorder,
+                          fast_forward=config.engine.fast_forward)
     simulator.run([i for i in range(len(workload)) if i not in rejected])
     for request in simulator.unfinished():
         rejected[request.id] = _stuck_reason(request)

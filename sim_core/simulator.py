@@ -8,9 +8,8 @@ Each handler mirrors one of Vidur's events and schedules its follow-ups on the k
 
 from __future__ import annotations
 
-import itertools
-
 from sim_core.entities import Request, RequestStatus
+from sim_core.fastforward import FastForward
 from sim_core.kernel import EventKernel
 from sim_core.predictor import BatchShape, shape_of
 from sim_core.record import ADMITTED, FINISHED, QUEUED, Recorder
@@ -20,7 +19,8 @@ from sim_core.stage import Stage
 class Simulator:
     """Owns the replicas, the router and the kernel for one run (no state outside it)."""
 
-    def __init__(self, schedulers, router, predictor, workload, recorder: Recorder) -> None:
+    def __init__(self, schedulers, router, predictor, workload, recorder: Recorder,
+                 fast_forward: bool = True) -> None:
         self.kernel = EventKernel()
         self.schedulers = schedulers
         self.stages = [[Stage(s.replica_id, k, k == s.num_stages - 1) for k in range(s.num_stages)]
@@ -28,9 +28,8 @@ class Simulator:
         self.router, self.predictor, self.workload, self.recorder = router, predictor, workload, recorder
         self.requests: list[Request | None] = [None] * len(workload)
         self.pending_routing: list[Request] = []
-        self.batch_ids = itertools.count()
-        for scheduler in schedulers:
-            scheduler.batch_ids = self.batch_ids
+        single_stage = all(s.num_stages == 1 for s in schedulers)
+        self.fast = FastForward(self) if fast_forward and single_stage else None
 
     def run(self, admitted: list[int]) -> None:
         """Simulate the requests whose indices are in `admitted` (the rest were rejected)."""
@@ -57,6 +56,8 @@ class Simulator:
             replica = self.router.route(self.schedulers)
             self.schedulers[replica].add_request(request)
             self.recorder.on_state(replica, request.id, QUEUED)
+            if self.fast is not None:
+                self.fast.on_request_routed(replica)
             touched.add(replica)
         self.pending_routing.clear()
         for replica in sorted(touched):
@@ -66,9 +67,11 @@ class Simulator:
 
     def on_replica_schedule(self, replica: int) -> None:
         scheduler = self.schedulers[replica]
+        preemptions = scheduler.num_preemptions
         batches = scheduler.on_schedule()
         if not batches:
             return
+        preempted = scheduler.num_preemptions != preemptions
         now, needs_context, record = self.kernel.now, self.predictor.needs_context, self.recorder
         for batch in batches:
             batch.formed_at = now
@@ -79,7 +82,8 @@ class Simulator:
                     record.on_state(replica, request.id, ADMITTED)
                 request.on_batch_schedule(now)
             record.on_batch(batch)
-            self.kernel.soon(self.on_stage_arrival, replica, 0, batch)
+            if self.fast is None or not self.fast.try_start(replica, batch, preempted):
+                self.kernel.soon(self.on_stage_arrival, replica, 0, batch)
         self._record_replica(scheduler)
 
     def on_batch_end(self, replica: int, batch) -> None:

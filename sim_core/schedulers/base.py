@@ -8,7 +8,6 @@ base fills up to `num_stages` batches in flight.
 
 from __future__ import annotations
 
-import itertools
 from collections import deque
 from dataclasses import dataclass
 
@@ -25,6 +24,9 @@ class ReplicaLimits:
     num_blocks: int
     max_batch_size: int          # min(planner's max batch, batch_size_cap): orca / FT
     max_blocks_per_request: int  # max_model_len // block_size: orca / FT reservation
+
+
+UNBOUNDED = 1 << 62
 
 
 def arrival_time(request: Request) -> float:
@@ -47,7 +49,8 @@ class ReplicaScheduler:
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
         self.num_running_batches = 0
-        self.batch_ids = itertools.count()  # the simulator shares one counter across replicas
+        self.num_batches = 0  # batch ids are per replica: (replica_id, batch id) is unique
+        self.num_preemptions = 0
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -83,6 +86,24 @@ class ReplicaScheduler:
         """Why a request of this size can never be served here, or None if it can."""
         return None
 
+    # ---- steady decode (fast-forward) hooks --------------------------------------------------
+    # A "steady" decode batch is one the policy will form again, unchanged, at every following
+    # iteration until one of its requests finishes, a request arrives, or (per `growth`) KV
+    # blocks run short. The simulator then advances those iterations in one step.
+
+    growth: str | None = None  # how members take blocks while decoding: "paged", "per_token" or None
+
+    def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
+        """Upper bound on iterations, the one just formed included, that will re-form `batch`
+        exactly if no request arrives (completions and block growth are checked by the caller);
+        0 when the policy cannot promise it."""
+        return 0
+
+    def on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
+        """Policy bookkeeping after `num_iterations` identical decode iterations ran in one step;
+        `last` is the batch object of the final iteration (still in flight)."""
+        return None
+
     @property
     def num_waiting(self) -> int:
         return len(self.waiting)
@@ -95,7 +116,8 @@ class ReplicaScheduler:
     def make_batch(self, requests: list[Request], num_tokens: list[int]) -> Batch | None:
         if not requests:
             return None
-        return Batch(next(self.batch_ids), self.replica_id, requests, num_tokens)
+        self.num_batches += 1
+        return Batch(self.num_batches - 1, self.replica_id, requests, num_tokens)
 
     @staticmethod
     def next_num_tokens(request: Request) -> int:
@@ -121,6 +143,7 @@ class ReplicaScheduler:
     def preempt(self, request: Request) -> None:
         """Recompute preemption: restart the request, free its blocks, queue it at the front."""
         request.restart()
+        self.num_preemptions += 1
         self.release(request)
         request.status = RequestStatus.WAITING
         self.waiting.appendleft(request)

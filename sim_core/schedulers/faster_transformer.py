@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import deque
 
 from sim_core.entities import Batch
-from sim_core.schedulers.base import ReplicaScheduler
+from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
 
 
 class FasterTransformerScheduler(ReplicaScheduler):
@@ -35,6 +35,13 @@ class FasterTransformerScheduler(ReplicaScheduler):
         else:
             self.unfinished.append(batch)
             self.members[batch.id] = members
+
+    def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
+        # A static batch re-runs its unfinished members: unchanged until one of them finishes.
+        return 0 if batch.num_prefill_tokens or self.num_stages > 1 else UNBOUNDED
+
+    def on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
+        self.members[last.id] = self.members.pop(first.id)
 
     def next_batch(self) -> Batch | None:
         if self.unfinished:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from sim_core.entities import Batch, Request
 from sim_core.errors import SimulationError
-from sim_core.schedulers.base import ReplicaScheduler
+from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
 
 
 def usage_tuple(request: Request) -> tuple[int, int]:
@@ -39,6 +39,7 @@ class LightLLMScheduler(ReplicaScheduler):
         super().__init__(*args, **kwargs)
         assert self.block_size == 1 and self.num_stages == 1
         self.num_waiting_iters = 0
+        self._steady_with_waiting = False
 
     def next_batch(self) -> Batch | None:
         if not self.running:
@@ -58,6 +59,27 @@ class LightLLMScheduler(ReplicaScheduler):
                 "preemption. Raise num_blocks or lower batch_size_cap")
         self.num_waiting_iters += 1
         return self._decode_batch()
+
+    growth = "per_token"
+
+    def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
+        # Decode batches of all running requests recur; a prefill try happens only when the
+        # waiting counter reaches max_waiting_iters, and matters only if someone is waiting.
+        if batch.num_prefill_tokens:
+            return 0
+        self._steady_with_waiting = bool(self.waiting)  # arrivals cut a run, so this holds throughout
+        if self.waiting:
+            return max(0, self.config.max_waiting_iters - self.num_waiting_iters + 1)
+        return UNBOUNDED
+
+    def on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
+        limit, formations = self.config.max_waiting_iters, num_iterations - 1
+        if self._steady_with_waiting:
+            self.num_waiting_iters += formations
+        elif limit == 0:
+            self.num_waiting_iters = 1
+        else:
+            self.num_waiting_iters = (self.num_waiting_iters - 1 + formations) % limit + 1
 
     def _prefill_batch(self) -> Batch | None:
         usages = [usage_tuple(r) for r in self.running]

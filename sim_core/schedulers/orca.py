@@ -9,11 +9,16 @@ batch. No preemption; blocks are freed when a request finishes.
 from __future__ import annotations
 
 from sim_core.entities import Batch
-from sim_core.schedulers.base import ReplicaScheduler
+from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
 
 
 class OrcaScheduler(ReplicaScheduler):
     label = "Orca as modelled by Vidur"
+
+    def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
+        # Orca reserves memory up front, so a decode-only batch with nobody left out recurs
+        # until a request finishes (admission stays blocked: free memory does not change).
+        return 0 if batch.num_prefill_tokens or self.running else UNBOUNDED
 
     def next_batch(self) -> Batch | None:
         limit, reserve = self.limits.max_batch_size, self.limits.max_blocks_per_request

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from sim_core.entities import Batch
-from sim_core.schedulers.base import arrival_time
+from sim_core.schedulers.base import UNBOUNDED, arrival_time
 from sim_core.schedulers.paged import PagedScheduler
 
 
@@ -39,6 +39,15 @@ class SarathiScheduler(PagedScheduler):
         self.running = sorted(skipped + remaining, key=arrival_time)
         self._admit_new(requests, num_tokens, budget_used)
         return self.make_batch(requests, num_tokens)
+
+    growth = "paged"
+
+    def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
+        # Steady when every running request decodes in this batch (no prompt chunks, no
+        # leftovers to rotate in) and admission of new requests is blocked by memory or caps.
+        if preempted or batch.num_prefill_tokens or self.running:
+            return 0
+        return UNBOUNDED
 
     def _admit_new(self, requests: list, num_tokens: list, budget_used: int) -> None:
         waiting, chunk = self.waiting, self.config.chunk_size

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from sim_core.entities import Batch
-from sim_core.schedulers.base import arrival_time
+from sim_core.schedulers.base import UNBOUNDED, arrival_time
 from sim_core.schedulers.paged import PagedScheduler
 
 
@@ -47,6 +47,18 @@ class VllmScheduler(PagedScheduler):
         assert not partial, "vllm never leaves a prompt half done"
         self.running = remaining
         return self.make_batch(taken, [1] * len(taken))
+
+    growth = "paged"
+
+    def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
+        # The prefill path already failed for the queue head and only gets less memory while
+        # decoding; the decode batch is the first micro_batch_cap running requests by arrival,
+        # the same set every time unless a tie in arrival time lets a leftover overtake.
+        if preempted or batch.num_prefill_tokens:
+            return 0
+        if self.running and min(map(arrival_time, self.running)) <= max(map(arrival_time, batch.requests)):
+            return 0
+        return UNBOUNDED
 
     def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
         if num_prefill_tokens > self.config.max_tokens_in_batch:
