@@ -37,8 +37,6 @@ class DecodeRun:
     started_at: float
     ends: np.ndarray              # end times of iterations 0..planned-1
     num_iterations: int           # iterations that will run (shrinks when a request arrives)
-    alloc_iteration: np.ndarray   # iteration whose formation makes each planned allocation
-    alloc_member: np.ndarray      # index in `first.requests` of the member that allocates
     token: int
     num_waiting: int              # queue length when the run started (arrivals cut the run)
 
@@ -59,50 +57,19 @@ class FastForward:
             return False
         requests = batch.requests
         limit = min(limit, min(r.total_tokens - r.num_processed_tokens for r in requests))
-        alloc_iteration, alloc_member, limit = self._plan_growth(scheduler, requests, limit)
+        limit = growth_limit(scheduler, requests, limit)
         if limit < 2:
             return False
         now = self.sim.kernel.now
         durations = self.sim.predictor.decode_run_times(batch.shape, 0, limit)
-        ends = np.cumsum(np.concatenate(([now], durations)))[1:]
+        durations[0] += now
+        ends = np.cumsum(durations)  # sequential sums: the same floats as one stage end at a time
         self._tokens += 1
-        run = DecodeRun(batch, now, ends, limit, alloc_iteration, alloc_member, self._tokens,
-                        len(scheduler.waiting))
-        self.runs[replica] = run
+        self.runs[replica] = DecodeRun(batch, now, ends, limit, self._tokens, len(scheduler.waiting))
         stage = self.sim.stages[replica][0]
         stage.busy, stage.started_at = True, now
-        self.sim.kernel.at(float(ends[-1]), self.on_run_end, replica, run.token)
+        self.sim.kernel.at(float(ends[-1]), self.on_run_end, replica, self._tokens)
         return True
-
-    @staticmethod
-    def _plan_growth(scheduler, requests, limit: int):
-        """Allocations the run's formations 1..limit-1 make, sorted as the slow path makes them
-        (by iteration, then batch order), and the run length that keeps one block spare."""
-        free = scheduler.pool.num_free
-        n = len(requests)
-        if scheduler.growth is None:
-            return np.empty(0, np.int64), np.empty(0, np.int64), limit
-        if scheduler.growth == "per_token":
-            limit = min(limit, free // n + 1)
-            iterations = np.repeat(np.arange(1, limit, dtype=np.int64), n)
-            return iterations, np.tile(np.arange(n, dtype=np.int64), max(limit - 1, 0)), limit
-        size = scheduler.block_size
-        held = np.fromiter((len(r.blocks) for r in requests), np.int64, n)
-        processed = np.fromiter((r.num_processed_tokens for r in requests), np.int64, n)
-        first = size * held + 1 - processed  # first formation at which each member needs a block
-        counts = np.maximum(0, -(-(limit - first) // size))
-        members = np.repeat(np.arange(n, dtype=np.int64), counts)
-        offsets = np.arange(len(members), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-        iterations = np.repeat(first, counts) + offsets * size
-        order = np.lexsort((members, iterations))
-        iterations, members = iterations[order], members[order]
-        allowed = free - 1  # every check needs a free block, so one must stay spare
-        if allowed < 0:
-            return np.empty(0, np.int64), np.empty(0, np.int64), 1
-        if len(iterations) > allowed:
-            limit = min(limit, int(iterations[allowed]))
-        keep = iterations < limit
-        return iterations[keep], members[keep], limit
 
     def on_request_routed(self, replica: int) -> None:
         """A request joined the replica's queue: end the run at the first iteration ending at or
@@ -136,18 +103,18 @@ class FastForward:
     def _apply(self, replica: int, run: DecodeRun) -> Batch:
         """Apply iterations 0..k-2 in bulk; return the batch of the last iteration, k-1."""
         sim, k, first = self.sim, run.num_iterations, run.first
-        scheduler, recorder = sim.schedulers[replica], sim.recorder
+        scheduler = sim.schedulers[replica]
         ends = run.ends[:k]
         requests, n = first.requests, len(first.requests)
-        self._advance_tokens(requests, ends, recorder)
-        keep = run.alloc_iteration < k
-        allocations = self._allocate(scheduler, requests, run.alloc_iteration[keep], run.alloc_member[keep], ends)
+        allocations = planned_allocations(scheduler, requests, k)
+        self._advance_tokens(requests, ends, sim.recorder)
+        blocks = [scheduler.pool.allocate_one(requests[member]) for _, member in allocations]
         scheduler.num_batches += k - 2  # ids of the skipped iterations' batches
         last = scheduler.make_batch(list(requests), [1] * n)
         context = first.shape.decode_context + n * (k - 1) if first.shape.num_decodes else 0
         last.shape = BatchShape(n, n, (), n if first.shape.num_decodes else 0, context)
         last.formed_at = float(ends[k - 2])
-        self._record(replica, run, last, allocations)
+        self._record(replica, run, allocations, blocks)
         scheduler.on_steady_decode(first, last, k)
         return last
 
@@ -155,52 +122,72 @@ class FastForward:
     def _advance_tokens(requests, ends: np.ndarray, recorder) -> None:
         """Members gain one token per skipped iteration; record the gaps between tokens."""
         skipped = len(ends) - 1
-        first_end = float(ends[0])
-        steps = np.diff(ends[:skipped]) if skipped > 1 else np.empty(0)
+        first_end, last_end = float(ends[0]), float(ends[skipped - 1])
+        steps = np.diff(ends[:skipped])
         step_max = float(steps.max()) if len(steps) else 0.0
-        gaps = recorder.token_gaps
+        append_gap = recorder.token_gaps.append
         for request in requests:
-            previous = request.last_token_at
-            if previous >= 0.0:
-                gap = first_end - previous
-                gaps.append(gap)
-                if gap > request.max_token_gap:
-                    request.max_token_gap = gap
-            if step_max > request.max_token_gap:
-                request.max_token_gap = step_max
+            gap = first_end - request.last_token_at  # decoding requests have emitted a token
+            append_gap(gap)
+            request.max_token_gap = max(request.max_token_gap, gap, step_max)
             request.num_processed_tokens += skipped
-            request.last_token_at = float(ends[skipped - 1])
+            request.last_token_at = last_end
         if len(steps):
             recorder.weighted_gaps[0].extend(steps.tolist())
             recorder.weighted_gaps[1].extend([len(requests)] * len(steps))
 
-    @staticmethod
-    def _allocate(scheduler, requests, iterations, members, ends) -> list:
-        """Take the planned blocks in slow-path order; returns (iteration, request, block)."""
-        pool, made = scheduler.pool, []
-        for iteration, member in zip(iterations.tolist(), members.tolist()):
-            request = requests[member]
-            made.append((iteration, request.id, pool.allocate_one(request)))
-        return made
-
-    def _record(self, replica: int, run: DecodeRun, last: Batch, allocations: list) -> None:
+    def _record(self, replica: int, run: DecodeRun, allocations: list, blocks: list) -> None:
         """What the slow path records for iterations 0..k-2 and the formation of k-1: per
         iteration a stage row, the replica state after its batch end, the next formation's
         block allocations, its batch row and the replica state after that formation."""
         sim, k, first = self.sim, run.num_iterations, run.first
         recorder, pool = sim.recorder, sim.schedulers[replica].pool
-        ends = run.ends[: k - 1].tolist()
-        starts = [run.started_at] + ends[:-1]
-        stage_ids = list(range(first.id, first.id + k - 1))
-        recorder.on_stage_rows(stage_ids, replica, 0, starts, ends)
-        per_formation = np.bincount([a[0] for a in allocations], minlength=k)[1:] if allocations else np.zeros(k - 1, np.int64)
-        after = (pool.num_used - len(allocations) + np.cumsum(per_formation)).tolist()
-        before = [pool.num_used - len(allocations)] + after[:-1]
-        times = [t for t in ends for _ in (0, 1)]
-        used = [u for pair in zip(before, after) for u in pair]
+        ends = run.ends[: k - 1]
+        end_list = ends.tolist()
+        recorder.on_stage_rows(first.id, replica, 0, [run.started_at] + end_list[:-1], end_list)
+        formations = [f for f, _ in allocations]
         if allocations:
-            recorder.on_allocate_rows([ends[a[0] - 1] for a in allocations], replica,
-                                      [a[1] for a in allocations], [a[2] for a in allocations])
-        recorder.on_batch_rows([i + 1 for i in stage_ids], replica, ends,
-                               tuple(r.id for r in first.requests), tuple(first.num_tokens))
-        recorder.on_replica_states(replica, times, used, run.num_waiting, pool.num_holders)
+            requests = first.requests
+            recorder.on_allocate_rows([end_list[f - 1] for f in formations], replica,
+                                      [requests[m].id for _, m in allocations], blocks)
+        recorder.on_batch_rows(first.id + 1, replica, end_list, tuple(r.id for r in first.requests),
+                               tuple(first.num_tokens))
+        base = pool.num_used - len(allocations)
+        after = base + np.cumsum(np.bincount(formations, minlength=k)[1:k])
+        before = np.concatenate(([base], after[:-1]))
+        recorder.on_replica_states(replica, np.repeat(ends, 2), np.column_stack((before, after)).ravel(),
+                                   run.num_waiting, pool.num_holders)
+
+
+def growth_limit(scheduler, requests, limit: int) -> int:
+    """Shorten `limit` so that every formation of the run keeps one KV block spare (each
+    member's check needs a free block even when it takes none)."""
+    free, n = scheduler.pool.num_free, len(requests)
+    if scheduler.growth is None:
+        return limit
+    if free < 1:
+        return 1
+    if scheduler.growth == "per_token":
+        return min(limit, free // n + 1)
+    size = scheduler.block_size
+    if n * ((limit - 1) // size + 1) <= free - 1:
+        return limit  # even if every member grew as often as possible, one block stays spare
+    allocations = planned_allocations(scheduler, requests, limit)
+    if len(allocations) > free - 1:
+        limit = min(limit, allocations[free - 1][0])
+    return limit
+
+
+def planned_allocations(scheduler, requests, num_iterations: int) -> list[tuple[int, int]]:
+    """(formation, member index) of the blocks members take at formations 1..num_iterations-1,
+    in the order the slow path takes them (by formation, then batch order)."""
+    if scheduler.growth is None:
+        return []
+    if scheduler.growth == "per_token":
+        return [(j, m) for j in range(1, num_iterations) for m in range(len(requests))]
+    size, plan = scheduler.block_size, []
+    for member, request in enumerate(requests):
+        first = size * len(request.blocks) + 1 - request.num_processed_tokens
+        plan.extend((j, member) for j in range(first, num_iterations, size))
+    plan.sort()
+    return plan

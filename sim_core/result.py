@@ -11,7 +11,7 @@ from sim_core.config import SimulationConfig
 from sim_core.entities import RequestStatus
 from sim_core.memory import MemoryPlan
 from sim_core.metrics import request_table, summarize
-from sim_core.record import STATE_NAMES, Recorder
+from sim_core.record import STATE_NAMES, Recorder, to_frame_columns
 
 STATUS_NAMES = {RequestStatus.FINISHED: "finished", RequestStatus.REJECTED: "rejected"}
 
@@ -48,12 +48,12 @@ def build_result(config, workload, simulator, recorder: Recorder, rejected: dict
     requests = request_table(_request_rows(workload, simulator.requests, rejected))
     end = float(np.nanmax(requests["completed_at"])) if requests["completed_at"].notna().any() else 0.0
     recorder.finish_kv(end)
-    batches = _sorted(pd.DataFrame(recorder.batches), ["formed_at", "replica_id", "batch_id"])
+    batches = _sorted(_frame(recorder.batches), ["formed_at", "replica_id", "batch_id"])
     stages = _sorted(_frame(recorder.stages), ["start", "replica_id", "stage_id", "batch_id"])
     if len(batches) and len(stages):
         ends = stages.groupby(["replica_id", "batch_id"])["end"].max()
         batches["completed_at"] = ends.reindex(pd.MultiIndex.from_frame(batches[["replica_id", "batch_id"]])).to_numpy()
-    summary = summarize(requests, np.asarray(recorder.token_gaps), tuple(np.asarray(a) for a in recorder.weighted_gaps),
+    summary = summarize(requests, recorder.token_gaps.to_numpy(), tuple(c.to_numpy() for c in recorder.weighted_gaps),
                         recorder.kv_area, recorder.kv_peak, num_blocks,
                         len(batches) if len(batches) else simulator_batches(simulator))
     return SimulationResult(
@@ -65,7 +65,7 @@ def build_result(config, workload, simulator, recorder: Recorder, rejected: dict
 
 
 def _frame(columns: dict) -> pd.DataFrame:
-    return pd.DataFrame({k: np.asarray(v) for k, v in columns.items()})
+    return pd.DataFrame(to_frame_columns(columns))
 
 
 def _sorted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
