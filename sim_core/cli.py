@@ -44,10 +44,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="folder for requests.csv, batches.csv, summary.json, chrome_trace.json, ...")
     run.add_argument("--json", action="store_true", help="print the summary as JSON")
     run.set_defaults(handler=_run)
+    generate = commands.add_parser("generate", help="write a scenario's workload as a trace CSV")
+    generate.add_argument("--config", required=True, help="scenario file whose workload section to use")
+    generate.add_argument("--out", required=True, help="CSV to write (arrived_at,num_prefill_tokens,num_decode_tokens)")
+    generate.set_defaults(handler=_generate)
     validate = commands.add_parser("validate", help="check scenario files (.yaml/.yml/.json) or traces (.csv)")
     validate.add_argument("files", nargs="+", help="files to check")
     validate.set_defaults(handler=_validate)
-    for sub in (run, validate):
+    for sub in (run, generate, validate):
         sub.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     return parser
 
@@ -67,6 +71,16 @@ def _run(args) -> int:
         print(format_summary(result))
         if args.out:
             print(f"wrote {Path(args.out) / 'requests.csv'} and the other outputs")
+    return 0
+
+
+def _generate(args) -> int:
+    from sim_core import load_config
+    from sim_core.workload import build_workload, write_replay_trace
+
+    workload = build_workload(load_config(args.config))
+    write_replay_trace(workload, args.out)
+    print(f"wrote {len(workload)} requests to {args.out}")
     return 0
 
 

@@ -35,9 +35,11 @@ class EventKernel:
         """Run `handler(*args)` at the current time, after everything already due now."""
         self._soon.append((handler, args))
 
-    def run(self, arrival_times, on_arrival: Callable[[int], None], on_time: Callable[[float], None]) -> None:
+    def run(self, arrival_times, on_arrival: Callable[[int], None], on_time: Callable[[float], None],
+            after_event: Callable[[], None] | None = None) -> None:
         """Process everything. `arrival_times` is sorted; `on_arrival(i)` handles the i-th
-        arrival; `on_time(t)` is told the time before any handler at t runs."""
+        arrival; `on_time(t)` is told the time before any handler at t runs; `after_event()`,
+        if given, runs after every handler (invariant checks in tests)."""
         heap, soon, pop = self._heap, self._soon, heapq.heappop
         times = arrival_times
         num_arrivals, i = len(times), 0
@@ -48,9 +50,15 @@ class EventKernel:
             while i < num_arrivals and times[i] == now:
                 on_arrival(i)
                 i += 1
+                if after_event is not None:
+                    after_event()
             while heap and heap[0][0] == now:
                 _, _, handler, args = pop(heap)
                 handler(*args)
+                if after_event is not None:
+                    after_event()
             while soon:
                 handler, args = soon.popleft()
                 handler(*args)
+                if after_event is not None:
+                    after_event()

@@ -31,11 +31,13 @@ class Simulator:
         single_stage = all(s.num_stages == 1 for s in schedulers)
         self.fast = FastForward(self) if fast_forward and single_stage else None
 
-    def run(self, admitted: list[int]) -> None:
-        """Simulate the requests whose indices are in `admitted` (the rest were rejected)."""
+    def run(self, admitted: list[int], after_event=None) -> None:
+        """Simulate the requests whose indices are in `admitted` (the rest were rejected);
+        `after_event(simulator)` runs after every event when given (tests check invariants)."""
         self._admitted = admitted
         times = self.workload.arrived_at[admitted].tolist()
-        self.kernel.run(times, self.on_arrival, self._set_time)
+        check = (lambda: after_event(self)) if after_event is not None else None
+        self.kernel.run(times, self.on_arrival, self._set_time, check)
 
     def _set_time(self, now: float) -> None:
         self.recorder.now = now

@@ -42,19 +42,20 @@ def _stage_events(result) -> list[dict]:
     stages, batches = result.batch_stages, result.batches
     if not len(stages) or not len(batches):
         return []
-    info = batches.set_index("batch_id")
-    ids, tokens = info["request_ids"].to_dict(), info["request_tokens"].to_dict()
-    prefill = info["num_prefill_tokens"].to_dict()
+    keys = list(zip(batches["replica_id"].tolist(), batches["batch_id"].tolist()))
+    ids = dict(zip(keys, batches["request_ids"]))
+    tokens = dict(zip(keys, batches["request_tokens"]))
+    prefill = dict(zip(keys, batches["num_prefill_tokens"].tolist()))
     events = []
     for batch, replica, stage, start, end in zip(stages["batch_id"].tolist(), stages["replica_id"].tolist(),
                                                 stages["stage_id"].tolist(), stages["start"].tolist(),
                                                 stages["end"].tolist()):
+        key = (replica, batch)
         events.append({
-            "name": f"batch {batch} ({len(ids[batch])} req)", "cat": "batch", "ph": "X",
+            "name": f"batch {batch} ({len(ids[key])} req)", "cat": "batch", "ph": "X",
             "ts": start * US, "dur": (end - start) * US, "pid": replica, "tid": stage,
-            "args": {"batch_id": batch, "num_tokens": sum(tokens[batch]),
-                     "num_prefill_tokens": prefill[batch], "request_ids": list(ids[batch]),
-                     "request_tokens": list(tokens[batch])}})
+            "args": {"batch_id": batch, "num_tokens": sum(tokens[key]), "num_prefill_tokens": prefill[key],
+                     "request_ids": list(ids[key]), "request_tokens": list(tokens[key])}})
     return events
 
 

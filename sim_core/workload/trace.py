@@ -6,6 +6,7 @@ Format: CSV with a header holding at least `arrived_at,num_prefill_tokens,num_de
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -51,8 +52,12 @@ def _read_frame(path: Path, name: str, max_bytes: int) -> pd.DataFrame:
         raise TraceError(name, "file is empty; expected a header line "
                          f"'{','.join(REPLAY_COLUMNS)}' and one row per request")
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True,
-                            encoding="utf-8-sig")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True,
+                                encoding="utf-8-sig", index_col=False)
+    except pd.errors.ParserWarning:
+        raise TraceError(name, f"malformed CSV: {_first_long_line(path)}") from None
     except UnicodeDecodeError as exc:
         line = path.read_bytes()[: exc.start].count(b"\n") + 1
         raise TraceError(name, f"not UTF-8 text: byte 0x{exc.object[exc.start]:02x} on line {line}") from None
@@ -64,6 +69,17 @@ def _read_frame(path: Path, name: str, max_bytes: int) -> pd.DataFrame:
     if frame.empty:
         raise TraceError(name, "no data rows after the header")
     return frame
+
+
+def _first_long_line(path: Path) -> str:
+    """Describe the first line with more fields than the header (only called on that error)."""
+    with path.open(encoding="utf-8-sig") as handle:
+        width = handle.readline().count(",") + 1
+        for number, line in enumerate(handle, start=2):
+            fields = line.count(",") + 1
+            if fields > width:
+                return f"line {number} has {fields} fields but the header has {width}"
+    return "a row has more fields than the header"
 
 
 def _check_columns(frame: pd.DataFrame, name: str) -> None:
@@ -89,7 +105,7 @@ def _numeric_column(text: pd.Series, name: str, column: str) -> np.ndarray:
 def _check_times(arrived: np.ndarray, name: str) -> None:
     bad = np.flatnonzero(arrived < 0)
     if len(bad):
-        raise TraceError(name, _with_more(f"arrival time {arrived[bad[0]]!r} is negative", len(bad)),
+        raise TraceError(name, _with_more(f"arrival time {float(arrived[bad[0]])!r} is negative", len(bad)),
                          row=int(bad[0]) + 1, column="arrived_at")
 
 
@@ -106,3 +122,11 @@ def _check_tokens(tokens: np.ndarray, name: str, column: str) -> None:
 
 def _with_more(reason: str, count: int) -> str:
     return reason if count == 1 else f"{reason} (and {count - 1} more such rows)"
+
+
+def write_replay_trace(workload, path: str | Path) -> None:
+    """Write a workload in the replay format (floats in shortest round-trip form)."""
+    frame = pd.DataFrame({"arrived_at": workload.arrived_at, "num_prefill_tokens": workload.num_prefill_tokens,
+                          "num_decode_tokens": workload.num_decode_tokens})
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(path, index=False)

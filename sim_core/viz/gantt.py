@@ -1,0 +1,64 @@
+"""Chrome-trace-style Gantt of pipeline stages: rows = replica x stage, bars = batch stages."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+KIND_COLORS = {"prefill": "#d95f02", "mixed": "#7570b3", "decode": "#1b9e77"}
+MAX_BARS = 4000
+
+
+def batch_kind(num_prefill_tokens: np.ndarray, num_tokens: np.ndarray, num_requests: np.ndarray) -> np.ndarray:
+    """'prefill' (only prompt tokens), 'decode' (only decode tokens) or 'mixed', per batch."""
+    decodes = num_tokens - num_prefill_tokens
+    kind = np.where(num_prefill_tokens == 0, "decode", "mixed")
+    return np.where(decodes == 0, "prefill", kind)
+
+
+def gantt_frame(result, start: float | None = None, end: float | None = None) -> pd.DataFrame:
+    """Stage executions in [start, end) joined with their batch, at most MAX_BARS rows."""
+    stages = result.batch_stages
+    if start is not None:
+        stages = stages[stages["end"] > start]
+    if end is not None:
+        stages = stages[stages["start"] < end]
+    stages = stages.head(MAX_BARS)
+    batches = result.batches[["replica_id", "batch_id", "num_requests", "num_tokens", "num_prefill_tokens",
+                              "request_ids"]]
+    frame = stages.merge(batches, on=["replica_id", "batch_id"], how="left")
+    frame["kind"] = batch_kind(frame["num_prefill_tokens"].to_numpy(), frame["num_tokens"].to_numpy(),
+                               frame["num_requests"].to_numpy())
+    frame["row"] = [f"replica {r} / stage {s}" for r, s in zip(frame["replica_id"], frame["stage_id"])]
+    frame["requests"] = [_ids_text(ids) for ids in frame["request_ids"]]
+    return frame
+
+
+def _ids_text(ids) -> str:
+    ids = list(ids)
+    return " ".join(map(str, ids[:12])) + (f" ... (+{len(ids) - 12})" if len(ids) > 12 else "")
+
+
+def pipeline_gantt(result, start: float | None = None, end: float | None = None) -> go.Figure:
+    """Horizontal bars on a numeric time axis (seconds), one trace per batch kind; gaps on a
+    stage row are pipeline bubbles. Hover shows batch id, requests and token counts."""
+    frame = gantt_frame(result, start, end)
+    rows = sorted(frame["row"].unique(), key=lambda r: [int(x) for x in r.split() if x.isdigit()], reverse=True)
+    figure = go.Figure()
+    for kind, color in KIND_COLORS.items():
+        part = frame[frame["kind"] == kind]
+        if not len(part):
+            continue
+        figure.add_trace(go.Bar(
+            name=kind, orientation="h", y=part["row"], base=part["start"], x=part["end"] - part["start"],
+            marker={"color": color, "line": {"width": 0}},
+            customdata=np.stack([part["batch_id"], part["num_requests"], part["num_tokens"],
+                                 part["num_prefill_tokens"], part["requests"]], axis=1),
+            hovertemplate=("batch %{customdata[0]}<br>%{base:.4f} s + %{x:.4f} s<br>%{customdata[1]} requests, "
+                           "%{customdata[2]} tokens (%{customdata[3]} prompt)<br>ids: %{customdata[4]}"
+                           "<extra>%{y}</extra>")))
+    figure.update_layout(barmode="overlay", xaxis_title="time (s)", yaxis={"categoryorder": "array",
+                         "categoryarray": rows}, height=140 + 40 * max(len(rows), 1), bargap=0.25,
+                         legend_title_text="batch", margin={"l": 10, "r": 10, "t": 30, "b": 40})
+    return figure

@@ -1,0 +1,23 @@
+"""The Chrome trace: complete events per batch stage, named tracks, counters, microseconds."""
+
+import json
+
+from conftest import cost, simulate
+
+from sim_core.export import chrome_trace
+
+
+def test_stages_are_complete_events_on_replica_and_stage_tracks():
+    result = simulate([(0.0, 10, 2)] * 4, cluster={"pipeline_parallel_size": 2, "num_replicas": 2},
+                      scheduler={"batch_size_cap": 4})
+    trace = json.loads(json.dumps(chrome_trace(result)))
+    events = trace["traceEvents"]
+    names = {(e["pid"], e["tid"], e["args"]["name"]) for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert names == {(0, 0, "Stage 0"), (0, 1, "Stage 1"), (1, 0, "Stage 0"), (1, 1, "Stage 1")}
+    spans = [e for e in events if e["ph"] == "X"]
+    assert len(spans) == len(result.batch_stages)
+    first = next(e for e in spans if e["pid"] == 0 and e["tid"] == 0 and e["ts"] == 0)
+    assert first["dur"] == cost(20) * 1e6
+    assert first["args"]["request_ids"] == [0, 2] and first["args"]["request_tokens"] == [10, 10]
+    counters = {e["name"] for e in events if e["ph"] == "C"}
+    assert counters == {"KV blocks", "Requests"}

@@ -1,0 +1,97 @@
+"""`python -m sim_core`: good runs write their files; bad input is one line and exit code 2."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GOOD = """
+model: llama-2-7b
+device: a100-80gb
+max_model_len: 1024
+predictor: {type: linear}
+scheduler: {type: sarathi, num_blocks: 300, chunk_size: 128}
+cluster: {num_replicas: 2, pipeline_parallel_size: 2, global_scheduler: lor}
+workload: {trace_file: trace.csv}
+"""
+TRACE = "arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,100,20\n0.1,50,10\n0.3,300,5\n"
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "sim_core", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd or ROOT, timeout=120)
+
+
+def test_run_writes_every_output_and_prints_the_summary(tmp_path):
+    (tmp_path / "s.yaml").write_text(GOOD)
+    (tmp_path / "trace.csv").write_text(TRACE)
+    done = cli("run", "--config", tmp_path / "s.yaml", "--out", tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    assert "requests: 3 finished, 0 rejected" in done.stdout
+    for name in ("requests.csv", "batches.csv", "summary.json", "chrome_trace.json", "batch_stages.csv"):
+        assert (tmp_path / "out" / name).stat().st_size > 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())["summary"]
+    assert summary["num_finished"] == 3
+    header = (tmp_path / "out" / "requests.csv").read_text().splitlines()[0]
+    assert header.startswith("request_id,arrived_at,num_prefill_tokens,num_decode_tokens,replica_id,status,"
+                             "scheduled_at,prefill_completed_at,completed_at,num_restarts")
+
+
+def test_same_config_gives_byte_identical_outputs(tmp_path):
+    (tmp_path / "s.yaml").write_text(GOOD)
+    (tmp_path / "trace.csv").write_text(TRACE)
+    for out in ("a", "b"):
+        assert cli("run", "--config", tmp_path / "s.yaml", "--out", tmp_path / out).returncode == 0
+    for name in ("requests.csv", "batches.csv", "summary.json", "chrome_trace.json", "timeseries.csv"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_validate_accepts_scenarios_and_traces(tmp_path):
+    (tmp_path / "s.yaml").write_text(GOOD)
+    (tmp_path / "trace.csv").write_text(TRACE)
+    done = cli("validate", tmp_path / "s.yaml", tmp_path / "trace.csv")
+    assert done.returncode == 0
+    assert "ok: " in done.stdout and "trace of 3 requests" in done.stdout
+
+
+BAD_CASES = {
+    "missing config": ("run --config {d}/nope.yaml", "nope.yaml: file not found"),
+    "missing trace": ("run --config {d}/missing_trace.yaml", "gone.csv: file not found"),
+    "wrong columns": ("validate {d}/cols.csv", "missing column(s) arrived_at"),
+    "negative tokens": ("validate {d}/neg.csv", "row 2 (line 3), column 'num_decode_tokens': value -1 is negative"),
+    "non-integer tokens": ("validate {d}/frac.csv", "row 1 (line 2), column 'num_prefill_tokens': value 1.5 is not a whole"),
+    "nan": ("validate {d}/nan.csv", "column 'arrived_at': value 'nan' is not a finite number"),
+    "empty trace": ("validate {d}/empty.csv", "file is empty"),
+    "unknown scheduler": ("run --config {d}/unknown.yaml", "scheduler.type: got 'fifo'; allowed one of: vllm"),
+}
+
+
+def _bad_files(d: Path):
+    (d / "missing_trace.yaml").write_text("predictor: {type: linear}\nworkload: {trace_file: gone.csv}\n")
+    (d / "cols.csv").write_text("t,p,d\n0,1,1\n")
+    (d / "neg.csv").write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n0,5,5\n1,5,-1\n")
+    (d / "frac.csv").write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n0,1.5,5\n")
+    (d / "nan.csv").write_text("arrived_at,num_prefill_tokens,num_decode_tokens\nnan,5,5\n")
+    (d / "empty.csv").write_text("")
+    (d / "unknown.yaml").write_text("scheduler: {type: fifo}\n")
+
+
+def test_bad_input_exits_2_with_one_clear_line_and_no_traceback(tmp_path):
+    _bad_files(tmp_path)
+    for name, (command, message) in BAD_CASES.items():
+        done = cli(*command.format(d=tmp_path).split())
+        assert done.returncode == 2, name
+        assert message in done.stderr, (name, done.stderr)
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, name
+
+
+def test_a_request_that_can_never_fit_is_reported_rejected(tmp_path):
+    (tmp_path / "s.yaml").write_text("predictor: {type: linear}\nscheduler: {num_blocks: 4}\n"
+                                     "workload: {trace_file: t.csv}\n")
+    (tmp_path / "t.csv").write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,3\n0,500,3\n")
+    done = cli("run", "--config", tmp_path / "s.yaml", "--out", tmp_path / "o")
+    assert done.returncode == 0
+    assert "requests: 1 finished, 1 rejected" in done.stdout
+    rows = (tmp_path / "o" / "requests.csv").read_text().splitlines()
+    assert "rejected" in rows[2] and "can never be served" in rows[2]

@@ -1,0 +1,107 @@
+"""Invariants over random small scenarios, for every scheduler (hypothesis)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sim_core import SimulationError, parse_config, run_simulation
+from sim_core.workload import Workload
+
+POLICIES = ["vllm", "sarathi", "orca", "faster_transformer", "lightllm"]
+
+
+@st.composite
+def scenarios(draw):
+    policy = draw(st.sampled_from(POLICIES))
+    lightllm = policy == "lightllm"
+    block_size = 1 if lightllm else draw(st.sampled_from([4, 8, 16]))
+    max_model_len = 256
+    reserve = max_model_len // block_size
+    min_blocks = reserve if policy in ("orca", "faster_transformer") else 4
+    num_blocks = draw(st.integers(min_blocks, min_blocks + (400 if lightllm else 60)))
+    config = {
+        "seed": draw(st.integers(0, 100)), "max_model_len": max_model_len,
+        "predictor": {"type": "linear", "base_s": draw(st.sampled_from([0.001, 0.005, 0.01])),
+                      "per_token_s": draw(st.sampled_from([0.0, 1e-5, 1e-4, 1e-3]))},
+        "cluster": {"num_replicas": draw(st.integers(1, 3)),
+                    "pipeline_parallel_size": 1 if lightllm else draw(st.sampled_from([1, 2])),
+                    "global_scheduler": draw(st.sampled_from(["round_robin", "lor", "random"]))},
+        "scheduler": {"type": policy, "block_size": block_size, "num_blocks": num_blocks,
+                      "batch_size_cap": draw(st.integers(2, 16)), "chunk_size": draw(st.integers(4, 64)),
+                      "max_waiting_iters": draw(st.integers(0, 4)),
+                      "watermark_blocks_fraction": draw(st.sampled_from([0.0, 0.01, 0.1]))},
+    }
+    n = draw(st.integers(1, 25))
+    arrivals = sorted(draw(st.lists(st.floats(0, 2, allow_nan=False), min_size=n, max_size=n)))
+    if draw(st.booleans()):  # many simultaneous arrivals stress same-time ordering
+        arrivals = [round(a, 1) for a in arrivals]
+    prefill = draw(st.lists(st.integers(1, 100), min_size=n, max_size=n))
+    decode = draw(st.lists(st.integers(1, 60), min_size=n, max_size=n))
+    workload = Workload(np.array(arrivals), np.array(prefill, dtype=np.int64), np.array(decode, dtype=np.int64), "h")
+    return config, workload
+
+
+def _check_state(simulator, last_time):
+    assert simulator.kernel.now >= last_time[0], "time went backwards"
+    last_time[0] = simulator.kernel.now
+    holders = [r for r in simulator.requests if r is not None and r.blocks]
+    for scheduler in simulator.schedulers:
+        scheduler.pool.check_integrity([r for r in holders if r.replica_id == scheduler.replica_id])
+    for request in simulator.requests:
+        if request is not None:
+            assert 0 <= request.num_processed_tokens <= request.total_tokens
+
+
+def _run(config, workload, fast_forward=True, check=False):
+    config = parse_config({**config, "engine": {"fast_forward": fast_forward}})
+    last_time = [0.0]
+    hook = (lambda sim: _check_state(sim, last_time)) if check else None
+    return run_simulation(config, workload, after_event=hook)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_invariants_hold_after_every_event(case):
+    config, workload = case
+    try:
+        result = _run(config, workload, fast_forward=False, check=True)
+    except SimulationError as error:  # LightLLM as Vidur models it cannot preempt
+        assert "lightllm" in str(error)
+        return
+    requests = result.requests
+    assert set(requests["status"]) <= {"finished", "rejected"}
+    assert (requests["reject_reason"][requests["status"] == "rejected"] != "").all()
+    finished = requests[requests["status"] == "finished"]
+    assert (finished["completed_at"] >= finished["prefill_completed_at"]).all()
+    assert (finished["prefill_completed_at"] > finished["scheduled_at"]).all()
+    assert (finished["scheduled_at"] >= finished["arrived_at"]).all()
+    # every finished request processed exactly its tokens: prompt + output, minus the first
+    # output token that the prefill iteration yields, plus re-prefills after restarts
+    batches = result.batches
+    processed = pd.Series(0, index=requests.index, dtype=np.int64)
+    for ids, tokens in zip(batches["request_ids"], batches["request_tokens"]):
+        for rid, count in zip(ids, tokens):
+            processed[rid] += count
+    for row in finished.itertuples():
+        assert processed[row.request_id] >= row.num_prefill_tokens + row.num_decode_tokens - 1
+        if row.num_restarts == 0:
+            assert processed[row.request_id] == row.num_prefill_tokens + row.num_decode_tokens - 1
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_fast_forward_and_reruns_give_identical_results(case):
+    config, workload = case
+    try:
+        stepwise = _run(config, workload, fast_forward=False)
+    except SimulationError:
+        return
+    fast = _run(config, workload, fast_forward=True)
+    again = _run(config, workload, fast_forward=True)
+    for table in ("requests", "batches", "batch_stages", "block_events", "state_events", "timeseries"):
+        pd.testing.assert_frame_equal(getattr(stepwise, table), getattr(fast, table))
+        pd.testing.assert_frame_equal(getattr(fast, table), getattr(again, table))
+    assert json.dumps(fast.summary, sort_keys=True) == json.dumps(again.summary, sort_keys=True)
