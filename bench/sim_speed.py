@@ -61,7 +61,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--record", default="full", choices=["full", "batches", "requests"])
+    parser.add_argument("--record", default="batches", choices=["full", "batches", "requests"])
     parser.add_argument("--qps", type=float, default=5.0)
     parser.add_argument("--stepwise", action="store_true", help="also time iteration-by-iteration runs")
     args = parser.parse_args()

@@ -119,9 +119,11 @@ class Batch:
 
     def __post_init__(self) -> None:
         assert self.requests and len(self.requests) == len(self.num_tokens)
-        assert all(t >= 1 for t in self.num_tokens)
-        self.num_prefill_tokens = sum(t for r, t in zip(self.requests, self.num_tokens)
-                                      if not r.is_prefill_complete)
+
+    @staticmethod
+    def prefill_tokens_of(requests: list[Request], num_tokens: list[int]) -> int:
+        """Tokens of `num_tokens` that belong to requests whose prompt is not complete yet."""
+        return sum(t for r, t in zip(requests, num_tokens) if not r.is_prefill_complete)
 
     @property
     def total_tokens(self) -> int:

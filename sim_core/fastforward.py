@@ -1,44 +1,50 @@
-"""Advance runs of identical decode iterations in one step (pipeline parallelism 1 only).
+"""Advance runs of decode iterations in one step (pipeline parallelism 1 only).
 
-When a replica forms a decode-only batch that its policy promises to re-form unchanged
-(`steady_decode_limit`), the iterations up to the next thing that can change a decision are
-known in advance:
+When a replica forms a decode-only batch that its policy promises to re-form (minus finished
+requests) at every following iteration (`steady_decode_limit`), the iterations up to the next
+thing that can change a decision are known in advance:
 
-* a member finishes (it finishes at the end of iteration `total - processed - 1`);
-* KV blocks run short: the run stops before any iteration that could need a free block the
-  pool might not have (`paged`: a member takes a block when its tokens outgrow its blocks;
-  `per_token`: every member takes one block per iteration);
-* a request is routed to the replica: the run is cut at the first iteration ending at or
-  after its arrival (at equal times the arrival is seen first, as in Vidur).
+* a member finishes at the end of iteration `total - processed - 1`; the run goes on without
+  it when the policy says nothing else can join (`steady_past_completions`: e.g. an empty
+  queue), else it ends there;
+* KV blocks run short: the run stops before any formation that might find no spare block
+  (`paged`: a member takes a block when its tokens outgrow its blocks; `per_token`: one block
+  per member per iteration), counting blocks that finished members free;
+* a request is routed to the replica: the run is cut at the first iteration ending at or after
+  its arrival (at equal times the arrival is seen first, as in Vidur).
 
 A run keeps iteration 0's batch in flight and one kernel event at the end of its last
-iteration. There, the skipped iterations are applied in bulk (tokens, block allocations in
-the order the slow path makes them, records with the times it would give them) and the last
-iteration ends through the ordinary stage-end handler, so everything after is unchanged.
+iteration. There the skipped iterations are applied in bulk: tokens, completions, block frees
+and allocations in the order the stepwise path makes them (so physical block ids match), and
+every record that path would make, with the same float times (stage ends are sequential sums).
+The last iteration then ends through the ordinary stage-end handler.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 
-from sim_core.entities import Batch
+from sim_core.entities import Batch, RequestStatus
 from sim_core.predictor import BatchShape
+from sim_core.record import FINISHED
 
 MAX_RUN = 1 << 20  # iterations planned at once (a longer run simply starts again)
 
 
 @dataclass(slots=True, eq=False)
 class DecodeRun:
-    """A planned run: iteration j of `first`'s requests ends at `ends[j]`."""
+    """A planned run: iteration j of the batch's live members ends at `ends[j]`."""
 
     first: Batch
     started_at: float
-    ends: np.ndarray              # end times of iterations 0..planned-1
-    num_iterations: int           # iterations that will run (shrinks when a request arrives)
+    ends: np.ndarray            # end times of iterations 0..planned-1
+    remaining: list[int]        # per member: iterations left; it finishes after iteration remaining-1
+    num_iterations: int         # iterations that will run (shrinks when a request arrives)
     token: int
-    num_waiting: int              # queue length when the run started (arrivals cut the run)
+    num_waiting: int            # queue length when the run started (arrivals cut the run)
 
 
 class FastForward:
@@ -56,20 +62,37 @@ class FastForward:
         if limit < 2:
             return False
         requests = batch.requests
-        limit = min(limit, min(r.total_tokens - r.num_processed_tokens for r in requests))
-        limit = growth_limit(scheduler, requests, limit)
+        remaining = [r.total_tokens - r.num_processed_tokens for r in requests]
+        through = scheduler.steady_past_completions(batch)
+        limit = min(limit, max(remaining) if through else min(remaining))
+        if limit >= 2:
+            limit = growth_limit(scheduler, requests, remaining, limit)
         if limit < 2:
             return False
         now = self.sim.kernel.now
-        durations = self.sim.predictor.decode_run_times(batch.shape, 0, limit)
-        durations[0] += now
-        ends = np.cumsum(durations)  # sequential sums: the same floats as one stage end at a time
+        ends = self._end_times(batch, remaining, limit, now)
         self._tokens += 1
-        self.runs[replica] = DecodeRun(batch, now, ends, limit, self._tokens, len(scheduler.waiting))
+        self.runs[replica] = DecodeRun(batch, now, ends, remaining, limit, self._tokens, len(scheduler.waiting))
         stage = self.sim.stages[replica][0]
         stage.busy, stage.started_at = True, now
         self.sim.kernel.at(float(ends[-1]), self.on_run_end, replica, self._tokens)
         return True
+
+    def _end_times(self, batch: Batch, remaining: list[int], limit: int, now: float) -> np.ndarray:
+        """End time of each iteration: sequential sums of the stage times, as stepwise."""
+        order = np.sort(np.asarray(remaining, dtype=np.int64))
+        iterations = np.arange(limit, dtype=np.int64)
+        first_live = np.searchsorted(order, iterations, side="right")  # members finished before j
+        counts = len(order) - first_live
+        context = np.zeros(limit, dtype=np.int64)
+        if self.sim.predictor.needs_context:
+            processed = np.array([r.num_processed_tokens for r in batch.requests], dtype=np.int64)
+            by_remaining = processed[np.argsort(remaining, kind="stable")]
+            suffix = np.concatenate((np.cumsum(by_remaining[::-1])[::-1], [0]))
+            context = suffix[first_live] + counts * iterations
+        durations = self.sim.predictor.decode_run_times(counts, context, 0)
+        durations[0] += now
+        return np.cumsum(durations)
 
     def on_request_routed(self, replica: int) -> None:
         """A request joined the replica's queue: end the run at the first iteration ending at or
@@ -104,90 +127,162 @@ class FastForward:
         """Apply iterations 0..k-2 in bulk; return the batch of the last iteration, k-1."""
         sim, k, first = self.sim, run.num_iterations, run.first
         scheduler = sim.schedulers[replica]
-        ends = run.ends[:k]
-        requests, n = first.requests, len(first.requests)
-        allocations = planned_allocations(scheduler, requests, k)
-        self._advance_tokens(requests, ends, sim.recorder)
-        blocks = [scheduler.pool.allocate_one(requests[member]) for _, member in allocations]
+        members = first.requests
+        live_last = [m for m, left in zip(members, run.remaining) if left >= k]
+        events = _ordered_events(scheduler, members, run.remaining, k)
+        ends = run.ends[:k].tolist()
+        used_before = scheduler.pool.num_used
+        self._advance_tokens(members, run.remaining, run.ends[:k], sim.recorder)
+        changes = self._replay(scheduler, members, events)
         scheduler.num_batches += k - 2  # ids of the skipped iterations' batches
-        last = scheduler.make_batch(list(requests), [1] * n)
-        context = first.shape.decode_context + n * (k - 1) if first.shape.num_decodes else 0
-        last.shape = BatchShape(n, n, (), n if first.shape.num_decodes else 0, context)
-        last.formed_at = float(ends[k - 2])
-        self._record(replica, run, allocations, blocks)
+        last = scheduler.make_batch(live_last, [1] * len(live_last), 0)
+        context = sum(r.num_processed_tokens for r in live_last) if first.shape.num_decodes else 0
+        last.shape = BatchShape(len(live_last), len(live_last), (), len(live_last) if first.shape.num_decodes else 0,
+                                context)
+        last.formed_at = ends[k - 2]
+        self._record(replica, run, changes, used_before)
         scheduler.on_steady_decode(first, last, k)
         return last
 
     @staticmethod
-    def _advance_tokens(requests, ends: np.ndarray, recorder) -> None:
-        """Members gain one token per skipped iteration; record the gaps between tokens."""
-        skipped = len(ends) - 1
-        first_end, last_end = float(ends[0]), float(ends[skipped - 1])
-        steps = np.diff(ends[:skipped])
-        step_max = float(steps.max()) if len(steps) else 0.0
+    def _advance_tokens(members, remaining: list[int], ends: np.ndarray, recorder) -> None:
+        """Each live member gains a token per skipped iteration; those whose last token falls in
+        the skipped iterations finish. Records the gaps between tokens (TBT)."""
+        k = len(ends)
+        steps = np.diff(ends[: k - 1])                    # steps[j-1] = end_j - end_(j-1), j = 1..k-2
+        running_max = np.maximum.accumulate(steps).tolist() if len(steps) else []
+        end_list, first_end = ends.tolist(), float(ends[0])
         append_gap = recorder.token_gaps.append
-        for request in requests:
-            gap = first_end - request.last_token_at  # decoding requests have emitted a token
+        for request, left in zip(members, remaining):
+            gap = first_end - request.last_token_at    # decoding requests have emitted a token
             append_gap(gap)
-            request.max_token_gap = max(request.max_token_gap, gap, step_max)
-            request.num_processed_tokens += skipped
-            request.last_token_at = last_end
+            last = min(left, k - 1) - 1                 # last skipped iteration it takes part in
+            request.max_token_gap = max(request.max_token_gap, gap, running_max[last - 1] if last >= 1 else 0.0)
+            request.num_processed_tokens += last + 1
+            request.last_token_at = end_list[last]
+            if left <= k - 1:
+                request.completed, request.completed_at = True, end_list[last]
+                request.status = RequestStatus.FINISHED
         if len(steps):
-            recorder.weighted_gaps[0].extend(steps.tolist())
-            recorder.weighted_gaps[1].extend([len(requests)] * len(steps))
+            alive = len(remaining) - np.searchsorted(np.sort(remaining), np.arange(1, k - 1), side="right")
+            recorder.weighted_gaps.append((steps, alive))
 
-    def _record(self, replica: int, run: DecodeRun, allocations: list, blocks: list) -> None:
-        """What the slow path records for iterations 0..k-2 and the formation of k-1: per
-        iteration a stage row, the replica state after its batch end, the next formation's
-        block allocations, its batch row and the replica state after that formation."""
-        sim, k, first = self.sim, run.num_iterations, run.first
-        recorder, pool = sim.recorder, sim.schedulers[replica].pool
+    @staticmethod
+    def _replay(scheduler, members, events: list[tuple[int, int, int]]):
+        """Apply block frees and allocations in stepwise order. Returns the finished members as
+        (formation, member, freed blocks) and the allocations as (formations, members, blocks)."""
+        pool, frees = scheduler.pool, scheduler.frees_on_completion
+        finished, formations, takers, blocks = [], [], [], []
+        pending: list = []
+        for formation, kind, member in events:
+            if kind == 1:
+                formations.append(formation)
+                takers.append(member)
+                pending.append(members[member])
+                continue
+            if pending:
+                blocks += pool.allocate_each(pending)
+                pending = []
+            finished.append((formation, member, pool.free(members[member]) if frees else []))
+        if pending:
+            blocks += pool.allocate_each(pending)
+        return finished, (formations, takers, blocks)
+
+    def _record(self, replica: int, run: DecodeRun, changes, used_before: int) -> None:
+        """The records the stepwise path makes for iterations 0..k-2 and formation k-1."""
+        recorder, k, first = self.sim.recorder, run.num_iterations, run.first
+        members = first.requests
+        finished, (formations, takers, blocks) = changes
+        freed = np.zeros(k + 1, dtype=np.int64)
+        done = np.zeros(k + 1, dtype=np.int64)
+        for formation, member, released in finished:
+            recorder.now = float(run.ends[formation - 1])
+            recorder.on_state(replica, members[member].id, FINISHED)
+            recorder.on_free(replica, members[member].id, released)
+            freed[formation] += len(released)
+            done[formation] += 1 if released else 0
+        recorder.now = self.sim.kernel.now
         ends = run.ends[: k - 1]
-        end_list = ends.tolist()
-        recorder.on_stage_rows(first.id, replica, 0, [run.started_at] + end_list[:-1], end_list)
-        formations = [f for f, _ in allocations]
-        if allocations:
-            requests = first.requests
-            recorder.on_allocate_rows([end_list[f - 1] for f in formations], replica,
-                                      [requests[m].id for _, m in allocations], blocks)
-        recorder.on_batch_rows(first.id + 1, replica, end_list, tuple(r.id for r in first.requests),
-                               tuple(first.num_tokens))
-        base = pool.num_used - len(allocations)
-        after = base + np.cumsum(np.bincount(formations, minlength=k)[1:k])
-        before = np.concatenate(([base], after[:-1]))
-        recorder.on_replica_states(replica, np.repeat(ends, 2), np.column_stack((before, after)).ravel(),
-                                   run.num_waiting, pool.num_holders)
+        if recorder.keeps_blocks and blocks:
+            recorder.blocks.add_chunk(len(blocks), time=ends[np.asarray(formations) - 1], replica=replica,
+                                      request=[members[m].id for m in takers], block=blocks, delta=1)
+        if recorder.keeps_batches:
+            recorder.stages.add_chunk(k - 1, batch_id=np.arange(first.id, first.id + k - 1), replica_id=replica,
+                                      stage_id=0, start=np.concatenate(([run.started_at], ends[:-1])), end=ends)
+            self._record_batches(replica, run)
+        taken = np.bincount(formations, minlength=k + 1) if formations else np.zeros(k + 1, dtype=np.int64)
+        after_free = used_before + np.cumsum(taken[:k])[:-1] - np.cumsum(freed[1:k])
+        after_take = after_free + taken[1:k]
+        holders = self.sim.schedulers[replica].pool.num_holders + int(done[1:k].sum()) - np.cumsum(done[1:k])
+        recorder.on_replica_states(replica, np.repeat(ends, 2), np.column_stack((after_free, after_take)).ravel(),
+                                   run.num_waiting, np.repeat(holders, 2))
+
+    def _record_batches(self, replica: int, run: DecodeRun) -> None:
+        """Batch rows of formations 1..k-1, one chunk per set of live members."""
+        k, first, ends = run.num_iterations, run.first, run.ends
+        ids = [m.id for m in first.requests]
+        start = 1
+        for boundary in sorted({left for left in run.remaining if 1 < left < k} | {k}):
+            live = tuple(i for i, left in zip(ids, run.remaining) if left > start)
+            count = boundary - start
+            self.sim.recorder.batches.add_chunk(
+                count, batch_id=np.arange(first.id + start, first.id + boundary), replica_id=replica,
+                formed_at=ends[start - 1: boundary - 1], num_requests=len(live), num_tokens=len(live),
+                num_prefill_tokens=0, request_ids=live, request_tokens=(1,) * len(live))
+            start = boundary
 
 
-def growth_limit(scheduler, requests, limit: int) -> int:
-    """Shorten `limit` so that every formation of the run keeps one KV block spare (each
-    member's check needs a free block even when it takes none)."""
-    free, n = scheduler.pool.num_free, len(requests)
+def _ordered_events(scheduler, members, remaining: list[int], k: int) -> list[tuple[int, int, int]]:
+    """(formation, kind, member) of formations 1..k-1 in stepwise order: at each formation the
+    members that finished at the end of the previous iteration go first (kind 0, batch order),
+    then block allocations (kind 1, batch order)."""
+    events = [(left, 0, m) for m, left in enumerate(remaining) if left <= k - 1]
+    events += [(j, 1, m) for j, m in planned_allocations(scheduler, members, remaining, k)]
+    events.sort()
+    return events
+
+
+def growth_limit(scheduler, requests, remaining: list[int], limit: int) -> int:
+    """Shorten `limit` so that every formation keeps one KV block spare (each member's check
+    needs a free block even when it takes none); blocks of finished members count as free."""
+    pool, n = scheduler.pool, len(requests)
+    free = pool.num_free
     if scheduler.growth is None:
         return limit
     if free < 1:
         return 1
     if scheduler.growth == "per_token":
-        return min(limit, free // n + 1)
-    size = scheduler.block_size
-    if n * ((limit - 1) // size + 1) <= free - 1:
+        return min(limit, free // n + 1)  # conservative: as if nobody finished
+    if n * ((limit - 1) // scheduler.block_size + 1) <= free - 1:
         return limit  # even if every member grew as often as possible, one block stays spare
-    allocations = planned_allocations(scheduler, requests, limit)
-    if len(allocations) > free - 1:
-        limit = min(limit, allocations[free - 1][0])
-    return limit
+    allocations = planned_allocations(scheduler, requests, remaining, limit)
+    taken = np.bincount([j for j, _ in allocations], minlength=limit + 1)[: limit + 1]
+    freed = np.zeros(limit + 1, dtype=np.int64)
+    if scheduler.frees_on_completion:
+        grown = np.bincount([m for _, m in allocations], minlength=n)
+        for member, left in enumerate(remaining):
+            if left < limit:
+                freed[left] += len(requests[member].blocks) + int(grown[member])
+    spare = free + np.cumsum(freed) - np.cumsum(taken)
+    short = np.flatnonzero(spare[1:limit] < 1)
+    return min(limit, int(short[0]) + 1) if len(short) else limit
 
 
-def planned_allocations(scheduler, requests, num_iterations: int) -> list[tuple[int, int]]:
-    """(formation, member index) of the blocks members take at formations 1..num_iterations-1,
-    in the order the slow path takes them (by formation, then batch order)."""
+def planned_allocations(scheduler, requests, remaining: list[int], num_iterations: int) -> list[tuple[int, int]]:
+    """(formation, member index) of the blocks members take at formations 1..num_iterations-1
+    while they are live, sorted as the stepwise path takes them (formation, then batch order)."""
     if scheduler.growth is None:
         return []
     if scheduler.growth == "per_token":
-        return [(j, m) for j in range(1, num_iterations) for m in range(len(requests))]
-    size, plan = scheduler.block_size, []
-    for member, request in enumerate(requests):
+        plan = []
+        for member, left in enumerate(remaining):
+            plan.extend(zip(range(1, min(left, num_iterations)), repeat(member)))
+        plan.sort()
+        return plan
+    size = scheduler.block_size
+    plan = []
+    for member, (request, left) in enumerate(zip(requests, remaining)):
         first = size * len(request.blocks) + 1 - request.num_processed_tokens
-        plan.extend((j, member) for j in range(first, num_iterations, size))
+        plan.extend(zip(range(first, min(left, num_iterations), size), repeat(member)))
     plan.sort()
     return plan

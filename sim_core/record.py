@@ -13,26 +13,47 @@ import numpy as np
 # request state-change codes
 QUEUED, ADMITTED, RESTARTED, FINISHED, REJECTED = range(5)
 STATE_NAMES = ("queued", "admitted", "restarted", "finished", "rejected")
+LEVELS = ("requests", "batches", "full")
 
 
-class Column(list):
-    """A growing column of one record field: a plain list (appends and list extends are the
-    cheapest Python can do), turned into a typed numpy array once, at the end."""
+class Table:
+    """A growing table. Rows from the stepwise path go to per-column lists (`columns`, the
+    cheapest appends Python has); rows made in bulk by fast-forwarded runs are kept as chunks
+    of numpy arrays (or one value for the whole chunk). `arrays()` joins both once, at the end.
+    Row order is not kept across the two: tables are sorted by time when the result is built.
+    """
 
-    __slots__ = ("dtype",)
+    __slots__ = ("dtypes", "columns", "chunks")
 
-    def __init__(self, dtype) -> None:
-        super().__init__()
-        self.dtype = dtype
+    def __init__(self, dtypes: dict) -> None:
+        self.dtypes = dtypes
+        self.columns = {name: [] for name in dtypes}
+        self.chunks: list[tuple[int, dict]] = []
 
-    def to_numpy(self) -> np.ndarray:
-        if self.dtype is object:
-            return np.fromiter(self, dtype=object, count=len(self))
-        return np.asarray(self, dtype=self.dtype)
+    def add_chunk(self, length: int, **values) -> None:
+        """`length` rows; each value is an array of that length or one value for all rows."""
+        if length > 0:
+            self.chunks.append((length, values))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        out = {}
+        for name, dtype in self.dtypes.items():
+            parts = [_as_array(self.columns[name], len(self.columns[name]), dtype)]
+            parts += [_as_array(values[name], length, dtype) for length, values in self.chunks]
+            out[name] = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        return out
 
 
-def _columns(spec: dict) -> dict[str, Column]:
-    return {name: Column(dtype) for name, dtype in spec.items()}
+def _as_array(value, length: int, dtype) -> np.ndarray:
+    if dtype is object:
+        if isinstance(value, list):
+            return np.fromiter(value, dtype=object, count=length)
+        array = np.empty(length, dtype=object)
+        array.fill(value)  # one tuple shared by every row of the chunk
+        return array
+    if isinstance(value, (list, np.ndarray)):
+        return np.asarray(value, dtype=dtype)
+    return np.full(length, value, dtype=dtype)
 
 
 class Recorder:
@@ -42,26 +63,27 @@ class Recorder:
         self.level = level
         self.now = 0.0
         i64, f64 = np.int64, np.float64
-        self.blocks = _columns({"time": f64, "replica": i64, "request": i64, "block": i64, "delta": np.int8})
-        self.states = _columns({"time": f64, "replica": i64, "request": i64, "state": np.int8})
-        self.batches = _columns({"batch_id": i64, "replica_id": i64, "formed_at": f64, "num_requests": i64,
-                                 "num_tokens": i64, "num_prefill_tokens": i64, "request_ids": object,
-                                 "request_tokens": object})
-        self.stages = _columns({"batch_id": i64, "replica_id": i64, "stage_id": i64, "start": f64, "end": f64})
-        self.series = _columns({"time": f64, "replica_id": i64, "kv_blocks_used": i64, "num_waiting": i64,
-                                "num_running": i64})
-        self.token_gaps = Column(f64)
-        self.weighted_gaps = (Column(f64), Column(i64))  # (gap, count) from fast-forwarded runs
+        self.blocks = Table({"time": f64, "replica": i64, "request": i64, "block": i64, "delta": np.int8})
+        self.states = Table({"time": f64, "replica": i64, "request": i64, "state": np.int8})
+        self.batches = Table({"batch_id": i64, "replica_id": i64, "formed_at": f64, "num_requests": i64,
+                              "num_tokens": i64, "num_prefill_tokens": i64, "request_ids": object,
+                              "request_tokens": object})
+        self.stages = Table({"batch_id": i64, "replica_id": i64, "stage_id": i64, "start": f64, "end": f64})
+        self.series = Table({"time": f64, "replica_id": i64, "kv_blocks_used": i64, "num_waiting": i64,
+                             "num_running": i64})
+        self.token_gaps: list[float] = []               # time between consecutive output tokens
+        self.weighted_gaps: list[tuple[np.ndarray, np.ndarray]] = []  # (gaps, counts) from runs
         self.num_blocks = num_blocks
         self.kv_area = [0.0] * num_replicas      # integral of blocks used over time
         self.kv_peak = [0] * num_replicas
         self._kv_last = [(0.0, 0)] * num_replicas
-        if level != "full":
-            self.on_allocate = self.on_allocate_one = self.on_free = self.on_allocate_rows = self._skip
+        self.keeps_blocks = level == "full"
+        self.keeps_batches = level != "requests"
+        if not self.keeps_blocks:
+            self.on_allocate = self.on_allocate_one = self.on_free = self._skip
             self.on_state = self.on_restart = self._skip
-        if level == "requests":
+        if not self.keeps_batches:
             self.on_batch = self.on_batch_row = self.on_stage = self._series_row = self._skip
-            self.on_batch_rows = self.on_stage_rows = self._skip
 
     @staticmethod
     def _skip(*args) -> None:
@@ -76,7 +98,7 @@ class Recorder:
         self._block_rows(replica, request, blocks, -1)
 
     def _block_rows(self, replica: int, request: int, blocks: list[int], delta: int) -> None:
-        n, cols = len(blocks), self.blocks
+        n, cols = len(blocks), self.blocks.columns
         cols["time"].extend([self.now] * n)
         cols["replica"].extend([replica] * n)
         cols["request"].extend([request] * n)
@@ -84,7 +106,7 @@ class Recorder:
         cols["delta"].extend([delta] * n)
 
     def on_allocate_one(self, replica: int, request: int, block: int) -> None:
-        cols = self.blocks
+        cols = self.blocks.columns
         cols["time"].append(self.now)
         cols["replica"].append(replica)
         cols["request"].append(request)
@@ -92,7 +114,7 @@ class Recorder:
         cols["delta"].append(1)
 
     def on_state(self, replica: int, request: int, state: int) -> None:
-        cols = self.states
+        cols = self.states.columns
         cols["time"].append(self.now)
         cols["replica"].append(replica)
         cols["request"].append(request)
@@ -110,7 +132,7 @@ class Recorder:
     def on_batch_row(self, batch_id: int, replica: int, request_ids: tuple, request_tokens: tuple,
                      num_prefill_tokens: int) -> None:
         """A batch formed now (tuples may be shared between rows: they are never mutated)."""
-        cols = self.batches
+        cols = self.batches.columns
         cols["batch_id"].append(batch_id)
         cols["replica_id"].append(replica)
         cols["formed_at"].append(self.now)
@@ -121,7 +143,7 @@ class Recorder:
         cols["request_tokens"].append(request_tokens)
 
     def on_stage(self, batch_id: int, replica: int, stage: int, start: float, end: float) -> None:
-        cols = self.stages
+        cols = self.stages.columns
         cols["batch_id"].append(batch_id)
         cols["replica_id"].append(replica)
         cols["stage_id"].append(stage)
@@ -138,65 +160,26 @@ class Recorder:
         self._series_row(replica, used, waiting, running)
 
     def _series_row(self, replica: int, used: int, waiting: int, running: int) -> None:
-        cols = self.series
+        cols = self.series.columns
         cols["time"].append(self.now)
         cols["replica_id"].append(replica)
         cols["kv_blocks_used"].append(used)
         cols["num_waiting"].append(waiting)
         cols["num_running"].append(running)
 
-    # ---- bulk appends (a fast-forwarded run records many rows at once) -----------------------
-
-    def on_allocate_rows(self, times: list, replica: int, requests: list, blocks: list) -> None:
-        n, cols = len(times), self.blocks
-        cols["time"].extend(times)
-        cols["replica"].extend([replica] * n)
-        cols["request"].extend(requests)
-        cols["block"].extend(blocks)
-        cols["delta"].extend([1] * n)
-
-    def on_batch_rows(self, first_id: int, replica: int, formed_at: list, request_ids: tuple,
-                      request_tokens: tuple) -> None:
-        """Identical decode batches (ids first_id, first_id + 1, ...), one per formation time."""
-        n, cols = len(formed_at), self.batches
-        cols["batch_id"].extend(range(first_id, first_id + n))
-        cols["replica_id"].extend([replica] * n)
-        cols["formed_at"].extend(formed_at)
-        cols["num_requests"].extend([len(request_ids)] * n)
-        cols["num_tokens"].extend([sum(request_tokens)] * n)
-        cols["num_prefill_tokens"].extend([0] * n)
-        cols["request_ids"].extend([request_ids] * n)
-        cols["request_tokens"].extend([request_tokens] * n)
-
-    def on_stage_rows(self, first_id: int, replica: int, stage: int, starts: list, ends: list) -> None:
-        n, cols = len(starts), self.stages
-        cols["batch_id"].extend(range(first_id, first_id + n))
-        cols["replica_id"].extend([replica] * n)
-        cols["stage_id"].extend([stage] * n)
-        cols["start"].extend(starts)
-        cols["end"].extend(ends)
-
-    def on_replica_states(self, replica: int, times: np.ndarray, used: np.ndarray, waiting: int, running: int) -> None:
+    def on_replica_states(self, replica: int, times: np.ndarray, used: np.ndarray, waiting: int,
+                          running: np.ndarray) -> None:
         """Many on_replica_state calls at once (times non-decreasing, after the last one)."""
         last_time, last_used = self._kv_last[replica]
         self.kv_area[replica] += last_used * (float(times[0]) - last_time) + float(np.dot(used[:-1], np.diff(times)))
         self._kv_last[replica] = (float(times[-1]), int(used[-1]))
         self.kv_peak[replica] = max(self.kv_peak[replica], int(used.max()))
-        if self.level != "requests":
-            n, cols = len(times), self.series
-            cols["time"].extend(times.tolist())
-            cols["replica_id"].extend([replica] * n)
-            cols["kv_blocks_used"].extend(used.tolist())
-            cols["num_waiting"].extend([waiting] * n)
-            cols["num_running"].extend([running] * n)
+        if self.keeps_batches:
+            self.series.add_chunk(len(times), time=times, replica_id=replica, kv_blocks_used=used,
+                                  num_waiting=waiting, num_running=running)
 
     def finish_kv(self, end_time: float) -> None:
         """Close the utilization integrals at the end of the run."""
         for replica, (last_time, last_used) in enumerate(self._kv_last):
             self.kv_area[replica] += last_used * (end_time - last_time)
             self._kv_last[replica] = (end_time, last_used)
-
-
-def to_frame_columns(columns: dict[str, Column]) -> dict[str, np.ndarray]:
-    """The recorded columns as numpy arrays (for a DataFrame)."""
-    return {name: column.to_numpy() for name, column in columns.items()}

@@ -11,7 +11,7 @@ from sim_core.config import SimulationConfig
 from sim_core.entities import RequestStatus
 from sim_core.memory import MemoryPlan
 from sim_core.metrics import request_table, summarize
-from sim_core.record import STATE_NAMES, Recorder, to_frame_columns
+from sim_core.record import STATE_NAMES, Recorder
 
 STATUS_NAMES = {RequestStatus.FINISHED: "finished", RequestStatus.REJECTED: "rejected"}
 
@@ -53,7 +53,7 @@ def build_result(config, workload, simulator, recorder: Recorder, rejected: dict
     if len(batches) and len(stages):
         ends = stages.groupby(["replica_id", "batch_id"])["end"].max()
         batches["completed_at"] = ends.reindex(pd.MultiIndex.from_frame(batches[["replica_id", "batch_id"]])).to_numpy()
-    summary = summarize(requests, recorder.token_gaps.to_numpy(), tuple(c.to_numpy() for c in recorder.weighted_gaps),
+    summary = summarize(requests, np.asarray(recorder.token_gaps, dtype=np.float64), _weighted(recorder.weighted_gaps),
                         recorder.kv_area, recorder.kv_peak, num_blocks,
                         len(batches) if len(batches) else simulator_batches(simulator))
     return SimulationResult(
@@ -64,8 +64,14 @@ def build_result(config, workload, simulator, recorder: Recorder, rejected: dict
         memory_plan=plan, notes=notes)
 
 
-def _frame(columns: dict) -> pd.DataFrame:
-    return pd.DataFrame(to_frame_columns(columns))
+def _frame(table) -> pd.DataFrame:
+    return pd.DataFrame(table.arrays())
+
+
+def _weighted(chunks) -> tuple[np.ndarray, np.ndarray]:
+    if not chunks:
+        return np.empty(0), np.empty(0, dtype=np.int64)
+    return np.concatenate([c[0] for c in chunks]), np.concatenate([c[1] for c in chunks]).astype(np.int64)
 
 
 def _sorted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:

@@ -14,6 +14,7 @@ DEFAULT_SCENARIO = {
                 "global_scheduler": "round_robin"},
     "scheduler": {"type": "vllm", "batch_size_cap": 128, "block_size": 16},
     "predictor": {"type": "roofline"},
+    "engine": {"record": "full"},
     "workload": {"num_requests": 300, "arrival": {"process": "poisson", "qps": 8.0},
                  "prompt_tokens": {"distribution": "uniform", "min": 64, "max": 1024},
                  "output_tokens": {"distribution": "uniform", "min": 16, "max": 256}},

@@ -31,6 +31,7 @@ def scenario(policy: str = "vllm", **overrides) -> dict:
         "predictor": {"type": "linear", "base_s": BASE_S, "per_token_s": PER_TOKEN_S},
         "scheduler": {"type": policy, "num_blocks": 100, "block_size": 16, "watermark_blocks_fraction": 0.0},
         "cluster": {"num_replicas": 1},
+        "engine": {"record": "full"},
     }
     for section, values in overrides.items():
         if isinstance(values, dict):

@@ -56,7 +56,7 @@ def _check_state(simulator, last_time):
 
 
 def _run(config, workload, fast_forward=True, check=False):
-    config = parse_config({**config, "engine": {"fast_forward": fast_forward}})
+    config = parse_config({**config, "engine": {"fast_forward": fast_forward, "record": "full"}})
     last_time = [0.0]
     hook = (lambda sim: _check_state(sim, last_time)) if check else None
     return run_simulation(config, workload, after_event=hook)

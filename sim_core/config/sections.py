@@ -101,7 +101,8 @@ class EngineConfig(BaseModel):
     fast_forward: bool = Field(True, description=(
         "Advance runs of identical decode iterations in one step; gives exactly the results of "
         "iteration-by-iteration simulation, much faster."))
-    record: Literal["full", "batches", "requests"] = Field("full", description=(
-        "What to keep besides per-request rows: full (block allocations and request state "
-        "changes for animation), batches (batch and stage tables, time series), requests (only "
-        "per-request rows and the summary; for very large runs)."))
+    record: Literal["full", "batches", "requests"] = Field("batches", description=(
+        "What to keep besides per-request rows: batches (batch and stage tables, KV and queue "
+        "time series: everything the CLI writes), full (also every block allocation and request "
+        "state change, for the KV-block animation; the app uses it), requests (only per-request "
+        "rows and the summary, for very large runs)."))

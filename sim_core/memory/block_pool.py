@@ -57,6 +57,18 @@ class BlockPool:
         request.blocks.append(block)
         return block
 
+    def allocate_each(self, requests: list[Request]) -> list[int]:
+        """Give one block to each request in order (a request may appear several times)."""
+        free, owner = self._free, self._owner
+        count = len(requests)
+        assert len(free) >= count
+        taken = free[-count:][::-1] if count else []
+        del free[len(free) - count:]
+        for request, block in zip(requests, taken):
+            owner[block] = request.id
+            request.blocks.append(block)
+        return taken
+
     def free(self, request: Request) -> list[int]:
         """Return all of `request`'s blocks to the pool; returns their ids."""
         blocks = request.blocks

@@ -22,9 +22,10 @@ class LinearPredictor:
     def stage_time(self, shape: BatchShape, stage_id: int) -> float:
         return self.base_s + self.per_token_s * shape.total_tokens
 
-    def decode_run_times(self, shape: BatchShape, stage_id: int, num_iterations: int) -> np.ndarray:
-        """Stage times of `num_iterations` decode iterations of the same requests."""
-        return np.full(num_iterations, self.stage_time(shape, stage_id))
+    def decode_run_times(self, num_requests: np.ndarray, context: np.ndarray, stage_id: int) -> np.ndarray:
+        """Stage times of consecutive decode-only iterations with `num_requests[j]` requests
+        (bitwise equal to stage_time of each)."""
+        return self.base_s + self.per_token_s * num_requests
 
     def breakdown(self, shape: BatchShape, stage_id: int) -> dict[str, float]:
         return {"base": self.base_s, "tokens": self.per_token_s * shape.total_tokens}

@@ -115,9 +115,9 @@ class RooflinePredictor:
             return fixed
         return fixed + self.layers * self._decode_attention(shape.decode_context)
 
-    def decode_run_times(self, shape: BatchShape, stage_id: int, num_iterations: int) -> np.ndarray:
-        """Stage times of `num_iterations` decode iterations of the same requests, whose KV
-        context grows by one token per request per iteration (bitwise equal to stage_time)."""
-        fixed = self._fixed_time(shape, stage_id)
-        context = shape.decode_context + shape.num_decodes * np.arange(num_iterations, dtype=np.int64)
-        return fixed + self.layers * self._decode_attention(context.astype(np.float64))
+    def decode_run_times(self, num_requests: np.ndarray, context: np.ndarray, stage_id: int) -> np.ndarray:
+        """Stage times of consecutive decode-only iterations with `num_requests[j]` requests
+        holding `context[j]` KV tokens in all (bitwise equal to stage_time of each)."""
+        sizes, index = np.unique(num_requests, return_inverse=True)
+        fixed = np.array([self._fixed_time(BatchShape(int(n), int(n), (), int(n), 0), stage_id) for n in sizes])
+        return fixed[index] + self.layers * self._decode_attention(context.astype(np.float64))

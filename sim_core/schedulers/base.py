@@ -92,6 +92,12 @@ class ReplicaScheduler:
     # blocks run short. The simulator then advances those iterations in one step.
 
     growth: str | None = None  # how members take blocks while decoding: "paged", "per_token" or None
+    frees_on_completion = True  # a finished request's blocks return to the pool at its batch end
+
+    def steady_past_completions(self, batch: Batch) -> bool:
+        """Whether, after a member of a steady batch finishes, the next formation is surely the
+        same batch without it (nobody else could join); False ends a run at the first finish."""
+        return False
 
     def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
         """Upper bound on iterations, the one just formed included, that will re-form `batch`
@@ -113,11 +119,15 @@ class ReplicaScheduler:
 
     # ---- shared mechanics ------------------------------------------------------------------
 
-    def make_batch(self, requests: list[Request], num_tokens: list[int]) -> Batch | None:
+    def make_batch(self, requests: list[Request], num_tokens: list[int],
+                   num_prefill_tokens: int | None = None) -> Batch | None:
+        """A new batch (None when empty); pass `num_prefill_tokens` when known (0 for decodes)."""
         if not requests:
             return None
+        if num_prefill_tokens is None:
+            num_prefill_tokens = Batch.prefill_tokens_of(requests, num_tokens)
         self.num_batches += 1
-        return Batch(self.num_batches - 1, self.replica_id, requests, num_tokens)
+        return Batch(self.num_batches - 1, self.replica_id, requests, num_tokens, num_prefill_tokens)
 
     @staticmethod
     def next_num_tokens(request: Request) -> int:

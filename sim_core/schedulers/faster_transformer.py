@@ -36,6 +36,11 @@ class FasterTransformerScheduler(ReplicaScheduler):
             self.unfinished.append(batch)
             self.members[batch.id] = members
 
+    frees_on_completion = False  # blocks return when the whole static batch finishes
+
+    def steady_past_completions(self, batch: Batch) -> bool:
+        return True  # a static batch only loses members until it is done
+
     def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
         # A static batch re-runs its unfinished members: unchanged until one of them finishes.
         return 0 if batch.num_prefill_tokens or self.num_stages > 1 else UNBOUNDED

@@ -62,6 +62,9 @@ class LightLLMScheduler(ReplicaScheduler):
 
     growth = "per_token"
 
+    def steady_past_completions(self, batch: Batch) -> bool:
+        return not self.waiting
+
     def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
         # Decode batches of all running requests recur; a prefill try happens only when the
         # waiting counter reaches max_waiting_iters, and matters only if someone is waiting.
@@ -100,13 +103,13 @@ class LightLLMScheduler(ReplicaScheduler):
             requests.append(request)
             num_tokens.append(tokens)
             total += tokens
-        return self.make_batch(requests, num_tokens)
+        return self.make_batch(requests, num_tokens, total)
 
     def _decode_batch(self) -> Batch:
         requests, self.running = self.running, []
         for request in requests:
             self.allocate(request, 1)
-        return self.make_batch(requests, [1] * len(requests))
+        return self.make_batch(requests, [1] * len(requests), 0)
 
     def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
         if num_prefill_tokens > self.config.max_tokens_in_batch:

@@ -15,6 +15,9 @@ from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
 class OrcaScheduler(ReplicaScheduler):
     label = "Orca as modelled by Vidur"
 
+    def steady_past_completions(self, batch: Batch) -> bool:
+        return not self.waiting
+
     def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
         # Orca reserves memory up front, so a decode-only batch with nobody left out recurs
         # until a request finishes (admission stays blocked: free memory does not change).

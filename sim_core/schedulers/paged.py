@@ -39,7 +39,8 @@ class PagedScheduler(ReplicaScheduler):
         set aside in order; `remaining` are those not reached (victims removed).
         """
         taken, partial, i, end = [], [], 0, len(order)
-        pool = self.pool
+        pool, size = self.pool, self.block_size
+        record, replica = self.recorder.on_allocate_one, self.replica_id
         while i < end and len(taken) < limit:
             request = order[i]
             i += 1
@@ -55,7 +56,8 @@ class PagedScheduler(ReplicaScheduler):
                     request = None
                     break
             if request is not None:
-                self.grow(request)
+                if request.num_processed_tokens > size * len(request.blocks):  # grow by one block
+                    record(replica, request.id, pool.allocate_one(request))
                 taken.append(request)
         return taken, partial, order[i:end]
 

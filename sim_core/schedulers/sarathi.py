@@ -42,6 +42,9 @@ class SarathiScheduler(PagedScheduler):
 
     growth = "paged"
 
+    def steady_past_completions(self, batch: Batch) -> bool:
+        return not self.waiting
+
     def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
         # Steady when every running request decodes in this batch (no prompt chunks, no
         # leftovers to rotate in) and admission of new requests is blocked by memory or caps.

@@ -39,16 +39,19 @@ class VllmScheduler(PagedScheduler):
             requests.append(request)
             num_tokens.append(tokens)
             longest = max(longest, tokens)
-        return self.make_batch(requests, num_tokens)
+        return self.make_batch(requests, num_tokens, sum(num_tokens))
 
     def _decode_batch(self) -> Batch | None:
         self.running.sort(key=arrival_time)
         taken, partial, remaining = self.take_decodes(self.running, self.micro_batch_cap)
         assert not partial, "vllm never leaves a prompt half done"
         self.running = remaining
-        return self.make_batch(taken, [1] * len(taken))
+        return self.make_batch(taken, [1] * len(taken), 0)
 
     growth = "paged"
+
+    def steady_past_completions(self, batch: Batch) -> bool:
+        return not self.waiting and not self.running
 
     def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
         # The prefill path already failed for the queue head and only gets less memory while
