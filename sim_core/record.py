@@ -36,24 +36,23 @@ class Table:
             self.chunks.append((length, values))
 
     def arrays(self) -> dict[str, np.ndarray]:
+        lengths = np.array([length for length, _ in self.chunks], dtype=np.int64)
         out = {}
         for name, dtype in self.dtypes.items():
-            parts = [_as_array(self.columns[name], len(self.columns[name]), dtype)]
-            parts += [_as_array(values[name], length, dtype) for length, values in self.chunks]
-            out[name] = np.concatenate(parts) if len(parts) > 1 else parts[0]
+            rows = self.columns[name]
+            head = np.fromiter(rows, dtype=object, count=len(rows)) if dtype is object else np.asarray(rows, dtype)
+            out[name] = np.concatenate((head, _chunk_column([v[name] for _, v in self.chunks], lengths, dtype)))
         return out
 
 
-def _as_array(value, length: int, dtype) -> np.ndarray:
-    if dtype is object:
-        if isinstance(value, list):
-            return np.fromiter(value, dtype=object, count=length)
-        array = np.empty(length, dtype=object)
-        array.fill(value)  # one tuple shared by every row of the chunk
-        return array
-    if isinstance(value, (list, np.ndarray)):
-        return np.asarray(value, dtype=dtype)
-    return np.full(length, value, dtype=dtype)
+def _chunk_column(values: list, lengths: np.ndarray, dtype) -> np.ndarray:
+    """One column of all chunks: per-chunk arrays joined, or per-chunk values repeated."""
+    if not values:
+        return np.empty(0, dtype=dtype)
+    if isinstance(values[0], (list, np.ndarray)):
+        return np.concatenate([np.asarray(v, dtype=dtype) for v in values])
+    one_each = np.fromiter(values, dtype=object, count=len(values)) if dtype is object else np.asarray(values, dtype)
+    return np.repeat(one_each, lengths)
 
 
 class Recorder:

@@ -41,24 +41,29 @@ class PagedScheduler(ReplicaScheduler):
         taken, partial, i, end = [], [], 0, len(order)
         pool, size = self.pool, self.block_size
         record, replica = self.recorder.on_allocate_one, self.replica_id
+        free = pool.num_free
         while i < end and len(taken) < limit:
             request = order[i]
             i += 1
             if not request.is_prefill_complete:
                 partial.append(request)
                 continue
-            while not pool.num_free:
-                if end > i:
-                    end -= 1
-                    self.preempt(order[end])
-                else:
-                    self.preempt(request)
-                    request = None
-                    break
-            if request is not None:
-                if request.num_processed_tokens > size * len(request.blocks):  # grow by one block
-                    record(replica, request.id, pool.allocate_one(request))
-                taken.append(request)
+            if not free:
+                while not pool.num_free:
+                    if end > i:
+                        end -= 1
+                        self.preempt(order[end])
+                    else:
+                        self.preempt(request)
+                        request = None
+                        break
+                free = pool.num_free
+                if request is None:
+                    continue
+            if request.num_processed_tokens > size * len(request.blocks):  # grow by one block
+                record(replica, request.id, pool.allocate_one(request))
+                free -= 1
+            taken.append(request)
         return taken, partial, order[i:end]
 
     def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:

@@ -27,7 +27,8 @@ class SarathiScheduler(PagedScheduler):
         chunk = self.config.chunk_size
         requests, partial, remaining = self.take_decodes(self.running, self.micro_batch_cap)
         num_tokens = [1] * len(requests)
-        budget_used, skipped = len(requests), []
+        decodes = budget_used = len(requests)
+        skipped = []
         for request in partial:
             tokens = min(request.num_prefill_tokens - request.num_processed_tokens, chunk - budget_used)
             if tokens <= 0:
@@ -37,8 +38,8 @@ class SarathiScheduler(PagedScheduler):
             requests.append(request)
             num_tokens.append(tokens)
         self.running = sorted(skipped + remaining, key=arrival_time)
-        self._admit_new(requests, num_tokens, budget_used)
-        return self.make_batch(requests, num_tokens)
+        budget_used = self._admit_new(requests, num_tokens, budget_used)
+        return self.make_batch(requests, num_tokens, budget_used - decodes)
 
     growth = "paged"
 
@@ -52,7 +53,8 @@ class SarathiScheduler(PagedScheduler):
             return 0
         return UNBOUNDED
 
-    def _admit_new(self, requests: list, num_tokens: list, budget_used: int) -> None:
+    def _admit_new(self, requests: list, num_tokens: list, budget_used: int) -> int:
+        """Admit new requests' first chunks; returns the tokens used of the chunk budget."""
         waiting, chunk = self.waiting, self.config.chunk_size
         while waiting:
             if self.pool.num_holders == self.config.batch_size_cap or len(requests) == self.micro_batch_cap:
@@ -68,3 +70,4 @@ class SarathiScheduler(PagedScheduler):
             budget_used += tokens
             requests.append(request)
             num_tokens.append(tokens)
+        return budget_used
