@@ -46,7 +46,8 @@ class Request:
     last_token_at: float = NOT_YET
     max_token_gap: float = 0.0
     num_restarts: int = 0
-    blocks: list[int] = field(default_factory=list)
+    num_blocks: int = 0                               # KV blocks held (kept by the pool)
+    blocks: list[int] = field(default_factory=list)   # their physical ids, when the pool tracks ids
 
     def __post_init__(self) -> None:
         assert self.num_prefill_tokens >= 1 and self.num_decode_tokens >= 1

@@ -129,11 +129,16 @@ class FastForward:
         scheduler = sim.schedulers[replica]
         members = first.requests
         live_last = [m for m, left in zip(members, run.remaining) if left >= k]
-        events = _ordered_events(scheduler, members, run.remaining, k)
-        ends = run.ends[:k].tolist()
         used_before = scheduler.pool.num_used
-        self._advance_tokens(members, run.remaining, run.ends[:k], sim.recorder)
-        changes = self._replay(scheduler, members, events)
+        if scheduler.pool.tracks_ids:
+            events = _ordered_events(scheduler, members, run.remaining, k)
+            self._advance_tokens(members, run.remaining, run.ends[:k], sim.recorder)
+            changes = self._replay(scheduler, members, events)
+        else:
+            counts, formations = allocation_counts(scheduler, members, run.remaining, k)
+            self._advance_tokens(members, run.remaining, run.ends[:k], sim.recorder)
+            changes = self._count(scheduler, members, run.remaining, k, counts, formations)
+        ends = run.ends[:k].tolist()
         scheduler.num_batches += k - 2  # ids of the skipped iterations' batches
         last = scheduler.make_batch(live_last, [1] * len(live_last), 0)
         context = sum(r.num_processed_tokens for r in live_last) if first.shape.num_decodes else 0
@@ -183,10 +188,27 @@ class FastForward:
             if pending:
                 blocks += pool.allocate_each(pending)
                 pending = []
-            finished.append((formation, member, pool.free(members[member]) if frees else []))
+            released = pool.free(members[member]) if frees else []
+            finished.append((formation, member, released, len(released)))
         if pending:
             blocks += pool.allocate_each(pending)
         return finished, (formations, takers, blocks)
+
+    @staticmethod
+    def _count(scheduler, members, remaining: list[int], k: int, counts: list[int], formations):
+        """The counting-pool version of _replay: per-member block counts, then the frees."""
+        pool, frees, finished = scheduler.pool, scheduler.frees_on_completion, []
+        for request, count in zip(members, counts):
+            if count:
+                pool.add(request, count)
+        for member, left in enumerate(remaining):
+            if left <= k - 1:
+                released = members[member].num_blocks if frees else 0
+                if frees:
+                    pool.free(members[member])
+                finished.append((left, member, [], released))
+        finished.sort()
+        return finished, (formations, None, None)
 
     def _record(self, replica: int, run: DecodeRun, changes, used_before: int) -> None:
         """The records the stepwise path makes for iterations 0..k-2 and formation k-1."""
@@ -195,12 +217,12 @@ class FastForward:
         finished, (formations, takers, blocks) = changes
         freed = np.zeros(k + 1, dtype=np.int64)
         done = np.zeros(k + 1, dtype=np.int64)
-        for formation, member, released in finished:
+        for formation, member, released, count in finished:
             recorder.now = float(run.ends[formation - 1])
             recorder.on_state(replica, members[member].id, FINISHED)
             recorder.on_free(replica, members[member].id, released)
-            freed[formation] += len(released)
-            done[formation] += 1 if released else 0
+            freed[formation] += count
+            done[formation] += 1 if count else 0
         recorder.now = self.sim.kernel.now
         ends = run.ends[: k - 1]
         if recorder.keeps_blocks and blocks:
@@ -210,7 +232,7 @@ class FastForward:
             recorder.stages.add_chunk(k - 1, batch_id=np.arange(first.id, first.id + k - 1), replica_id=replica,
                                       stage_id=0, start=np.concatenate(([run.started_at], ends[:-1])), end=ends)
             self._record_batches(replica, run)
-        taken = np.bincount(formations, minlength=k + 1) if formations else np.zeros(k + 1, dtype=np.int64)
+        taken = np.bincount(formations, minlength=k + 1) if len(formations) else np.zeros(k + 1, dtype=np.int64)
         after_free = used_before + np.cumsum(taken[:k])[:-1] - np.cumsum(freed[1:k])
         after_take = after_free + taken[1:k]
         holders = self.sim.schedulers[replica].pool.num_holders + int(done[1:k].sum()) - np.cumsum(done[1:k])
@@ -242,6 +264,22 @@ def _ordered_events(scheduler, members, remaining: list[int], k: int) -> list[tu
     return events
 
 
+def allocation_counts(scheduler, members, remaining: list[int], k: int):
+    """Blocks each member takes at formations 1..k-1 while live, and the formation of every
+    such allocation (numpy); the counting pool needs no order, only how many and when."""
+    if scheduler.growth is None:
+        return [0] * len(members), np.empty(0, dtype=np.int64)
+    stop = np.minimum(np.asarray(remaining, dtype=np.int64), k)
+    if scheduler.growth == "per_token":
+        first, step = np.ones(len(members), dtype=np.int64), 1
+    else:
+        step = scheduler.block_size
+        first = np.fromiter((step * r.num_blocks + 1 - r.num_processed_tokens for r in members), np.int64, len(members))
+    counts = np.maximum(0, -(-(stop - first) // step))
+    offsets = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    return counts.tolist(), np.repeat(first, counts) + offsets * step
+
+
 def growth_limit(scheduler, requests, remaining: list[int], limit: int) -> int:
     """Shorten `limit` so that every formation keeps one KV block spare (each member's check
     needs a free block even when it takes none); blocks of finished members count as free."""
@@ -262,7 +300,7 @@ def growth_limit(scheduler, requests, remaining: list[int], limit: int) -> int:
         grown = np.bincount([m for _, m in allocations], minlength=n)
         for member, left in enumerate(remaining):
             if left < limit:
-                freed[left] += len(requests[member].blocks) + int(grown[member])
+                freed[left] += requests[member].num_blocks + int(grown[member])
     spare = free + np.cumsum(freed) - np.cumsum(taken)
     short = np.flatnonzero(spare[1:limit] < 1)
     return min(limit, int(short[0]) + 1) if len(short) else limit
@@ -282,7 +320,7 @@ def planned_allocations(scheduler, requests, remaining: list[int], num_iteration
     size = scheduler.block_size
     plan = []
     for member, (request, left) in enumerate(zip(requests, remaining)):
-        first = size * len(request.blocks) + 1 - request.num_processed_tokens
+        first = size * request.num_blocks + 1 - request.num_processed_tokens
         plan.extend(zip(range(first, min(left, num_iterations), size), repeat(member)))
     plan.sort()
     return plan

@@ -77,6 +77,6 @@ def _rejections(scheduler, workload: Workload) -> dict[int, str]:
 
 
 def _stuck_reason(request) -> str:
-    where = "waiting in the queue" if not request.blocks else "holding KV blocks"
+    where = "waiting in the queue" if not request.num_blocks else "holding KV blocks"
     return (f"never finished: still {where} of replica {request.replica_id} when nothing else could "
             f"run (prompt now {request.num_prefill_tokens} tokens after {request.num_restarts} restart(s))")

@@ -47,7 +47,7 @@ def scenarios(draw):
 def _check_state(simulator, last_time):
     assert simulator.kernel.now >= last_time[0], "time went backwards"
     last_time[0] = simulator.kernel.now
-    holders = [r for r in simulator.requests if r is not None and r.blocks]
+    holders = [r for r in simulator.requests if r is not None and r.num_blocks]
     for scheduler in simulator.schedulers:
         scheduler.pool.check_integrity([r for r in holders if r.replica_id == scheduler.replica_id])
     for request in simulator.requests:
@@ -55,8 +55,8 @@ def _check_state(simulator, last_time):
             assert 0 <= request.num_processed_tokens <= request.total_tokens
 
 
-def _run(config, workload, fast_forward=True, check=False):
-    config = parse_config({**config, "engine": {"fast_forward": fast_forward, "record": "full"}})
+def _run(config, workload, fast_forward=True, check=False, record="full"):
+    config = parse_config({**config, "engine": {"fast_forward": fast_forward, "record": record}})
     last_time = [0.0]
     hook = (lambda sim: _check_state(sim, last_time)) if check else None
     return run_simulation(config, workload, after_event=hook)
@@ -105,3 +105,10 @@ def test_fast_forward_and_reruns_give_identical_results(case):
         pd.testing.assert_frame_equal(getattr(stepwise, table), getattr(fast, table))
         pd.testing.assert_frame_equal(getattr(fast, table), getattr(again, table))
     assert json.dumps(fast.summary, sort_keys=True) == json.dumps(again.summary, sort_keys=True)
+    # without block records the pool keeps counts only: decisions and latencies are unchanged
+    for record in ("batches", "requests"):
+        lean = _run(config, workload, fast_forward=True, record=record)
+        pd.testing.assert_frame_equal(lean.requests, fast.requests)
+        if record == "batches":
+            pd.testing.assert_frame_equal(lean.batches, fast.batches)
+            pd.testing.assert_frame_equal(lean.timeseries, fast.timeseries)

@@ -10,6 +10,8 @@ FREE = -1
 class BlockPool:
     """Fixed set of `num_blocks` physical blocks; each is free or owned by one request.
 
+    `request.num_blocks` always counts a request's blocks; this pool also keeps their ids.
+
     Free blocks form a stack: the most recently freed block is reused first, and a fresh pool
     hands out ids 0, 1, 2, ... in order. A request's block table is `request.blocks`
     (physical ids in allocation order). `can_allocate` / `allocate` / `free` never raise for
@@ -17,6 +19,7 @@ class BlockPool:
     """
 
     __slots__ = ("num_blocks", "_free", "_owner", "num_holders")
+    tracks_ids = True
 
     def __init__(self, num_blocks: int) -> None:
         assert num_blocks >= 1
@@ -45,9 +48,10 @@ class BlockPool:
         owner, rid = self._owner, request.id
         for block in taken:
             owner[block] = rid
-        if not request.blocks:
+        if not request.num_blocks:
             self.num_holders += 1
         request.blocks.extend(taken)
+        request.num_blocks += num
         return taken
 
     def allocate_one(self, request: Request) -> int:
@@ -55,6 +59,7 @@ class BlockPool:
         block = self._free.pop()
         self._owner[block] = request.id
         request.blocks.append(block)
+        request.num_blocks += 1
         return block
 
     def allocate_each(self, requests: list[Request]) -> list[int]:
@@ -67,6 +72,7 @@ class BlockPool:
         for request, block in zip(requests, taken):
             owner[block] = request.id
             request.blocks.append(block)
+            request.num_blocks += 1
         return taken
 
     def free(self, request: Request) -> list[int]:
@@ -79,6 +85,7 @@ class BlockPool:
             self._free.extend(reversed(blocks))
             self.num_holders -= 1
             request.blocks = []
+            request.num_blocks = 0
         return blocks
 
     def owner_of(self, block: int) -> int:
@@ -99,4 +106,56 @@ class BlockPool:
             tables = [b for r in holders for b in r.blocks]
             assert sorted(tables) == owned, "block tables do not match the owned blocks"
             assert all(self._owner[b] == r.id for r in holders for b in r.blocks), "wrong owner"
+            assert all(r.num_blocks == len(r.blocks) for r in holders), "block count drifted"
             assert sum(1 for r in holders if r.blocks) == self.num_holders, "holder count drifted"
+
+
+class CountingBlockPool:
+    """The same accounting as BlockPool without physical ids (for runs that do not record
+    block allocations: decisions depend only on counts). Methods return no ids."""
+
+    __slots__ = ("num_blocks", "num_free", "num_holders")
+    tracks_ids = False
+
+    def __init__(self, num_blocks: int) -> None:
+        assert num_blocks >= 1
+        self.num_blocks, self.num_free, self.num_holders = num_blocks, num_blocks, 0
+
+    @property
+    def num_used(self) -> int:
+        return self.num_blocks - self.num_free
+
+    def can_allocate(self, num: int) -> bool:
+        return self.num_free >= num
+
+    def allocate(self, request: Request, num: int) -> list[int]:
+        assert self.num_free >= num >= 1
+        if not request.num_blocks:
+            self.num_holders += 1
+        request.num_blocks += num
+        self.num_free -= num
+        return []
+
+    def allocate_one(self, request: Request) -> int:
+        request.num_blocks += 1
+        self.num_free -= 1
+        return -1
+
+    def add(self, request: Request, num: int) -> None:
+        """`num` more blocks for a request that already holds blocks."""
+        request.num_blocks += num
+        self.num_free -= num
+
+    def free(self, request: Request) -> list[int]:
+        if request.num_blocks:
+            self.num_free += request.num_blocks
+            self.num_holders -= 1
+            request.num_blocks = 0
+        return []
+
+    def check_integrity(self, holders: list[Request] | None = None) -> None:
+        """Assert: counts are within bounds and, with `holders`, add up to the blocks in use."""
+        assert 0 <= self.num_free <= self.num_blocks, "free count out of range"
+        if holders is not None:
+            assert sum(r.num_blocks for r in holders) == self.num_used, "used != sum of holdings"
+            assert sum(1 for r in holders if r.num_blocks) == self.num_holders, "holder count drifted"

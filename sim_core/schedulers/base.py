@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sim_core.config import SchedulerConfig
 from sim_core.entities import Batch, Request, RequestStatus
-from sim_core.memory import BlockPool
+from sim_core.memory import BlockPool, CountingBlockPool
 from sim_core.record import Recorder
 
 
@@ -44,7 +44,7 @@ class ReplicaScheduler:
         self.limits = limits
         self.block_size = config.block_size
         self.micro_batch_cap = config.batch_size_cap // num_stages
-        self.pool = BlockPool(limits.num_blocks)
+        self.pool = (BlockPool if recorder.keeps_blocks else CountingBlockPool)(limits.num_blocks)
         self.recorder = recorder
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
@@ -135,14 +135,14 @@ class ReplicaScheduler:
         return 1 if request.is_prefill_complete else request.num_prefill_tokens
 
     def allocate(self, request: Request, num_blocks: int) -> None:
-        if not request.blocks:
+        if not request.num_blocks:
             request.status = RequestStatus.RUNNING
         blocks = self.pool.allocate(request, num_blocks)
         self.recorder.on_allocate(self.replica_id, request.id, blocks)
 
     def grow(self, request: Request) -> None:
         """One more block when the tokens processed no longer fit in the blocks held."""
-        if request.num_processed_tokens > self.block_size * len(request.blocks):
+        if request.num_processed_tokens > self.block_size * request.num_blocks:
             block = self.pool.allocate_one(request)
             self.recorder.on_allocate_one(self.replica_id, request.id, block)
 

@@ -60,7 +60,7 @@ class PagedScheduler(ReplicaScheduler):
                 free = pool.num_free
                 if request is None:
                     continue
-            if request.num_processed_tokens > size * len(request.blocks):  # grow by one block
+            if request.num_processed_tokens > size * request.num_blocks:  # grow by one block
                 record(replica, request.id, pool.allocate_one(request))
                 free -= 1
             taken.append(request)
