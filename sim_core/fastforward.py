@@ -232,20 +232,21 @@ class FastForward:
             recorder.stages.add_chunk(k - 1, batch_id=np.arange(first.id, first.id + k - 1), replica_id=replica,
                                       stage_id=0, start=np.concatenate(([run.started_at], ends[:-1])), end=ends)
             self._record_batches(replica, run)
-        taken = np.bincount(formations, minlength=k + 1) if len(formations) else np.zeros(k + 1, dtype=np.int64)
-        after_free = used_before + np.cumsum(taken[:k])[:-1] - np.cumsum(freed[1:k])
-        after_take = after_free + taken[1:k]
+        taken = np.bincount(formations, minlength=k)[1:k] if len(formations) else np.zeros(k - 1, np.int64)
+        after = used_before + np.cumsum(taken - freed[1:k])   # after each formation's allocations
+        used = np.empty(2 * (k - 1), dtype=np.int64)
+        used[0::2], used[1::2] = after - taken, after          # after the batch end, after formation
         holders = self.sim.schedulers[replica].pool.num_holders + int(done[1:k].sum()) - np.cumsum(done[1:k])
-        recorder.on_replica_states(replica, np.repeat(ends, 2), np.column_stack((after_free, after_take)).ravel(),
-                                   run.num_waiting, np.repeat(holders, 2))
+        recorder.on_replica_states(replica, np.repeat(ends, 2), used, run.num_waiting, np.repeat(holders, 2))
 
     def _record_batches(self, replica: int, run: DecodeRun) -> None:
         """Batch rows of formations 1..k-1, one chunk per set of live members."""
         k, first, ends = run.num_iterations, run.first, run.ends
-        ids = [m.id for m in first.requests]
+        pairs = [(m.id, left) for m, left in zip(first.requests, run.remaining)]
         start = 1
         for boundary in sorted({left for left in run.remaining if 1 < left < k} | {k}):
-            live = tuple(i for i, left in zip(ids, run.remaining) if left > start)
+            pairs = [pair for pair in pairs if pair[1] > start]
+            live = tuple([pair[0] for pair in pairs])
             count = boundary - start
             self.sim.recorder.batches.add_chunk(
                 count, batch_id=np.arange(first.id + start, first.id + boundary), replica_id=replica,

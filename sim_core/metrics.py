@@ -8,20 +8,20 @@ import pandas as pd
 PERCENTILES = (50, 90, 99)
 
 
-def quantile(values: np.ndarray, q: float, weights: np.ndarray | None = None) -> float:
-    """Smallest observed value with at least q% of the (weighted) samples at or below it
-    (the inverted-CDF definition); NaN when there are no samples."""
+def quantiles(values: np.ndarray, percents, weights: np.ndarray | None = None) -> list[float]:
+    """For each p in `percents`, the smallest observed value with at least p% of the (weighted)
+    samples at or below it (the inverted-CDF definition); NaN when there are no samples."""
     values = np.asarray(values, dtype=np.float64)
-    if weights is None:
-        return float(np.percentile(values, q, method="inverted_cdf")) if len(values) else float("nan")
-    keep = weights > 0
-    values, weights = values[keep], weights[keep]
+    if weights is not None:
+        keep = weights > 0
+        values, weights = values[keep], np.asarray(weights[keep], dtype=np.int64)
     if not len(values):
-        return float("nan")
+        return [float("nan")] * len(percents)
     order = np.argsort(values, kind="stable")
-    cumulative = np.cumsum(weights[order])
-    index = np.searchsorted(cumulative, q / 100.0 * cumulative[-1] - 1e-9 * cumulative[-1], side="left")
-    return float(values[order][min(index, len(values) - 1)])
+    cumulative = np.cumsum(weights[order]) if weights is not None else np.arange(1, len(values) + 1)
+    total = int(cumulative[-1])
+    ranks = [-(-p * total // 100) for p in percents]  # ceil(p% of the samples), in integers
+    return [float(values[order][np.searchsorted(cumulative, max(rank, 1), side="left")]) for rank in ranks]
 
 
 def request_table(rows: dict[str, list]) -> pd.DataFrame:
@@ -59,14 +59,13 @@ def summarize(requests: pd.DataFrame, gaps: np.ndarray, weighted_gaps, kv_area, 
         "num_preemptions": int(requests["num_restarts"].sum()),
         "num_requests_preempted": int((requests["num_restarts"] > 0).sum()),
     }
-    for name, column in (("ttft", "ttft"), ("e2e", "e2e"), ("scheduling_delay", "scheduling_delay")):
-        values = finished[column].to_numpy()
-        for p in PERCENTILES:
-            summary[f"{name}_p{p}_s"] = quantile(values, p)
+    for name in ("ttft", "e2e", "scheduling_delay"):
+        for p, value in zip(PERCENTILES, quantiles(finished[name].to_numpy(), PERCENTILES)):
+            summary[f"{name}_p{p}_s"] = value
     all_gaps = np.concatenate([gaps, weighted_gaps[0]])
     weights = np.concatenate([np.ones(len(gaps), dtype=np.int64), weighted_gaps[1]])
-    for p in PERCENTILES:
-        summary[f"tbt_p{p}_s"] = quantile(all_gaps, p, weights)
+    for p, value in zip(PERCENTILES, quantiles(all_gaps, PERCENTILES, weights)):
+        summary[f"tbt_p{p}_s"] = value
     capacity = num_blocks * makespan
     summary["kv_utilization_mean"] = (float(np.mean(kv_area)) / capacity) if capacity > 0 else 0.0
     summary["kv_utilization_peak"] = float(max(kv_peak)) / num_blocks if num_blocks else 0.0

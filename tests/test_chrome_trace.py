@@ -21,3 +21,15 @@ def test_stages_are_complete_events_on_replica_and_stage_tracks():
     assert first["args"]["request_ids"] == [0, 2] and first["args"]["request_tokens"] == [10, 10]
     counters = {e["name"] for e in events if e["ph"] == "C"}
     assert counters == {"KV blocks", "Requests"}
+
+
+def test_percentiles_use_the_inverted_cdf_with_weights():
+    """p50 of [1, 2, 3, 4] is 2 (half the samples at or below it); weights count as repeats."""
+    import numpy as np
+
+    from sim_core.metrics import quantiles
+
+    assert quantiles(np.array([4.0, 1.0, 3.0, 2.0]), [50, 75, 99]) == [2.0, 3.0, 4.0]
+    assert quantiles(np.array([1.0, 5.0]), [50, 90], np.array([9, 1])) == [1.0, 1.0]
+    assert quantiles(np.array([1.0, 5.0]), [95], np.array([9, 1])) == [5.0]
+    assert np.isnan(quantiles(np.array([]), [50])[0])
