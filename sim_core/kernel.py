@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 
 class EventKernel:

@@ -1,8 +1,13 @@
 """The scenario: one validated `SimulationConfig`, loadable from YAML or JSON."""
 
 from sim_core.config.loading import config_to_yaml, load_config, parse_config
-from sim_core.config.sections import (ClusterConfig, EngineConfig, MemoryConfig, PredictorConfig,
-                                      SchedulerConfig)
+from sim_core.config.sections import (
+                                      ClusterConfig,
+                                      EngineConfig,
+                                      MemoryConfig,
+                                      PredictorConfig,
+                                      SchedulerConfig,
+)
 from sim_core.config.simulation import VIDUR_SCHEDULERS, SimulationConfig
 from sim_core.config.workload import ArrivalConfig, LengthConfig, WorkloadConfig
 

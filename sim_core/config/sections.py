@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,7 +42,7 @@ class SchedulerConfig(BaseModel):
         "Most requests holding KV memory at once; a batch holds at most batch_size_cap // PP."))
     block_size: int = Field(16, ge=1, le=4096, description=(
         "Tokens per KV-cache block (lightllm requires 1: one block per token)."))
-    num_blocks: Optional[int] = Field(None, ge=1, le=1_000_000_000, description=(
+    num_blocks: int | None = Field(None, ge=1, le=1_000_000_000, description=(
         "KV-cache blocks per replica; when absent the memory planner derives it from the model, "
         "device and max_model_len."))
     watermark_blocks_fraction: float = Field(0.01, ge=0.0, le=0.9, description=(

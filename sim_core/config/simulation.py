@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pydantic import BaseModel, Field, model_validator
 
 from sim_core.catalog import DEVICES, MODELS, DeviceSpec, ModelSpec
-from sim_core.config.sections import (ClusterConfig, EngineConfig, MemoryConfig, PredictorConfig,
-                                      SchedulerConfig, Strict)
+from sim_core.config.sections import (
+    ClusterConfig,
+    EngineConfig,
+    MemoryConfig,
+    PredictorConfig,
+    SchedulerConfig,
+    Strict,
+)
 from sim_core.config.workload import WorkloadConfig
 
 VIDUR_SCHEDULERS = ("vllm", "sarathi", "orca", "faster_transformer", "lightllm")
@@ -36,7 +40,7 @@ class SimulationConfig(BaseModel):
         "Extra or edited model specs by id; they take precedence over the catalog."))
     devices: dict[str, DeviceSpec] = Field(default_factory=dict, description=(
         "Extra or edited device specs by id; they take precedence over the catalog."))
-    name: Optional[str] = Field(None, description="Optional label shown in reports.")
+    name: str | None = Field(None, description="Optional label shown in reports.")
 
     def model_spec(self) -> ModelSpec:
         return {**MODELS, **self.models}[self.model]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -46,7 +46,7 @@ class WorkloadConfig(BaseModel):
 
     model_config = Strict
 
-    trace_file: Optional[str] = Field(None, description=(
+    trace_file: str | None = Field(None, description=(
         "CSV in Vidur's replay format (arrived_at,num_prefill_tokens,num_decode_tokens; seconds "
         "and tokens). A relative path resolves against the scenario file's folder."))
     num_requests: int = Field(200, ge=1, le=100_000_000, description=(
@@ -60,7 +60,7 @@ class WorkloadConfig(BaseModel):
     output_tokens: LengthConfig = Field(
         default_factory=lambda: LengthConfig(distribution="uniform", min=16, max=512),
         description="Synthetic output (decode) length distribution.")
-    seed: Optional[int] = Field(None, ge=0, le=2**32 - 1, description=(
+    seed: int | None = Field(None, ge=0, le=2**32 - 1, description=(
         "Seed of the generator; defaults to the scenario's seed."))
     time_scale_factor: float = Field(1.0, gt=0.0, le=1e6, description=(
         "Multiply arrival times by this (0.5 doubles the request rate)."))

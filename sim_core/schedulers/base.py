@@ -108,7 +108,7 @@ class ReplicaScheduler:
     def on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
         """Policy bookkeeping after `num_iterations` identical decode iterations ran in one step;
         `last` is the batch object of the final iteration (still in flight)."""
-        return None
+        return
 
     @property
     def num_waiting(self) -> int:

@@ -8,7 +8,11 @@ from sim_core.config import SimulationConfig
 from sim_core.errors import ConfigError, TraceError
 from sim_core.workload.model import Workload, clip_to_max_model_len, scale_tokens
 from sim_core.workload.synthetic import generate_arrivals, generate_lengths
-from sim_core.workload.trace import REPLAY_COLUMNS, read_replay_trace, write_replay_trace
+from sim_core.workload.trace import (
+    REPLAY_COLUMNS,
+    read_replay_trace,
+    write_replay_trace,
+)
 
 __all__ = ["REPLAY_COLUMNS", "Workload", "build_workload", "read_replay_trace", "write_replay_trace"]
 
