@@ -4,6 +4,11 @@ Each handler mirrors one of Vidur's events and schedules its follow-ups on the k
 
     arrival -> global schedule -> replica schedule -> stage arrival -> stage schedule
     -> stage end -> (stage schedule; next stage arrival | batch end) -> replica schedule
+
+With one stage per replica (PP = 1) the stage arrival and stage schedule events are no-ops (the
+only stage is idle whenever a batch forms, and nothing else can queue there), so a formation
+starts its stage directly and a stage end schedules the batch end directly; the batch end and
+the next formation keep their place behind everything already due, exactly as in Vidur.
 """
 
 from __future__ import annotations
@@ -28,8 +33,8 @@ class Simulator:
         self.router, self.predictor, self.workload, self.recorder = router, predictor, workload, recorder
         self.requests: list[Request | None] = [None] * len(workload)
         self.pending_routing: list[Request] = []
-        single_stage = all(s.num_stages == 1 for s in schedulers)
-        self.fast = FastForward(self) if fast_forward and single_stage else None
+        self.single_stage = all(s.num_stages == 1 for s in schedulers)
+        self.fast = FastForward(self) if fast_forward and self.single_stage else None
 
     def run(self, admitted: list[int], after_event=None) -> None:
         """Simulate the requests whose indices are in `admitted` (the rest were rejected);
@@ -84,7 +89,11 @@ class Simulator:
                     record.on_state(replica, request.id, ADMITTED)
                 request.on_batch_schedule(now)
             record.on_batch(batch)
-            if self.fast is None or not self.fast.try_start(replica, batch, preempted):
+            if self.fast is not None and self.fast.try_start(replica, batch, preempted):
+                continue
+            if self.single_stage:
+                self._start_stage(replica, self.stages[replica][0], batch)
+            else:
                 self.kernel.soon(self.on_stage_arrival, replica, 0, batch)
         self._record_replica(scheduler)
 
@@ -129,10 +138,20 @@ class Simulator:
             duration = self.predictor.stage_time(batch.shape, stage)
             self.kernel.at(self.kernel.now + duration, self.on_stage_end, replica, stage, batch)
 
+    def _start_stage(self, replica: int, state: Stage, batch) -> None:
+        """PP = 1: the only stage is idle whenever a batch forms; run the batch on it now."""
+        assert not state.busy
+        now = self.kernel.now
+        state.busy, state.started_at = True, now
+        self.kernel.at(now + self.predictor.stage_time(batch.shape, 0), self.on_stage_end, replica, 0, batch)
+
     def on_stage_end(self, replica: int, stage: int, batch) -> None:
         state = self.stages[replica][stage]
         state.finish()
         self.recorder.on_stage(batch.id, replica, stage, state.started_at, self.kernel.now)
+        if self.single_stage:  # nothing can be queued at the only stage: go straight to the end
+            self.kernel.soon(self.on_batch_end, replica, batch)
+            return
         self.kernel.soon(self.on_stage_schedule, replica, stage)
         if state.is_last:
             self.kernel.soon(self.on_batch_end, replica, batch)

@@ -54,7 +54,7 @@ def test_the_app_renders_metrics_and_the_gantt_and_reacts_to_a_widget(server):
         page.goto(server)
         expect(page.get_by_text("Throughput")).to_be_visible(timeout=60_000)
         expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=60_000)
-        assert page.get_by_text("Download Chrome trace (Perfetto)").count() == 1
+        expect(page.get_by_text("Download Chrome trace (Perfetto)")).to_be_visible(timeout=60_000)
         policy = page.get_by_test_id("stSelectbox").first.get_by_role("combobox")
         policy.click()
         page.get_by_role("option", name="sarathi").click()
