@@ -1,11 +1,12 @@
 """Simulator speed: simulated requests and batches per second of wall time.
 
-    python bench/sim_speed.py [--requests 10000] [--repeats 3] [--record full] [--qps 5]
+    python bench/sim_speed.py [--requests 10000] [--repeats 3] [--record batches] [--qps 2 5]
 
 Cases (the same trace for all, written to bench/out/ so any simulator can replay it):
   (a) vllm, linear cost, 1 replica; (b) the same on 4 replicas routed by lor;
   (c) sarathi with chunk_size 512, 1 replica.
-Workload: chat-like, Poisson arrivals, prompts uniform 64..1536, outputs uniform 16..768 tokens.
+Workload: chat-like, Poisson arrivals at each --qps (2 req/s: moderate load, about 6 requests in
+flight; 5 req/s: busy, about 30 in flight), prompts uniform 64..1536, outputs uniform 16..768.
 Model/KV: Llama-2-7B on an 80 GB A100, max_model_len 4096, Vidur's planner (7424 blocks of 16);
 linear cost 5 ms + 0.1 ms per token per iteration. Reports the median of the repeats (these
 machines are noisy) and, for reference, one iteration-by-iteration run (fast_forward off).
@@ -62,11 +63,15 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--record", default="batches", choices=["full", "batches", "requests"])
-    parser.add_argument("--qps", type=float, default=5.0)
+    parser.add_argument("--qps", type=float, nargs="+", default=[2.0, 5.0])
     parser.add_argument("--stepwise", action="store_true", help="also time iteration-by-iteration runs")
     args = parser.parse_args()
-    trace = make_trace(args.requests, args.qps)
-    print(f"trace: {trace.relative_to(ROOT)} ({args.requests} requests, {args.qps:g} req/s); record={args.record}")
+    for qps in args.qps:
+        run_cases(make_trace(args.requests, qps), args)
+
+
+def run_cases(trace: Path, args) -> None:
+    print(f"\ntrace: {trace.relative_to(ROOT)}; record={args.record}; median of {args.repeats}")
     print(f"{'case':28s} {'median s':>9s} {'min s':>7s} {'batches':>8s} {'requests/s':>11s} {'batches/s':>10s}")
     for name, case in CASES.items():
         runs = [timed(scenario(trace, case, args.record)) for _ in range(args.repeats)]
