@@ -24,9 +24,13 @@ def scenarios(draw):
     num_blocks = draw(st.integers(min_blocks, min_blocks + (400 if lightllm else 60)))
     config = {
         "seed": draw(st.integers(0, 100)), "max_model_len": max_model_len,
-        "predictor": {"type": "linear", "base_s": draw(st.sampled_from([0.001, 0.005, 0.01])),
-                      "per_token_s": draw(st.sampled_from([0.0, 1e-5, 1e-4, 1e-3]))},
-        "cluster": {"num_replicas": draw(st.integers(1, 3)),
+        "predictor": draw(st.sampled_from([
+            {"type": "linear", "base_s": draw(st.sampled_from([0.001, 0.005, 0.01])),
+             "per_token_s": draw(st.sampled_from([0.0, 1e-5, 1e-4, 1e-3]))},
+            {"type": "roofline"}])),
+        "model": draw(st.sampled_from(["llama-2-7b", "mixtral-8x7b", "phi-2"])),
+        "device": draw(st.sampled_from(["a100-80gb", "h100-sxm"])),
+        "cluster": {"num_replicas": draw(st.integers(1, 3)), "tensor_parallel_size": draw(st.sampled_from([1, 2])),
                     "pipeline_parallel_size": 1 if lightllm else draw(st.sampled_from([1, 2])),
                     "global_scheduler": draw(st.sampled_from(["round_robin", "lor", "random"]))},
         "scheduler": {"type": policy, "block_size": block_size, "num_blocks": num_blocks,
