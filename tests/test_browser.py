@@ -55,6 +55,9 @@ def test_the_app_renders_metrics_and_the_gantt_and_reacts_to_a_widget(server):
         expect(page.get_by_text("Throughput")).to_be_visible(timeout=60_000)
         expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=60_000)
         expect(page.get_by_text("Download Chrome trace (Perfetto)")).to_be_visible(timeout=60_000)
+        if os.environ.get("SCREENSHOT"):  # how assets/screenshot.png is made
+            page.wait_for_timeout(1500)
+            page.screenshot(path=os.environ["SCREENSHOT"], full_page=True)
         policy = page.get_by_test_id("stSelectbox").first.get_by_role("combobox")
         policy.click()
         page.get_by_role("option", name="sarathi").click()
@@ -62,6 +65,4 @@ def test_the_app_renders_metrics_and_the_gantt_and_reacts_to_a_widget(server):
         page.wait_for_timeout(500)
         expect(page.get_by_text("Throughput")).to_be_visible(timeout=60_000)
         expect(page.locator("[data-testid='stException']")).to_have_count(0)
-        if os.environ.get("SCREENSHOT"):
-            page.screenshot(path=os.environ["SCREENSHOT"], full_page=True)
         browser.close()
