@@ -175,7 +175,8 @@ class FastForward:
     @staticmethod
     def _replay(scheduler, members, events: list[tuple[int, int, int]]):
         """Apply block frees and allocations in stepwise order. Returns the finished members as
-        (formation, member, freed blocks) and the allocations as (formations, members, blocks)."""
+        (formation, member, freed block ids, how many) and the allocations as (formations,
+        members, block ids)."""
         pool, frees = scheduler.pool, scheduler.frees_on_completion
         finished, formations, takers, blocks = [], [], [], []
         pending: list = []

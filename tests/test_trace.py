@@ -38,7 +38,6 @@ def test_a_good_trace_loads_in_arrival_order(tmp_path):
     (HEADER + "0,10,2\n1,-3,2\n2,-4,2\n", "row 2 (line 3), column 'num_prefill_tokens': value -3 is negative "
      "(and 1 more such rows)"),
     (HEADER + "0,10.5,2\n", "row 1 (line 2), column 'num_prefill_tokens': value 10.5 is not a whole number of tokens"),
-    (HEADER + "0,10,0\n", "row 1 (line 2), column 'num_decode_tokens': value 0 is zero; every request needs at least one token"),
     (HEADER + "-1,10,2\n", "row 1 (line 2), column 'arrived_at': arrival time -1.0 is negative"),
     (HEADER + "0,10,2,9\n", "malformed CSV: line 2 has 4 fields but the header has 3"),
     (HEADER + "0,10,2\n1,10,2,9\n", "malformed CSV"),
@@ -49,6 +48,14 @@ def test_bad_rows_name_file_row_column_and_reason(tmp_path, body, message):
         read_replay_trace(path)
     separator = ", " if message.startswith("row") else ": "
     assert str(error.value).startswith(f"{path}{separator}{message}")
+
+
+def test_zero_token_rows_count_as_one_token_as_vidur_does_and_say_so(tmp_path):
+    path = write(tmp_path, HEADER + "0,10,0\n1,0,3\n2,5,0\n")
+    _, prefill, decode, notes = read_replay_trace(path)
+    assert prefill.tolist() == [10, 1, 5] and decode.tolist() == [1, 3, 1]
+    assert notes == [f"{path}: 1 row(s) had num_prefill_tokens = 0; counted as 1 token, as Vidur does",
+                     f"{path}: 2 row(s) had num_decode_tokens = 0; counted as 1 token, as Vidur does"]
 
 
 def test_missing_file_and_wrong_encoding(tmp_path):

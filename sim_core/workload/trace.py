@@ -30,11 +30,15 @@ def read_replay_trace(path: str | Path, max_bytes: int = MAX_TRACE_BYTES):
     _check_columns(frame, name)
     values = {col: _numeric_column(frame[col], name, col) for col in REPLAY_COLUMNS}
     _check_times(values["arrived_at"], name)
+    notes = []
     for col in TOKEN_COLUMNS:
         _check_tokens(values[col], name, col)
+        zeros = int(np.count_nonzero(values[col] == 0))
+        if zeros:
+            values[col] = np.maximum(values[col], 1)
+            notes.append(f"{name}: {zeros} row(s) had {col} = 0; counted as 1 token, as Vidur does")
     arrived, prefill, decode = (values["arrived_at"], values[TOKEN_COLUMNS[0]].astype(np.int64),
                                 values[TOKEN_COLUMNS[1]].astype(np.int64))
-    notes = []
     if np.any(np.diff(arrived) < 0):
         order = np.argsort(arrived, kind="stable")
         arrived, prefill, decode = arrived[order], prefill[order], decode[order]
@@ -111,7 +115,7 @@ def _check_times(arrived: np.ndarray, name: str) -> None:
 
 def _check_tokens(tokens: np.ndarray, name: str, column: str) -> None:
     for mask, reason in ((tokens != np.floor(tokens), "is not a whole number of tokens"),
-                         (tokens < 0, "is negative"), (tokens == 0, "is zero; every request needs at least one token")):
+                         (tokens < 0, "is negative")):
         bad = np.flatnonzero(mask)
         if len(bad):
             value = tokens[bad[0]]
