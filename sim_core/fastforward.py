@@ -135,9 +135,9 @@ class FastForward:
             self._advance_tokens(members, run.remaining, run.ends[:k], sim.recorder)
             changes = self._replay(scheduler, members, events)
         else:
-            counts, formations = allocation_counts(scheduler, members, run.remaining, k)
+            counts, taken = allocation_counts(scheduler, members, run.remaining, k)
             self._advance_tokens(members, run.remaining, run.ends[:k], sim.recorder)
-            changes = self._count(scheduler, members, run.remaining, k, counts, formations)
+            changes = self._count(scheduler, members, run.remaining, k, counts, taken)
         ends = run.ends[:k].tolist()
         scheduler.num_batches += k - 2  # ids of the skipped iterations' batches
         last = scheduler.make_batch(live_last, [1] * len(live_last), 0)
@@ -193,11 +193,12 @@ class FastForward:
             finished.append((formation, member, released, len(released)))
         if pending:
             blocks += pool.allocate_each(pending)
-        return finished, (formations, takers, blocks)
+        return finished, (formations, takers, blocks, None)
 
     @staticmethod
-    def _count(scheduler, members, remaining: list[int], k: int, counts: list[int], formations):
-        """The counting-pool version of _replay: per-member block counts, then the frees."""
+    def _count(scheduler, members, remaining: list[int], k: int, counts: list[int], taken: list[int]):
+        """The counting-pool version of _replay: per-member block counts, then the frees.
+        Returns the finished members and (None, None, None, blocks taken per formation)."""
         pool, frees, finished = scheduler.pool, scheduler.frees_on_completion, []
         for request, count in zip(members, counts):
             if count:
@@ -209,13 +210,13 @@ class FastForward:
                     pool.free(members[member])
                 finished.append((left, member, [], released))
         finished.sort()
-        return finished, (formations, None, None)
+        return finished, (None, None, None, taken)
 
     def _record(self, replica: int, run: DecodeRun, changes, used_before: int) -> None:
         """The records the stepwise path makes for iterations 0..k-2 and formation k-1."""
         recorder, k, first = self.sim.recorder, run.num_iterations, run.first
         members = first.requests
-        finished, (formations, takers, blocks) = changes
+        finished, (formations, takers, blocks, per_formation) = changes
         freed = np.zeros(k + 1, dtype=np.int64)
         done = np.zeros(k + 1, dtype=np.int64)
         for formation, member, released, count in finished:
@@ -233,7 +234,10 @@ class FastForward:
             recorder.stages.add_chunk(k - 1, batch_id=np.arange(first.id, first.id + k - 1), replica_id=replica,
                                       stage_id=0, start=np.concatenate(([run.started_at], ends[:-1])), end=ends)
             self._record_batches(replica, run)
-        taken = np.bincount(formations, minlength=k)[1:k] if len(formations) else np.zeros(k - 1, np.int64)
+        if per_formation is not None:
+            taken = np.asarray(per_formation[1:k], dtype=np.int64)
+        else:
+            taken = np.bincount(formations, minlength=k)[1:k] if formations else np.zeros(k - 1, np.int64)
         after = used_before + np.cumsum(taken - freed[1:k])   # after each formation's allocations
         used = np.empty(2 * (k - 1), dtype=np.int64)
         used[0::2], used[1::2] = after - taken, after          # after the batch end, after formation
@@ -243,14 +247,14 @@ class FastForward:
     def _record_batches(self, replica: int, run: DecodeRun) -> None:
         """Batch rows of formations 1..k-1, one chunk per set of live members."""
         k, first, ends = run.num_iterations, run.first, run.ends
-        pairs = [(m.id, left) for m, left in zip(first.requests, run.remaining)]
+        ids, lefts = [m.id for m in first.requests], run.remaining
+        boundaries = sorted({left for left in lefts if 1 < left < k})
+        boundaries.append(k)
         start = 1
-        for boundary in sorted({left for left in run.remaining if 1 < left < k} | {k}):
-            pairs = [pair for pair in pairs if pair[1] > start]
-            live = tuple([pair[0] for pair in pairs])
-            count = boundary - start
+        for boundary in boundaries:
+            live = tuple([i for i, left in zip(ids, lefts) if left > start])
             self.sim.recorder.batches.add_chunk(
-                count, batch_id=np.arange(first.id + start, first.id + boundary), replica_id=replica,
+                boundary - start, batch_id=np.arange(first.id + start, first.id + boundary), replica_id=replica,
                 formed_at=ends[start - 1: boundary - 1], num_requests=len(live), num_tokens=len(live),
                 num_prefill_tokens=0, request_ids=live, request_tokens=(1,) * len(live))
             start = boundary
@@ -267,19 +271,21 @@ def _ordered_events(scheduler, members, remaining: list[int], k: int) -> list[tu
 
 
 def allocation_counts(scheduler, members, remaining: list[int], k: int):
-    """Blocks each member takes at formations 1..k-1 while live, and the formation of every
-    such allocation (numpy); the counting pool needs no order, only how many and when."""
+    """Blocks each member takes at formations 1..k-1 while live, and how many blocks are taken
+    at each formation 0..k-1; the counting pool needs no order, only how many and when."""
+    taken = [0] * k
     if scheduler.growth is None:
-        return [0] * len(members), np.empty(0, dtype=np.int64)
-    stop = np.minimum(np.asarray(remaining, dtype=np.int64), k)
-    if scheduler.growth == "per_token":
-        first, step = np.ones(len(members), dtype=np.int64), 1
-    else:
-        step = scheduler.block_size
-        first = np.fromiter((step * r.num_blocks + 1 - r.num_processed_tokens for r in members), np.int64, len(members))
-    counts = np.maximum(0, -(-(stop - first) // step))
-    offsets = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    return counts.tolist(), np.repeat(first, counts) + offsets * step
+        return [0] * len(members), taken
+    per_token = scheduler.growth == "per_token"
+    step = 1 if per_token else scheduler.block_size
+    counts = []
+    for request, left in zip(members, remaining):
+        first = 1 if per_token else step * request.num_blocks + 1 - request.num_processed_tokens
+        formations = range(first, min(left, k), step)
+        counts.append(len(formations))
+        for formation in formations:
+            taken[formation] += 1
+    return counts, taken
 
 
 def growth_limit(scheduler, requests, remaining: list[int], limit: int) -> int:
