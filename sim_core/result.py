@@ -48,24 +48,18 @@ def build_result(config, workload, simulator, recorder: Recorder, rejected: dict
     requests = request_table(_request_rows(workload, simulator.requests, rejected))
     end = float(np.nanmax(requests["completed_at"])) if requests["completed_at"].notna().any() else 0.0
     recorder.finish_kv(end)
-    batches = _sorted(_frame(recorder.batches), ["formed_at", "replica_id", "batch_id"])
-    stages = _sorted(_frame(recorder.stages), ["start", "replica_id", "stage_id", "batch_id"])
-    if len(batches) and len(stages):
-        ends = stages.groupby(["replica_id", "batch_id"])["end"].max()
-        batches["completed_at"] = ends.reindex(pd.MultiIndex.from_frame(batches[["replica_id", "batch_id"]])).to_numpy()
+    batches = _sorted(recorder.batches, ["formed_at", "replica_id", "batch_id"])
+    stages = _sorted(recorder.stages, ["start", "replica_id", "stage_id", "batch_id"])
+    batches["completed_at"] = _batch_ends(batches, stages, config.cluster.pipeline_parallel_size)
     summary = summarize(requests, np.asarray(recorder.token_gaps, dtype=np.float64), _weighted(recorder.weighted_gaps),
                         recorder.kv_area, recorder.kv_peak, num_blocks,
                         len(batches) if len(batches) else simulator_batches(simulator))
     return SimulationResult(
         config=config, requests=requests, batches=batches, batch_stages=stages,
-        timeseries=_sorted(_frame(recorder.series), ["time", "replica_id"]),
-        block_events=_sorted(_frame(recorder.blocks), ["time", "replica"]),
+        timeseries=_sorted(recorder.series, ["time", "replica_id"]),
+        block_events=_sorted(recorder.blocks, ["time", "replica"]),
         state_events=_state_frame(recorder), summary=summary, num_blocks=num_blocks,
         memory_plan=plan, notes=notes)
-
-
-def _frame(table) -> pd.DataFrame:
-    return pd.DataFrame(table.arrays())
 
 
 def _weighted(chunks) -> tuple[np.ndarray, np.ndarray]:
@@ -74,11 +68,28 @@ def _weighted(chunks) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([c[0] for c in chunks]), np.concatenate([c[1] for c in chunks]).astype(np.int64)
 
 
-def _sorted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Rows in a canonical order (stable, so ties keep the order they happened in)."""
-    if not len(frame):
-        return frame
-    return frame.sort_values(keys, kind="stable").reset_index(drop=True)
+def _sorted(table, keys: list[str]) -> pd.DataFrame:
+    """A recorded table as a DataFrame in canonical order (stable: ties keep the order in
+    which they happened)."""
+    arrays = table.arrays()
+    order = np.lexsort([arrays[key] for key in reversed(keys)])
+    return pd.DataFrame({name: values[order] for name, values in arrays.items()})
+
+
+def _batch_ends(batches: pd.DataFrame, stages: pd.DataFrame, num_stages: int) -> np.ndarray:
+    """When each batch left its last pipeline stage (NaN if it never did)."""
+    last = stages[stages["stage_id"] == num_stages - 1]
+    width = int(max(batches["batch_id"].max() if len(batches) else 0, 0)) + 1
+    stage_keys = last["replica_id"].to_numpy() * width + last["batch_id"].to_numpy()
+    batch_keys = batches["replica_id"].to_numpy() * width + batches["batch_id"].to_numpy()
+    order = np.argsort(stage_keys, kind="stable")
+    found = np.searchsorted(stage_keys[order], batch_keys)
+    found = np.minimum(found, max(len(order) - 1, 0))
+    ends = np.full(len(batches), np.nan)
+    if len(order):
+        match = stage_keys[order][found] == batch_keys
+        ends[match] = last["end"].to_numpy()[order][found[match]]
+    return ends
 
 
 def simulator_batches(simulator) -> int:
@@ -86,7 +97,7 @@ def simulator_batches(simulator) -> int:
 
 
 def _state_frame(recorder: Recorder) -> pd.DataFrame:
-    frame = _sorted(_frame(recorder.states), ["time", "replica"])
+    frame = _sorted(recorder.states, ["time", "replica"])
     frame["state"] = pd.Categorical.from_codes(frame["state"].astype(int), categories=list(STATE_NAMES)) \
         if len(frame) else pd.Series([], dtype="object")
     return frame
