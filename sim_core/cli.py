@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from sim_core.errors import SimCoreError
@@ -62,13 +63,17 @@ def _run(args) -> int:
     from sim_core.report import format_summary
 
     config = load_config(args.config)
+    started = time.perf_counter()
     result = run_simulation(config)
+    elapsed = time.perf_counter() - started
     if args.out:
         write_outputs(result, args.out)
     if args.json:
         print(json.dumps(result.summary, indent=2))
     else:
         print(format_summary(result))
+        print(f"simulated {result.summary['num_requests']} requests and {result.summary['num_batches']} batches "
+              f"in {elapsed:.2f} s")
         if args.out:
             print(f"wrote {Path(args.out) / 'requests.csv'} and the other outputs")
     return 0
