@@ -161,11 +161,13 @@ class FastForward:
         for request, left in zip(members, remaining):
             gap = first_end - request.last_token_at    # decoding requests have emitted a token
             append_gap(gap)
-            last = min(left, k - 1) - 1                 # last skipped iteration it takes part in
-            request.max_token_gap = max(request.max_token_gap, gap, running_max[last - 1] if last >= 1 else 0.0)
+            last = left - 1 if left < k else k - 2     # last skipped iteration it takes part in
+            widest = running_max[last - 1] if last >= 1 and running_max[last - 1] > gap else gap
+            if widest > request.max_token_gap:
+                request.max_token_gap = widest
             request.num_processed_tokens += last + 1
             request.last_token_at = end_list[last]
-            if left <= k - 1:
+            if left < k:
                 request.completed, request.completed_at = True, end_list[last]
                 request.status = RequestStatus.FINISHED
         if len(steps):
@@ -281,7 +283,7 @@ def allocation_counts(scheduler, members, remaining: list[int], k: int):
     counts = []
     for request, left in zip(members, remaining):
         first = 1 if per_token else step * request.num_blocks + 1 - request.num_processed_tokens
-        formations = range(first, min(left, k), step)
+        formations = range(first, left if left < k else k, step)
         counts.append(len(formations))
         for formation in formations:
             taken[formation] += 1
