@@ -33,6 +33,7 @@ class Simulator:
         self.router, self.predictor, self.workload, self.recorder = router, predictor, workload, recorder
         self.requests: list[Request | None] = [None] * len(workload)
         self.pending_routing: list[Request] = []
+        self._admitted: list[int] = []  # workload rows that arrive (the others were rejected)
         self.single_stage = all(s.num_stages == 1 for s in schedulers)
         self.fast = FastForward(self) if fast_forward and self.single_stage else None
 
