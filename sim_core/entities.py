@@ -74,12 +74,12 @@ class Request:
         output token if this iteration produced one (else -1: a partial prefill chunk, or the
         request's very first token)."""
         self.num_processed_tokens += num_tokens
-        if self.num_processed_tokens == self.num_prefill_tokens:
+        if not self.is_prefill_complete and self.num_processed_tokens == self.num_prefill_tokens:
             self.is_prefill_complete = True
             self.num_processed_tokens += 1  # the prefill iteration yields the first output token
             if self.prefill_completed_at == NOT_YET:
                 self.prefill_completed_at = time
-        if self.num_processed_tokens == self.total_tokens:
+        if self.num_processed_tokens == self.num_prefill_tokens + self.num_decode_tokens:
             self.completed = True
             self.completed_at = time
             self.status = RequestStatus.FINISHED

@@ -101,17 +101,7 @@ class Simulator:
     def on_batch_end(self, replica: int, batch) -> None:
         now, gaps, record = self.kernel.now, self.recorder.token_gaps, self.recorder
         for request, tokens in zip(batch.requests, batch.num_tokens):
-            if tokens == 1 and request.is_prefill_complete:   # a decode step (inlined: the hot case)
-                request.num_processed_tokens += 1
-                gap = now - request.last_token_at
-                request.last_token_at = now
-                if gap > request.max_token_gap:
-                    request.max_token_gap = gap
-                if request.num_processed_tokens == request.num_prefill_tokens + request.num_decode_tokens:
-                    request.completed, request.completed_at = True, now
-                    request.status = RequestStatus.FINISHED
-            else:
-                gap = request.on_batch_end(now, tokens)
+            gap = request.on_batch_end(now, tokens)
             if gap >= 0.0:
                 gaps.append(gap)
             if request.completed:
