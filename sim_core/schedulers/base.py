@@ -140,12 +140,6 @@ class ReplicaScheduler:
         blocks = self.pool.allocate(request, num_blocks)
         self.recorder.on_allocate(self.replica_id, request.id, blocks)
 
-    def grow(self, request: Request) -> None:
-        """One more block when the tokens processed no longer fit in the blocks held."""
-        if request.num_processed_tokens > self.block_size * request.num_blocks:
-            block = self.pool.allocate_one(request)
-            self.recorder.on_allocate_one(self.replica_id, request.id, block)
-
     def release(self, request: Request) -> None:
         blocks = self.pool.free(request)
         self.recorder.on_free(self.replica_id, request.id, blocks)

@@ -15,7 +15,8 @@ from sim_core.schedulers.base import ReplicaScheduler
 
 
 class PagedScheduler(ReplicaScheduler):
-    """Base of vllm and sarathi: watermark admission, one-block growth, LIFO restarts."""
+    """Base of vllm and sarathi: watermark admission, one-block growth (in take_decodes, the
+    only place requests grow), LIFO restarts."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
