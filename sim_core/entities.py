@@ -125,11 +125,3 @@ class Batch:
     def prefill_tokens_of(requests: list[Request], num_tokens: list[int]) -> int:
         """Tokens of `num_tokens` that belong to requests whose prompt is not complete yet."""
         return sum(t for r, t in zip(requests, num_tokens) if not r.is_prefill_complete)
-
-    @property
-    def total_tokens(self) -> int:
-        return sum(self.num_tokens)
-
-    @property
-    def size(self) -> int:
-        return len(self.requests)

@@ -13,7 +13,6 @@ import numpy as np
 # request state-change codes
 QUEUED, ADMITTED, RESTARTED, FINISHED, REJECTED = range(5)
 STATE_NAMES = ("queued", "admitted", "restarted", "finished", "rejected")
-LEVELS = ("requests", "batches", "full")
 
 
 class Table:

@@ -31,6 +31,3 @@ class Stage:
 
     def finish(self) -> None:
         self.busy = False
-
-    def is_idle(self) -> bool:
-        return not self.busy and not self.queue

@@ -39,10 +39,6 @@ class MemoryPlan:
     max_batch_size: int          # requests that fit at max_model_len (Orca/FT batch limit)
     blocks_per_request: int      # max_model_len // block_size
 
-    def kv_token_capacity(self, block_size: int) -> int:
-        """Tokens of KV cache the replica can hold."""
-        return self.num_blocks * block_size
-
 
 def plan_memory(config: SimulationConfig) -> MemoryPlan:
     """Run the configured planner (`auto` picks `vidur` for Vidur-named schedulers).

@@ -114,9 +114,6 @@ class ReplicaScheduler:
     def num_waiting(self) -> int:
         return len(self.waiting)
 
-    def is_idle(self) -> bool:
-        return not self.waiting and not self.running and self.num_running_batches == 0
-
     # ---- shared mechanics ------------------------------------------------------------------
 
     def make_batch(self, requests: list[Request], num_tokens: list[int],

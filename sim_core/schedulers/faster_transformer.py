@@ -68,6 +68,3 @@ class FasterTransformerScheduler(ReplicaScheduler):
             self.allocate(request, reserve)
             requests.append(request)
         return requests
-
-    def is_idle(self) -> bool:
-        return super().is_idle() and not self.unfinished
