@@ -95,3 +95,10 @@ def test_a_request_that_can_never_fit_is_reported_rejected(tmp_path):
     assert "requests: 1 finished, 1 rejected" in done.stdout
     rows = (tmp_path / "o" / "requests.csv").read_text().splitlines()
     assert "rejected" in rows[2] and "can never be served" in rows[2]
+
+
+def test_generate_writes_a_trace_that_validates_and_replays(tmp_path):
+    (tmp_path / "g.yaml").write_text("seed: 5\nworkload: {num_requests: 40, arrival: {qps: 3}}\n")
+    done = cli("generate", "--config", tmp_path / "g.yaml", "--out", tmp_path / "t.csv")
+    assert done.returncode == 0 and "wrote 40 requests" in done.stdout
+    assert cli("validate", tmp_path / "t.csv").stdout.startswith(f"ok: {tmp_path / 't.csv'}: trace of 40 requests")

@@ -41,3 +41,21 @@ def test_explicit_num_blocks_overrides_the_planner():
     config = parse_config({"scheduler": {"num_blocks": 77}, "predictor": {"type": "linear"},
                            "workload": {"num_requests": 3}})
     assert run_simulation(config).num_blocks == 77
+
+
+def test_detailed_planner_sizes_pipeline_stages_by_the_heaviest_one():
+    """With PP=2 the first stage holds the embedding and the last the LM head: the heavier one
+    decides, and each block only needs the KV of one stage's layers."""
+    config = parse_config({"max_model_len": 2048, "memory": {"planner": "detailed"},
+                           "cluster": {"pipeline_parallel_size": 2}})
+    plan = detailed_plan(config)
+    one_stage = detailed_plan(parse_config({"max_model_len": 2048, "memory": {"planner": "detailed"}}))
+    assert plan.kv_bytes_per_block * 2 == one_stage.kv_bytes_per_block
+    assert one_stage.weight_bytes / 2 < plan.weight_bytes < one_stage.weight_bytes
+    assert plan.num_blocks > one_stage.num_blocks
+
+
+def test_moe_weights_count_every_expert():
+    dense = detailed_plan(parse_config({"model": "mistral-7b", "memory": {"planner": "detailed"}}))
+    moe = detailed_plan(parse_config({"model": "mixtral-8x7b", "device": "h200", "memory": {"planner": "detailed"}}))
+    assert moe.weight_bytes > 5 * dense.weight_bytes  # 8 experts share attention, not MLPs

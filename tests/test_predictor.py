@@ -1,0 +1,57 @@
+"""Cost models: linear as specified; roofline monotone, TP-aware, and its run times exact."""
+
+import numpy as np
+import pytest
+
+from sim_core import parse_config
+from sim_core.predictor import BatchShape, LinearPredictor, build_predictor
+
+
+def test_linear_cost_is_base_plus_tokens_on_every_stage():
+    predictor = LinearPredictor(0.005, 0.0001)
+    shape = BatchShape(3, 1200)
+    assert predictor.stage_time(shape, 0) == predictor.stage_time(shape, 1) == 0.005 + 0.0001 * 1200
+
+
+def roofline(**cluster):
+    return build_predictor(parse_config({"cluster": cluster}))
+
+
+def test_roofline_grows_with_tokens_and_context():
+    predictor = roofline()
+    short, long = BatchShape(1, 256, ((256, 0),)), BatchShape(1, 2048, ((2048, 0),))
+    assert predictor.stage_time(long, 0) > predictor.stage_time(short, 0)
+    small, large = BatchShape(8, 8, (), 8, 8 * 500), BatchShape(8, 8, (), 8, 8 * 3000)
+    assert predictor.stage_time(large, 0) > predictor.stage_time(small, 0)
+
+
+def test_a_decode_step_of_llama2_7b_on_a100_is_memory_bound_and_plausible():
+    """32 decodes x 1000 tokens of context read ~16 GiB of KV plus ~13 GB of weights per step:
+    tens of milliseconds on an 80 GB A100 (2 TB/s)."""
+    time = roofline().stage_time(BatchShape(32, 32, (), 32, 32_000), 0)
+    assert 0.015 < time < 0.04
+
+
+def test_tensor_parallelism_shortens_a_prefill():
+    shape = BatchShape(1, 4096, ((4096, 0),))
+    assert roofline(tensor_parallel_size=2).stage_time(shape, 0) < roofline().stage_time(shape, 0)
+
+
+def test_breakdown_names_the_operators_and_sums_to_the_stage_time():
+    predictor = roofline(tensor_parallel_size=2, pipeline_parallel_size=2)
+    shape = BatchShape(4, 515, ((512, 0),), 3, 3 * 700)
+    parts = predictor.breakdown(shape, 0)
+    assert {"attn_pre_proj", "attn_prefill", "attn_decode", "mlp_up_proj", "tp_all_reduce", "pp_send_recv",
+            "cpu_overhead"} <= set(parts)
+    assert sum(parts.values()) == pytest.approx(predictor.stage_time(shape, 0), rel=1e-12)
+    assert "lm_head" in predictor.breakdown(shape, 1) and "pp_send_recv" not in predictor.breakdown(shape, 1)
+
+
+def test_decode_run_times_equal_stage_time_bit_for_bit():
+    """Fast-forward prices many iterations at once; each must equal the one-at-a-time price."""
+    predictor = roofline()
+    counts = np.array([5, 5, 4, 4, 2])
+    context = np.array([100, 105, 96, 100, 60])
+    run = predictor.decode_run_times(counts, context, 0)
+    single = [predictor.stage_time(BatchShape(int(n), int(n), (), int(n), int(c)), 0) for n, c in zip(counts, context)]
+    assert run.tolist() == single
