@@ -219,15 +219,16 @@ class FastForward:
         recorder, k, first = self.sim.recorder, run.num_iterations, run.first
         members = first.requests
         finished, (formations, takers, blocks, per_formation) = changes
-        freed = np.zeros(k + 1, dtype=np.int64)
-        done = np.zeros(k + 1, dtype=np.int64)
+        freed, done = [0] * (k + 1), [0] * (k + 1)
         for formation, member, released, count in finished:
-            recorder.now = float(run.ends[formation - 1])
-            recorder.on_state(replica, members[member].id, FINISHED)
-            recorder.on_free(replica, members[member].id, released)
+            if recorder.keeps_blocks:
+                recorder.now = float(run.ends[formation - 1])
+                recorder.on_state(replica, members[member].id, FINISHED)
+                recorder.on_free(replica, members[member].id, released)
             freed[formation] += count
             done[formation] += 1 if count else 0
         recorder.now = self.sim.kernel.now
+        freed, done = np.asarray(freed, dtype=np.int64), np.asarray(done, dtype=np.int64)
         ends = run.ends[: k - 1]
         if recorder.keeps_blocks and blocks:
             recorder.blocks.add_chunk(len(blocks), time=ends[np.asarray(formations) - 1], replica=replica,
