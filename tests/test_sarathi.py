@@ -39,3 +39,18 @@ def test_block_shortage_restarts_the_last_running_request():
     assert column(result, "num_restarts")[0] == 0
     assert column(result, "num_restarts")[1] >= 1
     assert column(result, "status") == ["finished", "finished"]
+
+
+def test_a_request_whose_restarted_prompt_no_longer_fits_is_reported_not_hung():
+    """Pool of 30 blocks of 2 tokens with a watermark of 12: a new prompt may take at most 18
+    blocks (36 tokens). Request 1 is preempted after decoding past that, so its restarted
+    prompt can never be admitted: Vidur would stop with it queued forever; here the run ends
+    and the request is reported as rejected with the state it was stuck in."""
+    result = simulate([(0.01, 5, 32), (0.03, 23, 34)], "sarathi",
+                      scheduler={"block_size": 2, "num_blocks": 30, "watermark_blocks_fraction": 0.4,
+                                 "chunk_size": 13})
+    assert column(result, "status") == ["finished", "rejected"]
+    assert column(result, "num_restarts") == [0, 1]
+    reason = result.requests["reject_reason"][1]
+    assert reason.startswith("never finished: still waiting in the queue of replica 0")
+    assert "after 1 restart(s)" in reason
