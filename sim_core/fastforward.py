@@ -28,7 +28,6 @@ from itertools import repeat
 import numpy as np
 
 from sim_core.entities import Batch, RequestStatus
-from sim_core.predictor import BatchShape
 from sim_core.record import FINISHED
 
 MAX_RUN = 1 << 20  # iterations planned at once (a longer run simply starts again)
@@ -141,9 +140,7 @@ class FastForward:
         ends = run.ends[:k].tolist()
         scheduler.num_batches += k - 2  # ids of the skipped iterations' batches
         last = scheduler.make_batch(live_last, [1] * len(live_last), 0)
-        context = sum(r.num_processed_tokens for r in live_last) if first.shape.num_decodes else 0
-        last.shape = BatchShape(len(live_last), len(live_last), (), len(live_last) if first.shape.num_decodes else 0,
-                                context)
+        last.shape = sim.batch_shape(last)
         last.formed_at = ends[k - 2]
         self._record(replica, run, changes, used_before)
         scheduler.on_steady_decode(first, last, k)

@@ -80,11 +80,10 @@ class Simulator:
         if not batches:
             return
         preempted = scheduler.num_preemptions != preemptions
-        now, needs_context, record = self.kernel.now, self.predictor.needs_context, self.recorder
+        now, record = self.kernel.now, self.recorder
         for batch in batches:
             batch.formed_at = now
-            batch.shape = (shape_of(batch.requests, batch.num_tokens) if needs_context
-                           else BatchShape(len(batch.num_tokens), sum(batch.num_tokens)))
+            batch.shape = self.batch_shape(batch)
             for request in batch.requests:
                 if not request.scheduled:
                     record.on_state(replica, request.id, ADMITTED)
@@ -97,6 +96,12 @@ class Simulator:
             else:
                 self.kernel.soon(self.on_stage_arrival, replica, 0, batch)
         self._record_replica(scheduler)
+
+    def batch_shape(self, batch) -> BatchShape:
+        """What the cost model sees of a batch about to run (token totals, or full detail)."""
+        if self.predictor.needs_context:
+            return shape_of(batch.requests, batch.num_tokens)
+        return BatchShape(len(batch.num_tokens), sum(batch.num_tokens))
 
     def on_batch_end(self, replica: int, batch) -> None:
         now, gaps, record = self.kernel.now, self.recorder.token_gaps, self.recorder
