@@ -1,10 +1,29 @@
-"""LLM-serving scheduling explorer: Streamlit entry point (page config, navigation, state)."""
+"""LLM-serving scheduling explorer: Streamlit entry point (page config, navigation, shared state).
+
+Every page shares one scenario (`pages/state.py`), the sidebar's quick knobs (so the view you
+are on stays while you change the scenario) and a URL that encodes the scenario.
+"""
 
 import streamlit as st
 
+from pages.sidebar import quick_knobs
+from pages.state import show_error
+from pages.url import read_url, write_url
+
 st.set_page_config(page_title="LLM serving scheduling explorer", page_icon=":material/schedule:", layout="wide")
 
-navigation = st.navigation([
+PAGES = [
     st.Page("pages/overview.py", title="Overview", icon=":material/monitoring:", default=True),
-])
+    st.Page("pages/scenario.py", title="Scenario", icon=":material/tune:"),
+    st.Page("pages/kv_cache.py", title="KV cache", icon=":material/grid_view:"),
+    st.Page("pages/requests.py", title="Requests", icon=":material/view_timeline:"),
+    st.Page("pages/pipeline.py", title="Pipeline", icon=":material/view_kanban:"),
+    st.Page("pages/memory.py", title="Memory", icon=":material/memory:"),
+]
+
+read_url()
+navigation = st.navigation(PAGES)
+quick_knobs()
+show_error()
 navigation.run()
+write_url()

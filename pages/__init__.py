@@ -1,0 +1,1 @@
+"""Page scripts (one per view) and the helpers they share."""

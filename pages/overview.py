@@ -1,56 +1,54 @@
-"""Overview: run the scenario, headline metrics, pipeline Gantt, Chrome trace download."""
-
-import json
+"""Overview: headline metrics, latency CDFs, throughput and queues over time, load per replica."""
 
 import streamlit as st
 
-from pages.state import scenario, simulate
-from sim_core import SimCoreError
-from sim_core.config import SimulationConfig
-from sim_core.export import chrome_trace
-from sim_core.viz import pipeline_gantt
+from pages.entry import through_app
+from pages.state import result
+from sim_core.viz.overview import (
+    latency_cdfs,
+    queue_figure,
+    replica_load,
+    replica_load_figure,
+    throughput_figure,
+)
 
-current = scenario()
+through_app()
+
 st.title("LLM serving scheduling explorer")
-st.caption(current.get("name") or "scenario")
+run = result()
+summary = run.summary
+st.caption(f"{run.config.name or 'scenario'} · {summary['num_requests']:,} requests, "
+           f"{summary['num_batches']:,} batches, {summary['makespan_s']:.1f} s simulated")
 
-with st.sidebar:
-    st.subheader("Scenario")
-    fields = SimulationConfig.model_fields
-    policy = st.selectbox("Replica scheduler", ["vllm", "sarathi", "orca", "faster_transformer"],
-                          index=["vllm", "sarathi", "orca", "faster_transformer"].index(current["scheduler"]["type"]),
-                          help=fields["scheduler"].annotation.model_fields["type"].description, key="ov_policy")
-    replicas = st.slider("Replicas", 1, 8, current["cluster"]["num_replicas"], key="ov_replicas")
-    stages = st.select_slider("Pipeline stages (PP)", [1, 2, 4], current["cluster"]["pipeline_parallel_size"], key="ov_pp")
-    qps = st.slider("Arrival rate (requests/s)", 0.5, 40.0, float(current["workload"]["arrival"]["qps"]), 0.5,
-                    key="ov_qps")
+row = st.columns(6)
+row[0].metric("Throughput (req/s)", f"{summary['throughput_rps']:.2f}",
+              help=f"{summary['output_tokens_per_s']:.0f} output tokens/s")
+row[1].metric("Output tokens/s", f"{summary['output_tokens_per_s']:.0f}")
+row[2].metric("TTFT p50 / p99 (ms)", f"{summary['ttft_p50_s'] * 1e3:.0f} / {summary['ttft_p99_s'] * 1e3:.0f}")
+row[3].metric("TBT p50 / p99 (ms)", f"{summary['tbt_p50_s'] * 1e3:.0f} / {summary['tbt_p99_s'] * 1e3:.0f}")
+row[4].metric("Preemptions", f"{summary['num_preemptions']:,}",
+              help=f"{summary['num_requests_preempted']} request(s) restarted at least once")
+row[5].metric("KV use mean / peak", f"{summary['kv_utilization_mean']:.0%} / {summary['kv_utilization_peak']:.0%}")
+row = st.columns(6)
+row[0].metric("E2E p50 / p99 (s)", f"{summary['e2e_p50_s']:.2f} / {summary['e2e_p99_s']:.2f}")
+row[1].metric("TTFT p90 (ms)", f"{summary['ttft_p90_s'] * 1e3:.0f}")
+row[2].metric("TBT p90 (ms)", f"{summary['tbt_p90_s'] * 1e3:.0f}")
+row[3].metric("Scheduling delay p99 (s)", f"{summary['scheduling_delay_p99_s']:.2f}")
+row[4].metric("Rejected", f"{summary['num_rejected']:,}")
+row[5].metric("KV blocks / replica", f"{run.num_blocks:,}")
 
-updated = json.loads(json.dumps(current))
-updated["scheduler"]["type"] = policy
-updated["cluster"].update(num_replicas=replicas, pipeline_parallel_size=stages)
-updated["workload"]["arrival"]["qps"] = qps
-st.session_state["scenario"] = updated
-
-try:
-    result = simulate(json.dumps(updated, sort_keys=True))
-except SimCoreError as error:
-    st.error(str(error))
-    st.stop()
-
-summary = result.summary
-cols = st.columns(6)
-cols[0].metric("Throughput (req/s)", f"{summary['throughput_rps']:.2f}")
-cols[1].metric("Output tokens/s", f"{summary['output_tokens_per_s']:.0f}")
-cols[2].metric("TTFT p50 / p99 (ms)", f"{summary['ttft_p50_s'] * 1e3:.0f} / {summary['ttft_p99_s'] * 1e3:.0f}")
-cols[3].metric("TBT p50 / p99 (ms)", f"{summary['tbt_p50_s'] * 1e3:.0f} / {summary['tbt_p99_s'] * 1e3:.0f}")
-cols[4].metric("Preemptions", summary["num_preemptions"])
-cols[5].metric("KV use mean / peak", f"{summary['kv_utilization_mean']:.0%} / {summary['kv_utilization_peak']:.0%}")
-
-st.subheader("Pipeline stages")
-end = float(result.batch_stages["end"].max()) if len(result.batch_stages) else 1.0
-window = st.slider("Time window (s)", 0.0, end, (0.0, min(end, 5.0)), key="ov_window")
-st.plotly_chart(pipeline_gantt(result, *window), key="ov_gantt")
-st.download_button("Download Chrome trace (Perfetto)", json.dumps(chrome_trace(result)),
-                   file_name="chrome_trace.json", mime="application/json", key="ov_trace")
-for note in result.notes:
+st.subheader("Latency CDFs")
+st.plotly_chart(latency_cdfs({run.config.name or "scenario": run.requests}), key="ov_cdf")
+left, right = st.columns(2)
+with left:
+    st.subheader("Throughput over time")
+    st.plotly_chart(throughput_figure(run), key="ov_throughput")
+with right:
+    st.subheader("Queue length over time")
+    st.plotly_chart(queue_figure(run), key="ov_queues")
+st.subheader("Load per replica")
+st.plotly_chart(replica_load_figure(run), key="ov_load")
+with st.expander("Per-replica table"):
+    st.dataframe(replica_load(run), hide_index=True)
+for note in run.notes:
     st.caption(note)

@@ -1,29 +1,135 @@
-"""Shared page state: the scenario (kept outside widgets) and the cached simulation."""
+"""Shared page state: the scenario (a non-widget session key), its validation, the cached run.
+
+The scenario is a plain dict kept in `st.session_state["scenario"]`; it is always valid: an edit
+that fails validation leaves it unchanged and stores the error under `scenario_error` for the
+page to show. Widgets never own it: they are initialised from it and write back to it
+(see `pages/bind.py`), so values survive page switches.
+"""
 
 from __future__ import annotations
 
+import copy
+import json
+import threading
+import time
+from collections import OrderedDict
+
 import streamlit as st
 
-from sim_core import parse_config, run_simulation
+from sim_core import SimCoreError, parse_config, run_simulation
 from sim_core.scenarios import DEFAULT_SCENARIO
 
-SCENARIO_KEY = "scenario"
+SCENARIO_KEY, ERROR_KEY, SELECTED_KEY = "scenario", "scenario_error", "selected_request"
+WIDGET_PREFIX = "w:"      # keys of widgets bound to scenario fields
+CACHE_ENTRIES = 8
 
 
 def scenario() -> dict:
-    """The session's scenario as a plain dict (widgets edit copies; pages write it back)."""
+    """The session's current (valid) scenario."""
     if SCENARIO_KEY not in st.session_state:
-        st.session_state[SCENARIO_KEY] = DEFAULT_SCENARIO
+        st.session_state[SCENARIO_KEY] = copy.deepcopy(DEFAULT_SCENARIO)
     return st.session_state[SCENARIO_KEY]
 
 
-@st.cache_data(show_spinner="Simulating...", max_entries=16)
-def simulate(scenario_json: str):
-    """Run (or reuse) the simulation of a scenario, keyed on its canonical JSON."""
-    return run_simulation(parse_config(_loads(scenario_json)))
+def get_path(data: dict, path: str, default=None):
+    """The value at a dotted path of a nested dict (default when absent)."""
+    for part in path.split("."):
+        if not isinstance(data, dict) or part not in data:
+            return default
+        data = data[part]
+    return data
 
 
-def _loads(text: str) -> dict:
-    import json
+def with_path(data: dict, path: str, value) -> dict:
+    """A deep copy of `data` with `value` at the dotted path (None removes the key)."""
+    data = copy.deepcopy(data)
+    *parents, last = path.split(".")
+    node = data
+    for part in parents:
+        node = node.setdefault(part, {})
+    if value is None:
+        node.pop(last, None)
+    else:
+        node[last] = value
+    return data
 
-    return json.loads(text)
+
+def try_scenario(candidate: dict, reset_widgets: bool = False) -> bool:
+    """Make `candidate` the scenario if it validates; else keep the old one and record why."""
+    try:
+        parse_config(candidate)
+    except SimCoreError as error:
+        st.session_state[ERROR_KEY] = str(error)
+        return False
+    st.session_state[SCENARIO_KEY] = candidate
+    st.session_state.pop(ERROR_KEY, None)
+    if reset_widgets:
+        for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(WIDGET_PREFIX)]:
+            del st.session_state[key]
+    return True
+
+
+def show_error() -> None:
+    """Show (once) why the last edit was not applied."""
+    message = st.session_state.pop(ERROR_KEY, None)
+    if message:
+        st.error(f"Not applied, the previous scenario stays in place: {message}", icon=":material/error:")
+
+
+def scenario_json(data: dict | None = None) -> str:
+    """Canonical JSON of a scenario (the cache key)."""
+    return json.dumps(scenario() if data is None else data, sort_keys=True, separators=(",", ":"))
+
+
+@st.cache_resource
+def _results() -> tuple[OrderedDict, threading.Lock]:
+    return OrderedDict(), threading.Lock()
+
+
+def result():
+    """The run of the current scenario: reused when cached (keyed on its JSON), else simulated
+    with a progress bar. Stops the page with the error when the run itself fails."""
+    key = scenario_json()
+    cache, lock = _results()
+    with lock:
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+    try:
+        value = _simulate(key)
+    except SimCoreError as error:
+        st.error(str(error), icon=":material/error:")
+        st.stop()
+    with lock:
+        cache[key] = value
+        while len(cache) > CACHE_ENTRIES:
+            cache.popitem(last=False)
+    return value
+
+
+def _simulate(key: str):
+    config = parse_config(json.loads(key))
+    config.engine.record = "full"           # the views need block and state events
+    bar, shown = st.empty(), [time.perf_counter()]
+
+    def report(simulated: float) -> None:
+        if time.perf_counter() - shown[0] > 0.25:
+            shown[0] = time.perf_counter()
+            bar.progress(min(simulated / _horizon(config), 0.99), text=f"Simulating... t = {simulated:.1f} s")
+    try:
+        return run_simulation(config, progress=report)
+    finally:
+        bar.empty()
+
+
+def _horizon(config) -> float:
+    """A guess of the run's length in simulated seconds (the last arrival, at least 1 s)."""
+    work = config.workload
+    if work.trace_file or work.arrival.process == "static":
+        return max(work.num_requests / 5.0, 1.0)
+    return max(work.num_requests / work.arrival.qps * work.time_scale_factor, 1.0)
+
+
+def selected_request() -> int | None:
+    """The request the user picked on the Requests page (highlighted on the other views)."""
+    return st.session_state.get(SELECTED_KEY)

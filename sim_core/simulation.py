@@ -17,13 +17,14 @@ from sim_core.workload import Workload, build_workload
 
 
 def run_simulation(config: SimulationConfig, workload: Workload | None = None,
-                   after_event=None) -> SimulationResult:
+                   after_event=None, progress=None) -> SimulationResult:
     """Simulate the scenario from scratch (fresh ids, counters and RNG; no global state).
 
     Args:
         config: the validated scenario.
         workload: the requests, if already built (else read or generated from `config`).
         after_event: called with the Simulator after every event (tests check invariants).
+        progress: called now and then with the simulated time reached (for progress bars).
 
     Raises:
         ConfigError, TraceError: bad scenario or trace (one-line message).
@@ -40,7 +41,7 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
     router = ROUTERS[config.cluster.global_scheduler](config.cluster.num_replicas, rng)
     simulator = Simulator(schedulers, router, build_predictor(config), workload, recorder,
                           fast_forward=config.engine.fast_forward)
-    simulator.run([i for i in range(len(workload)) if i not in rejected], after_event)
+    simulator.run([i for i in range(len(workload)) if i not in rejected], after_event, progress)
     for request in simulator.unfinished():
         rejected[request.id] = _stuck_reason(request)
         recorder.on_state(request.replica_id, request.id, REJECTED)

@@ -20,6 +20,8 @@ from sim_core.predictor import BatchShape, shape_of
 from sim_core.record import ADMITTED, FINISHED, QUEUED, Recorder
 from sim_core.stage import Stage
 
+PROGRESS_STEPS = 4096  # simulated instants between two progress reports
+
 
 class Simulator:
     """Owns the replicas, the router and the kernel for one run (no state outside it)."""
@@ -37,13 +39,26 @@ class Simulator:
         self.single_stage = all(s.num_stages == 1 for s in schedulers)
         self.fast = FastForward(self) if fast_forward and self.single_stage else None
 
-    def run(self, admitted: list[int], after_event=None) -> None:
+    def run(self, admitted: list[int], after_event=None, progress=None) -> None:
         """Simulate the requests whose indices are in `admitted` (the rest were rejected);
-        `after_event(simulator)` runs after every event when given (tests check invariants)."""
+        `after_event(simulator)` runs after every event when given (tests check invariants);
+        `progress(simulated_seconds)` now and then (every PROGRESS_STEPS distinct times)."""
         self._admitted = admitted
         times = self.workload.arrived_at[admitted].tolist()
         check = (lambda: after_event(self)) if after_event is not None else None
-        self.kernel.run(times, self.on_arrival, self._set_time, check)
+        on_time = self._set_time if progress is None else self._reporting_clock(progress)
+        self.kernel.run(times, self.on_arrival, on_time, check)
+
+    def _reporting_clock(self, progress):
+        steps = 0
+
+        def on_time(now: float) -> None:
+            nonlocal steps
+            self.recorder.now = now
+            steps += 1
+            if steps % PROGRESS_STEPS == 0:
+                progress(now)
+        return on_time
 
     def _set_time(self, now: float) -> None:
         self.recorder.now = now

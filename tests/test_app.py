@@ -1,31 +1,77 @@
-"""AppTest smoke tests: the app runs its default scenario and reruns hit the cache."""
+"""AppTests of the shell: default scenario, shared sidebar knobs, cache, URL, kept view."""
 
-from pathlib import Path
+import copy
 
+from app_helpers import APP, TIMEOUT, TINY, has_widget, open_app
 from streamlit.testing.v1 import AppTest
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+from sim_core.config.share import decode_scenario, encode_scenario
+from sim_core.scenarios import DEFAULT_SCENARIO
 
 
-def test_app_runs_the_default_scenario_and_shows_metrics():
-    app = AppTest.from_file(APP, default_timeout=60).run()
+def test_the_app_opens_on_the_default_scenario_with_its_headline_metrics():
+    app = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
     assert not app.exception
-    labels = [metric.label for metric in app.metric]
-    assert labels[:3] == ["Throughput (req/s)", "Output tokens/s", "TTFT p50 / p99 (ms)"]
     assert app.title[0].value == "LLM serving scheduling explorer"
+    labels = [metric.label for metric in app.metric]
+    assert labels[:6] == ["Throughput (req/s)", "Output tokens/s", "TTFT p50 / p99 (ms)", "TBT p50 / p99 (ms)",
+                          "Preemptions", "KV use mean / peak"]
+    assert app.session_state["scenario"] == DEFAULT_SCENARIO
+    assert decode_scenario(app.query_params["s"]) == DEFAULT_SCENARIO   # the URL holds the scenario
 
 
-def test_changing_a_knob_resimulates_and_unrelated_reruns_use_the_cache(monkeypatch):
+def test_a_sidebar_knob_resimulates_and_a_view_only_rerun_reuses_the_cached_run(monkeypatch):
     import sim_core.simulation as simulation
 
     calls = []
     original = simulation.run_simulation
     monkeypatch.setattr("pages.state.run_simulation", lambda *a, **k: calls.append(1) or original(*a, **k))
-    app = AppTest.from_file(APP, default_timeout=60).run()
+    scenario = copy.deepcopy(TINY)
+    scenario["seed"] = 1234                      # a key no other test has cached
+    app = open_app("pages/pipeline.py", scenario)
     first = len(calls)
-    app.slider(key="ov_window").set_value((0.0, 1.0)).run()   # redraw only
-    assert len(calls) == first
-    app.selectbox(key="ov_policy").set_value("sarathi").run()
+    app.slider(key="pp_window").set_value((0.0, 1.0)).run()
+    assert len(calls) == first                   # redraw only
+    app.selectbox(key="w:side:scheduler.type").set_value("sarathi").run()
     assert not app.exception
     assert len(calls) == first + 1
-    assert "sarathi" in str(app.session_state["scenario"]["scheduler"])
+    assert app.session_state["scenario"]["scheduler"]["type"] == "sarathi"
+
+
+def test_the_view_stays_when_the_scenario_changes_from_the_sidebar():
+    app = open_app("pages/kv_cache.py")
+    app.slider(key="w:side:cluster.num_replicas").set_value(3).run()
+    assert not app.exception
+    assert app.title[0].value == "KV cache"
+    assert app.session_state["scenario"]["cluster"]["num_replicas"] == 3
+    assert app.number_input(key="kv_replicas").max == 3
+
+
+def test_a_link_reproduces_the_scenario_and_a_broken_link_keeps_the_default():
+    linked = copy.deepcopy(TINY)
+    linked["scheduler"]["type"] = "orca"
+    linked["scheduler"].pop("num_blocks")
+    app = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    app.query_params["s"] = encode_scenario(linked)
+    app.run()
+    assert not app.exception
+    assert app.session_state["scenario"] == linked
+    assert app.selectbox(key="w:side:scheduler.type").value == "orca"
+
+    broken = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    broken.query_params["s"] = encode_scenario(linked)[:-9]
+    broken.run()
+    assert "scenario link: not a scenario" in broken.error[0].value
+    assert broken.session_state["scenario"] == DEFAULT_SCENARIO
+
+
+def test_an_invalid_edit_is_reverted_and_explained_and_the_scenario_stays():
+    app = open_app("pages/scenario.py")
+    before = copy.deepcopy(app.session_state["scenario"])
+    app.number_input(key="w:form:cluster.pipeline_parallel_size").set_value(3).run()
+    assert not app.exception
+    assert app.error[0].value == ("Not applied, the previous scenario stays in place: scenario: "
+                                  "cluster.pipeline_parallel_size: 3 must divide the model's 32 layers")
+    assert app.session_state["scenario"] == before
+    assert app.number_input(key="w:form:cluster.pipeline_parallel_size").value == 2
+    assert has_widget(app, "number_input", "w:form:cluster.num_replicas")

@@ -46,7 +46,7 @@ class SchedulerConfig(BaseModel):
         "KV-cache blocks per replica; when absent the memory planner derives it from the model, "
         "device and max_model_len."))
     watermark_blocks_fraction: float = Field(0.01, ge=0.0, le=0.9, description=(
-        "vllm/sarathi keep int(fraction * num_blocks) blocks free when admitting a new request, "
+        "vllm/sarathi: keep int(fraction * num_blocks) blocks free when admitting a new request, "
         "headroom for running requests to grow."))
     max_tokens_in_batch: int = Field(4096, ge=1, le=10_000_000, description=(
         "vllm: batch size x longest prompt must stay within this; lightllm: sum of prompt tokens "

@@ -40,9 +40,11 @@ def _ids_text(ids) -> str:
     return " ".join(map(str, ids[:12])) + (f" ... (+{len(ids) - 12})" if len(ids) > 12 else "")
 
 
-def pipeline_gantt(result, start: float | None = None, end: float | None = None) -> go.Figure:
+def pipeline_gantt(result, start: float | None = None, end: float | None = None,
+                   selected: int | None = None) -> go.Figure:
     """Horizontal bars on a numeric time axis (seconds), one trace per batch kind; gaps on a
-    stage row are pipeline bubbles. Hover shows batch id, requests and token counts."""
+    stage row are pipeline bubbles. Hover shows batch id, requests and token counts. Batches
+    carrying the selected request are outlined."""
     frame = gantt_frame(result, start, end)
     rows = sorted(frame["row"].unique(), key=lambda r: [int(x) for x in r.split() if x.isdigit()], reverse=True)
     figure = go.Figure()
@@ -58,7 +60,23 @@ def pipeline_gantt(result, start: float | None = None, end: float | None = None)
             hovertemplate=("batch %{customdata[0]}<br>%{base:.4f} s + %{x:.4f} s<br>%{customdata[1]} requests, "
                            "%{customdata[2]} tokens (%{customdata[3]} prompt)<br>ids: %{customdata[4]}"
                            "<extra>%{y}</extra>")))
+    if selected is not None:
+        mine = frame[[selected in ids for ids in frame["request_ids"]]]
+        figure.add_trace(go.Bar(name=f"request {selected}", orientation="h", y=mine["row"], base=mine["start"],
+                                x=mine["end"] - mine["start"], marker={"color": "rgba(0,0,0,0)",
+                                                                       "line": {"width": 2, "color": "#ffb000"}},
+                                hoverinfo="skip"))
     figure.update_layout(barmode="overlay", xaxis_title="time (s)", yaxis={"categoryorder": "array",
                          "categoryarray": rows}, height=140 + 40 * max(len(rows), 1), bargap=0.25,
                          legend_title_text="batch", margin={"l": 10, "r": 10, "t": 30, "b": 40})
     return figure
+
+
+def stage_busy(result, start: float, end: float) -> dict[tuple[int, int], float]:
+    """Share of [start, end] each (replica, stage) spends executing batches (1 - share is idle
+    time: pipeline bubbles, or no work)."""
+    stages = result.batch_stages
+    span = max(end - start, 1e-12)
+    clipped = np.clip(stages["end"], start, end) - np.clip(stages["start"], start, end)
+    busy = clipped.groupby([stages["replica_id"], stages["stage_id"]]).sum()
+    return {(int(r), int(s)): float(v) / span for (r, s), v in busy.items()}

@@ -1,0 +1,26 @@
+"""KV cache: animated map of every physical block per replica, utilization and preemptions."""
+
+import streamlit as st
+
+from pages.entry import through_app
+from pages.state import result, selected_request
+from sim_core.viz.kv_map import MAX_CELLS, kv_layout, kv_map_figure
+
+through_app()
+
+st.title("KV cache")
+run = result()
+end = float(run.requests["completed_at"].max()) if run.requests["completed_at"].notna().any() else 1.0
+replicas = run.config.cluster.num_replicas
+group, cells, _, _ = kv_layout(run.num_blocks, replicas, 60)
+st.caption(f"{run.num_blocks:,} blocks per replica of {run.config.scheduler.block_size} tokens. "
+           + (f"Each cell aggregates {group} blocks (more than {MAX_CELLS:,} blocks): colour is the share in use."
+              if group > 1 else "One cell per physical block; hover to see its owner."))
+left, mid, right = st.columns([3, 1, 1])
+window = left.slider("Time window (s)", 0.0, max(end, 0.001), (0.0, end), key="kv_window")
+frames = mid.slider("Frames", 10, 120, 60, 10, key="kv_frames", help="Snapshots in the animation.")
+shown = right.number_input("Replicas shown", 1, replicas, min(replicas, 4), key="kv_replicas")
+figure = kv_map_figure(run, *window, max_frames=frames, selected=selected_request(), replicas=int(shown))
+st.plotly_chart(figure, key="kv_map")
+st.caption("Press ▶ Play to animate, drag the t = slider to scrub. Below: KV use per replica; "
+           "x marks a preemption (hover for the request). The selected request's blocks are yellow.")

@@ -1,0 +1,41 @@
+"""Memory: the planner's budget of one GPU (weights, activations, reserve, KV) and what it buys."""
+
+import streamlit as st
+
+from pages.bind import bound
+from pages.entry import through_app
+from pages.state import scenario
+from sim_core import SimCoreError, parse_config
+from sim_core.memory import plan_memory
+from sim_core.memory import planner as planners
+from sim_core.viz.memory import memory_facts, memory_figure
+
+through_app()
+
+st.title("Memory")
+config = parse_config(scenario())
+cols = st.columns(3)
+with cols[0]:
+    bound("memory.planner", "memory", "Planner")
+with cols[1]:
+    bound("memory.margin_fraction", "memory", "Margin (fraction of device memory)")
+with cols[2]:
+    bound("max_model_len", "memory", "max_model_len")
+try:
+    plan = plan_memory(config)
+except SimCoreError as error:
+    st.error(str(error), icon=":material/error:")
+    st.stop()
+cluster = config.cluster
+label = f"{config.device} ({cluster.tensor_parallel_size} x TP, {cluster.pipeline_parallel_size} x PP)"
+st.caption(f"{config.model} on {label}: the GPU whose stage holds the most weights decides the KV capacity.")
+st.plotly_chart(memory_figure(plan, config.device), key="mem_bar")
+facts = memory_facts(plan, config.scheduler.block_size)
+row = st.columns(len(facts))
+for slot, (name, value) in zip(row, facts.items()):
+    slot.metric(name, value)
+if config.scheduler.num_blocks is not None:
+    st.info(f"scheduler.num_blocks = {config.scheduler.num_blocks:,} overrides the planner's "
+            f"{plan.num_blocks:,} blocks in the simulation.", icon=":material/info:")
+with st.expander("How the planners count"):
+    st.markdown(planners.__doc__)

@@ -1,0 +1,35 @@
+"""Pipeline: Chrome-trace-style Gantt of batch stages per replica x stage, with the exports."""
+
+import json
+
+import streamlit as st
+
+from pages.entry import through_app
+from pages.state import result, scenario, selected_request
+from sim_core.config import config_to_yaml, parse_config
+from sim_core.export import chrome_trace
+from sim_core.viz.gantt import pipeline_gantt, stage_busy
+
+through_app()
+
+st.title("Pipeline")
+run = result()
+end = float(run.batch_stages["end"].max()) if len(run.batch_stages) else 1.0
+window = st.slider("Time window (s)", 0.0, max(end, 0.001), (0.0, min(end, 5.0)), key="pp_window",
+                   help="Bars are batch stages; a gap on a stage row is a pipeline bubble (the stage idles).")
+st.plotly_chart(pipeline_gantt(run, *window, selected=selected_request()), key="pp_gantt")
+busy = stage_busy(run, *window)
+st.caption("Busy share per stage in the window (1 - busy = bubbles and idle time): "
+           + ", ".join(f"replica {r} stage {s}: {share:.0%}" for (r, s), share in busy.items()))
+
+st.subheader("Downloads")
+cols = st.columns(3)
+# data are callables: each file is built only when its button is pressed
+cols[0].download_button("Chrome trace (Perfetto)", lambda: json.dumps(chrome_trace(run)),
+                        file_name="chrome_trace.json", mime="application/json", key="pp_trace",
+                        on_click="ignore", help="Open in https://ui.perfetto.dev or chrome://tracing")
+cols[1].download_button("Per-request CSV", lambda: run.requests.to_csv(index=False), file_name="requests.csv",
+                        mime="text/csv", key="pp_requests", on_click="ignore")
+yaml_text = config_to_yaml(parse_config(scenario()))
+cols[2].download_button("Scenario YAML", yaml_text, file_name="scenario.yaml", mime="application/x-yaml",
+                        key="pp_yaml", on_click="ignore")

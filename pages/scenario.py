@@ -1,0 +1,63 @@
+"""Scenario: every knob as a widget (help = the field's description), presets, files, traces."""
+
+import streamlit as st
+
+from pages.bind import bound, section
+from pages.entry import through_app
+from pages.scenario_files import files_row, presets_row, trace_source
+from pages.state import get_path, scenario, try_scenario, with_path
+from sim_core.catalog import DEVICES, MODELS
+
+through_app()
+
+st.title("Scenario")
+st.caption("Every change re-simulates; the URL always holds the scenario, so a link reproduces this view. "
+           "Knobs that do not apply to the chosen policy are hidden.")
+presets_row()
+files_row()
+current = scenario()
+tabs = st.tabs(["Model & cluster", "Replica scheduler", "KV cache & memory", "Cost model", "Workload", "Engine"])
+with tabs[0]:
+    cols = st.columns(3)
+    with cols[0]:
+        bound("model", options=sorted({*MODELS, *current.get("models", {})}))
+    with cols[1]:
+        bound("device", options=sorted({*DEVICES, *current.get("devices", {})}))
+    with cols[2]:
+        bound("max_model_len")
+    section("cluster")
+    cols = st.columns(3)
+    with cols[0]:
+        bound("seed")
+    with cols[1]:
+        bound("name")
+with tabs[1]:
+    section("scheduler", [n for n in ("type", "batch_size_cap", "block_size", "watermark_blocks_fraction",
+                                      "max_tokens_in_batch", "chunk_size", "max_waiting_iters")])
+with tabs[2]:
+    bound("scheduler.num_blocks", label="KV blocks per replica (empty: the planner decides)")
+    section("memory")
+    st.page_link("pages/memory.py", label="See the memory plan", icon=":material/memory:")
+with tabs[3]:
+    section("predictor")
+with tabs[4]:
+    trace = get_path(current, "workload.trace_file")
+    source = st.radio("Requests from", ["synthetic generator", "trace file"], index=1 if trace else 0,
+                      horizontal=True, key="w:sc_source")
+    if source == "trace file":
+        trace_source()
+        bound("workload.max_trace_requests")
+    else:
+        if trace:
+            try_scenario(with_path(current, "workload.trace_file", None))
+            st.rerun()
+        section("workload", ["num_requests", "seed"])
+        for part, title in (("arrival", "Arrivals"), ("prompt_tokens", "Prompt lengths"),
+                            ("output_tokens", "Output lengths")):
+            st.markdown(f"**{title}**")
+            section(f"workload.{part}", columns=4)
+    st.markdown("**Scaling**")
+    section("workload", ["time_scale_factor", "prefill_scale_factor", "decode_scale_factor"])
+with tabs[5]:
+    bound("engine.fast_forward")
+    st.caption("The app always records every block and state change (engine.record = full) for its views.")

@@ -1,0 +1,81 @@
+"""Scenario page parts that deal with files: presets, YAML import/export, trace upload."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import streamlit as st
+
+from pages.state import ERROR_KEY, get_path, scenario, try_scenario, with_path
+from pages.uploads import check_scenario_file, check_trace
+from sim_core.config import config_to_yaml, parse_config
+from sim_core.presets import PRESETS, preset
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
+TRACE_REPORT, TRACE_ERROR = "sc_trace_report", "sc_trace_error"
+
+
+def presets_row() -> None:
+    """Pick a teaching preset; loading it replaces the scenario (and every widget's value)."""
+    left, right = st.columns([3, 1])
+    name = left.selectbox("Preset", [p.name for p in PRESETS], key="sc_preset")
+    right.button("Load preset", key="sc_load", type="primary", width="stretch",
+                 on_click=lambda: try_scenario(copy.deepcopy(preset(name).scenario), reset_widgets=True))
+    chosen = preset(name)
+    st.caption(f"{chosen.lesson} **Look at:** {chosen.look_at}")
+
+
+def files_row() -> None:
+    """Import a scenario file (validated before it replaces anything) or export the current one."""
+    left, right = st.columns([3, 1])
+    left.file_uploader("Import scenario (YAML or JSON)", type=["yaml", "yml", "json"], key="sc_import",
+                       on_change=_import)
+    right.download_button("Export scenario YAML", config_to_yaml(parse_config(scenario())),
+                          file_name="scenario.yaml", mime="application/x-yaml", key="sc_export", width="stretch",
+                          on_click="ignore")
+
+
+def _import() -> None:
+    upload = st.session_state.get("sc_import")
+    if upload is None:
+        return
+    mapping, error = check_scenario_file(upload.name, upload.getvalue())
+    if error:
+        st.session_state[ERROR_KEY] = error
+    else:
+        try_scenario(mapping, reset_widgets=True)
+
+
+def trace_source() -> None:
+    """Replay an uploaded trace or a bundled sample; the report or the error shows below."""
+    st.file_uploader("Upload a trace CSV (arrived_at,num_prefill_tokens,num_decode_tokens)", type=["csv"],
+                     key="sc_trace", on_change=_upload)
+    samples = sorted(p.name for p in SAMPLES.glob("*.csv"))
+    st.selectbox("...or replay a sample trace", [None, *samples], key="sc_sample", on_change=_sample)
+    if st.session_state.get(TRACE_ERROR):
+        st.error(st.session_state[TRACE_ERROR], icon=":material/error:")
+    for line in st.session_state.get(TRACE_REPORT, []):
+        st.caption(line)
+    current = get_path(scenario(), "workload.trace_file")
+    if current:
+        st.success(f"Replaying {Path(current).name}", icon=":material/check_circle:")
+
+
+def _upload() -> None:
+    upload = st.session_state.get("sc_trace")
+    if upload is not None:
+        _use_trace(upload.name, upload.getvalue())
+
+
+def _sample() -> None:
+    name = st.session_state.get("sc_sample")
+    if name:
+        _use_trace(name, (SAMPLES / name).read_bytes())
+
+
+def _use_trace(name: str, data: bytes) -> None:
+    path, error, report = check_trace(name, data)
+    st.session_state[TRACE_ERROR], st.session_state[TRACE_REPORT] = error, report
+    if path is not None:
+        try_scenario(with_path(scenario(), "workload.trace_file", str(path)), reset_widgets=True)

@@ -1,0 +1,33 @@
+"""Quick knobs in the sidebar of every page: change the scenario without leaving the view."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages.bind import bound
+from pages.state import SELECTED_KEY, get_path, scenario
+from sim_core.catalog import DEVICES, MODELS
+
+
+def quick_knobs() -> None:
+    """The knobs users turn most, bound to the same scenario as the Scenario page."""
+    current = scenario()
+    with st.sidebar:
+        st.caption(current.get("name") or "unnamed scenario")
+        bound("model", "side", "Model", options=sorted({*MODELS, *current.get("models", {})}))
+        bound("device", "side", "GPU", options=sorted({*DEVICES, *current.get("devices", {})}))
+        bound("scheduler.type", "side", "Replica scheduler")
+        bound("cluster.global_scheduler", "side", "Global router")
+        left, right = st.columns(2)
+        with left:
+            bound("cluster.tensor_parallel_size", "side", "TP", options=[1, 2, 4, 8])
+        with right:
+            bound("cluster.pipeline_parallel_size", "side", "PP", options=[1, 2, 4, 8])
+        bound("cluster.num_replicas", "side", "Replicas", kind="slider", low=1, high=16)
+        if not get_path(current, "workload.trace_file"):
+            bound("workload.arrival.qps", "side", "Arrival rate (req/s)", kind="slider", low=0.25, high=64.0)
+            bound("workload.num_requests", "side", "Requests", kind="slider", low=10, high=20000)
+        selected = st.session_state.get(SELECTED_KEY)
+        if selected is not None:
+            st.info(f"Selected request #{selected}", icon=":material/my_location:")
+            st.button("Clear selection", on_click=lambda: st.session_state.pop(SELECTED_KEY, None))

@@ -1,0 +1,49 @@
+"""Which knobs of a section apply under which choice of its discriminator.
+
+A section such as `scheduler` has a discriminator field (`type`) and knobs that only some of its
+values read (`chunk_size` is Sarathi's). The UI shows a knob only when it applies; a knob not
+listed here applies always. `tests/test_applicability.py` keeps this table in step with the
+field descriptions, which start with the values they apply to ("sarathi: ...").
+"""
+
+from __future__ import annotations
+
+_LENGTH = ("distribution", {"value": ("fixed",), "min": ("uniform", "zipf"), "max": ("uniform", "zipf"),
+                            "theta": ("zipf",)})
+
+APPLIES: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
+    "scheduler": ("type", {
+        "watermark_blocks_fraction": ("vllm", "sarathi"),
+        "max_tokens_in_batch": ("vllm", "lightllm"),
+        "chunk_size": ("sarathi",),
+        "max_waiting_iters": ("lightllm",),
+    }),
+    "predictor": ("type", {
+        "base_s": ("linear",), "per_token_s": ("linear",),
+        "compute_efficiency": ("roofline",), "memory_efficiency": ("roofline",), "link_efficiency": ("roofline",),
+        "cpu_overhead_per_iteration_s": ("roofline",), "cpu_overhead_per_request_s": ("roofline",),
+    }),
+    "workload.arrival": ("process", {"cv": ("gamma",)}),
+    "workload.prompt_tokens": _LENGTH,
+    "workload.output_tokens": _LENGTH,
+}
+
+
+def applies(section: str, field: str, values: dict) -> bool:
+    """Whether `field` of the section at dotted path `section` is read, given the section's
+    current values (a dict; the discriminator's default is assumed when absent)."""
+    if section not in APPLIES:
+        return True
+    discriminator, table = APPLIES[section]
+    if field == discriminator or field not in table:
+        return True
+    return values.get(discriminator, _default(section, discriminator)) in table[field]
+
+
+def _default(section: str, field: str):
+    from sim_core.config.simulation import SimulationConfig
+
+    model = SimulationConfig
+    for part in section.split("."):
+        model = model.model_fields[part].annotation
+    return model.model_fields[field].default

@@ -1,0 +1,119 @@
+"""KV-block occupancy over time, as small integer arrays (the data behind the KV-cache map).
+
+Per replica and sampled time, each physical block is free or owned by a request; its state code
+says what the owner is doing then. Large pools are aggregated into super-cells holding the
+percentage of their blocks in use (0..100), so a frame never has more than `max_cells` values
+per replica and every array sent to the browser is int8/int16/int32.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+FREE, PREFILL, DECODE, PREEMPTED, SHARED, CACHED, SELECTED = range(7)
+STATE_NAMES = ("free", "prefill", "decode", "preempted / swapped", "shared prefix", "cached, free",
+               "selected request")
+STATE_COLORS = ("#eceff1", "#f28e2b", "#4e79a7", "#e15759", "#76b7b2", "#b8d8be", "#ffd400")
+
+
+@dataclass(frozen=True)
+class BlockFrames:
+    """Sampled KV-block states of one replica.
+
+    Attributes:
+        times: the sampled instants (seconds), shape (F,).
+        owners: owning request id per block and instant, -1 when free; shape (F, B), int32.
+        states: state code per block and instant (FREE, PREFILL, ...); shape (F, B), int8.
+    """
+
+    times: np.ndarray
+    owners: np.ndarray
+    states: np.ndarray
+
+
+def sample_times(start: float, end: float, max_frames: int) -> np.ndarray:
+    """`max_frames` evenly spaced instants from start to end inclusive (one when end <= start)."""
+    if end <= start or max_frames <= 1:
+        return np.array([float(start)])
+    return np.linspace(start, end, max_frames)
+
+
+def block_owners(events: pd.DataFrame, num_blocks: int, times: np.ndarray) -> np.ndarray:
+    """Owner of every block right after each instant in `times`, from one replica's block events.
+
+    `events` (time, request, block, delta) must be in the order the events happened (time
+    order, ties as recorded). A block's owner at t is the request of its last event at or
+    before t when that event was an allocation (+1), else -1 (free).
+    """
+    owners = np.full((len(times), num_blocks), -1, dtype=np.int32)
+    if not len(events) or not len(times):
+        return owners
+    event_times = events["time"].to_numpy()
+    boundaries = np.searchsorted(event_times, times, side="right")   # events seen by each frame
+    frame_of = np.searchsorted(boundaries, np.arange(len(event_times)), side="right")
+    seen = frame_of < len(times)
+    last = np.full((len(times), num_blocks), -1, dtype=np.int64)
+    index = np.flatnonzero(seen)
+    np.maximum.at(last, (frame_of[seen], events["block"].to_numpy()[seen]), index)
+    last = np.maximum.accumulate(last, axis=0)                     # latest event so far, per block
+    has = last >= 0
+    allocated = np.zeros_like(has)
+    allocated[has] = events["delta"].to_numpy()[last[has]] > 0
+    owners[allocated] = events["request"].to_numpy()[last[allocated]]
+    return owners
+
+
+def owner_states(owners: np.ndarray, times: np.ndarray, requests: pd.DataFrame,
+                 selected: int | None = None) -> np.ndarray:
+    """State code per cell: PREFILL before the owner's first token, DECODE after, FREE when
+    unowned, SELECTED for the selected request's blocks."""
+    first_token = requests["prefill_completed_at"].to_numpy(dtype=np.float64, na_value=np.inf)
+    states = np.zeros(owners.shape, dtype=np.int8)
+    owned = owners >= 0
+    rows = np.broadcast_to(times[:, None], owners.shape)[owned]
+    decoding = rows >= first_token[owners[owned]]
+    states[owned] = np.where(decoding, DECODE, PREFILL)
+    if selected is not None:
+        states[owners == selected] = SELECTED
+    return states
+
+
+def replica_frames(result, replica: int, times: np.ndarray, selected: int | None = None) -> BlockFrames:
+    """Sampled block owners and states of one replica of a run recorded with `record: full`."""
+    events = result.block_events
+    mine = events[events["replica"] == replica]
+    owners = block_owners(mine, result.num_blocks, times)
+    return BlockFrames(times, owners, owner_states(owners, times, result.requests, selected))
+
+
+def super_cells(states: np.ndarray, group: int) -> np.ndarray:
+    """Percent of blocks in use per group of `group` consecutive blocks, shape (F, ceil(B/group)),
+    int8 in 0..100 (the last group counts only the blocks it has)."""
+    frames, blocks = states.shape
+    cells = -(-blocks // group)
+    padded = np.zeros((frames, cells * group), dtype=np.int16)
+    padded[:, :blocks] = states != FREE
+    sizes = np.full(cells, group, dtype=np.int16)
+    sizes[-1] = blocks - group * (cells - 1)
+    used = padded.reshape(frames, cells, group).sum(axis=2)
+    return np.round(100 * used / sizes).astype(np.int8)
+
+
+def utilization(result, replica: int) -> pd.DataFrame:
+    """KV blocks used over time for one replica: columns time, used, fraction."""
+    series = result.timeseries
+    mine = series[series["replica_id"] == replica]
+    return pd.DataFrame({"time": mine["time"].to_numpy(), "used": mine["kv_blocks_used"].to_numpy(),
+                         "fraction": mine["kv_blocks_used"].to_numpy() / max(result.num_blocks, 1)})
+
+
+def preemptions(result, replica: int | None = None) -> pd.DataFrame:
+    """Restart (preemption) events: time, replica, request."""
+    states = result.state_events
+    restarts = states[states["state"] == "restarted"]
+    if replica is not None:
+        restarts = restarts[restarts["replica"] == replica]
+    return restarts[["time", "replica", "request"]].reset_index(drop=True)

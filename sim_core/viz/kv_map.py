@@ -1,0 +1,176 @@
+"""The animated KV-cache map: one cell per physical block (or super-cell), replicas stacked,
+play/pause and a time scrubber, with the utilization line and preemptions below."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from sim_core.viz.decimate import step_peaks
+from sim_core.viz.kv_blocks import (
+    STATE_COLORS,
+    STATE_NAMES,
+    preemptions,
+    replica_frames,
+    sample_times,
+    super_cells,
+    utilization,
+)
+
+MAX_CELLS = 1024          # per replica; more blocks are aggregated into super-cells
+MAX_VALUES = 400_000      # cells x frames x replicas sent to the browser
+FRAME_MS = 150
+UTIL_COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#9c755f")
+
+
+def kv_layout(num_blocks: int, num_replicas: int, max_frames: int) -> tuple[int, int, int, int]:
+    """(blocks per cell, cells per replica, grid width, frames) keeping the payload bounded."""
+    group = -(-num_blocks // MAX_CELLS)
+    cells = -(-num_blocks // group)
+    width = min(64, cells)
+    frames = int(max(2, min(max_frames, MAX_VALUES // max(cells * num_replicas, 1))))
+    return group, cells, width, frames
+
+
+def kv_map_figure(result, start: float = 0.0, end: float | None = None, max_frames: int = 60,
+                  selected: int | None = None, replicas: int | None = None) -> go.Figure:
+    """Animated block map over [start, end] (default: the whole run) of the first `replicas`
+    replicas (default: all); the selected request's blocks get their own colour."""
+    replicas = min(replicas or result.config.cluster.num_replicas, result.config.cluster.num_replicas)
+    end = _run_end(result) if end is None else end
+    group, cells, width, frames = kv_layout(result.num_blocks, replicas, max_frames)
+    times = sample_times(start, end, frames)
+    height = -(-cells // width)
+    stacked = [_grid(replica_frames(result, r, times, selected), group, cells, width) for r in range(replicas)]
+    z = _stack([s[0] for s in stacked], height)
+    owners = _stack([s[1] for s in stacked], height) if group == 1 else None
+    figure = make_subplots(rows=2, cols=1, row_heights=[0.72, 0.28], vertical_spacing=0.08)
+    present = sorted({0, *np.unique(z[z >= 0]).tolist()}) if group == 1 else []
+    first = peak_frame(z, group > 1)                     # open on the fullest moment, not an empty cache
+    figure.add_trace(_heatmap(z[first], owners[first] if owners is not None else None, group, width, height), 1, 1)
+    _add_utilization(figure, result, replicas, times[first])
+    for code in present:
+        figure.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=STATE_NAMES[code],
+                                    marker={"symbol": "square", "size": 12, "color": STATE_COLORS[code]}), 1, 1)
+    figure.frames = [go.Frame(name=f"{t:.3f}", traces=[0, 1],
+                              data=[go.Heatmap(z=z[i], customdata=None if owners is None else owners[i]),
+                                    _time_marker(t)])
+                     for i, t in enumerate(times)]
+    _animate(figure, times, replicas, height, first)
+    return figure
+
+
+def peak_frame(z: np.ndarray, percent: bool) -> int:
+    """Index of the frame with the most blocks in use (the first on ties); `z` holds state
+    codes (any code > 0 is a used block) or, when `percent`, the share in use per super-cell."""
+    used = np.where(z > 0, z.astype(np.int32), 0) if percent else (z > 0)
+    return int(np.argmax(used.reshape(len(z), -1).sum(axis=1)))
+
+
+def _run_end(result) -> float:
+    done = result.requests["completed_at"]
+    return float(done.max()) if done.notna().any() else 0.0
+
+
+def _grid(frames, group: int, cells: int, width: int):
+    """Frames laid out as (F, rows, width) arrays: state codes or percentages, and owners."""
+    values = frames.states if group == 1 else super_cells(frames.states, group)
+    pad = -(-cells // width) * width - cells
+    shape = (len(frames.times), -1, width)
+    z = np.pad(values, ((0, 0), (0, pad)), constant_values=-1).reshape(shape)
+    if group > 1:
+        return z, None
+    owners = np.pad(frames.owners, ((0, 0), (0, pad)), constant_values=-1).reshape(shape)
+    small = owners.size == 0 or owners.max() < np.iinfo(np.int16).max
+    return z, owners.astype(np.int16) if small else owners
+
+
+def _stack(grids: list[np.ndarray], height: int) -> np.ndarray:
+    """Replicas one above the other (replica 0 on top), separated by one empty row."""
+    gap = np.full((grids[0].shape[0], 1, grids[0].shape[2]), -1, dtype=grids[0].dtype)
+    parts = []
+    for grid in grids:
+        parts.extend([grid, gap])
+    return np.concatenate(parts[:-1], axis=1)
+
+
+def _heatmap(z, owners, group: int, width: int, height: int) -> go.Heatmap:
+    rows = z.shape[0]
+    block_ids = (np.arange(rows)[:, None] % (height + 1)) * width + np.arange(width)[None, :]
+    if group == 1:
+        scale, zmin, zmax = _state_scale(), -1, len(STATE_NAMES) - 1
+        hover = "block %{text}<br>request %{customdata}<extra></extra>"
+        colorbar = None                      # a legend entry per present state instead
+    else:
+        scale, zmin, zmax = _percent_scale(), -1, 100
+        hover = f"blocks %{{text}} .. +{group - 1}<br>%{{z}}% in use<extra></extra>"
+        block_ids = block_ids * group
+        colorbar = {"title": {"text": "% used"}, "len": 0.7, "y": 0.64}
+    return go.Heatmap(z=z, customdata=owners, text=block_ids.astype(np.int32), hovertemplate=hover,
+                      colorscale=scale, zmin=zmin, zmax=zmax, colorbar=colorbar, xgap=1, ygap=1,
+                      showscale=colorbar is not None, name="blocks")
+
+
+def _percent_scale() -> list:
+    """-1 (no cell) transparent, 0 grey, 1..100 light to dark blue."""
+    clear, grey = "rgba(0,0,0,0)", "#eceff1"
+    return [[0, clear], [0.005, clear], [0.005, grey], [0.015, grey], [0.015, "#c6dbef"], [1, "#08306b"]]
+
+
+def _state_scale() -> list:
+    """A stepped colour scale over codes -1 (no block) .. 6."""
+    colors = ["rgba(0,0,0,0)", *STATE_COLORS]
+    n = len(colors)
+    scale = []
+    for i, color in enumerate(colors):
+        scale += [[i / n, color], [(i + 1) / n, color]]
+    return scale
+
+
+def _add_utilization(figure: go.Figure, result, replicas: int, t0: float) -> None:
+    figure.add_trace(_time_marker(t0), 2, 1)
+    restarts = preemptions(result)
+    for r in range(replicas):
+        util = utilization(result, r)
+        color = UTIL_COLORS[r % len(UTIL_COLORS)]
+        times, fractions = step_peaks(util["time"].to_numpy(), util["fraction"].to_numpy(np.float32))
+        figure.add_trace(go.Scatter(x=times, y=fractions, mode="lines", line={"shape": "hv",
+                                    "color": color, "width": 1.5}, name=f"replica {r} KV use",
+                                    hovertemplate="%{x:.3f} s: %{y:.0%}<extra></extra>"), 2, 1)
+        mine = restarts[restarts["replica"] == r]
+        if len(mine):
+            at = np.searchsorted(util["time"].to_numpy(), mine["time"].to_numpy(), side="right") - 1
+            figure.add_trace(go.Scatter(
+                x=mine["time"], y=util["fraction"].to_numpy()[np.maximum(at, 0)], mode="markers",
+                marker={"symbol": "x", "size": 9, "color": color, "line": {"width": 1}},
+                name=f"replica {r} preemption", customdata=mine["request"],
+                hovertemplate="preempted request %{customdata} at %{x:.3f} s<extra></extra>"), 2, 1)
+
+
+def _time_marker(t: float) -> dict:
+    return go.Scatter(x=[t, t], y=[0, 1], mode="lines", line={"color": "#333", "dash": "dot", "width": 1},
+                      name="now", showlegend=False, hoverinfo="skip")
+
+
+def _animate(figure: go.Figure, times: np.ndarray, replicas: int, height: int, first: int) -> None:
+    play = {"frame": {"duration": FRAME_MS, "redraw": True}, "fromcurrent": True, "transition": {"duration": 0}}
+    pause = {"frame": {"duration": 0, "redraw": False}, "mode": "immediate", "transition": {"duration": 0}}
+    figure.update_layout(
+        height=260 + 22 * replicas * (height + 1), margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        updatemenus=[{"type": "buttons", "direction": "left", "x": 0.0, "y": 1.08, "xanchor": "left",
+                      "showactive": False, "buttons": [
+                          {"label": "▶ Play", "method": "animate", "args": [None, play]},
+                          {"label": "❚❚ Pause", "method": "animate", "args": [[None], pause]}]}],
+        sliders=[{"active": first, "x": 0.16, "len": 0.84, "y": 1.1, "yanchor": "bottom",
+                  "currentvalue": {"prefix": "t = ", "suffix": " s"},
+                  "steps": [{"label": f"{t:.2f}", "method": "animate",
+                             "args": [[f"{t:.3f}"], {**pause, "frame": {"duration": 0, "redraw": True}}]}
+                            for t in times]}],
+        legend={"orientation": "h", "y": -0.12}, showlegend=True)
+    figure.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, row=1, col=1)
+    tick_rows = [r * (height + 1) + (height - 1) / 2 for r in range(replicas)]
+    figure.update_yaxes(autorange="reversed", tickvals=tick_rows, ticktext=[f"replica {r}" for r in range(replicas)],
+                        showgrid=False, zeroline=False, row=1, col=1)
+    figure.update_xaxes(title_text="time (s)", row=2, col=1)
+    figure.update_yaxes(title_text="KV in use", tickformat=".0%", range=[0, 1.05], row=2, col=1)

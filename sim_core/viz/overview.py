@@ -1,0 +1,127 @@
+"""Overview figures: latency CDFs, throughput and queues over time, load per replica."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from sim_core.viz.decimate import step_peaks
+
+LATENCIES = (("ttft", "TTFT"), ("tpot", "TPOT (mean TBT)"), ("tbt_max", "worst TBT"), ("e2e", "end-to-end"))
+PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#9c755f")
+
+
+def cdf_points(values: np.ndarray, max_points: int = 800) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted values, cumulative fraction) of the finite values, thinned to about max_points
+    evenly spaced quantiles (the last point, the maximum, is always kept)."""
+    values = np.sort(values[np.isfinite(values)])
+    if not len(values):
+        return values, values
+    fractions = np.arange(1, len(values) + 1) / len(values)
+    if len(values) > max_points:
+        keep = np.unique(np.linspace(0, len(values) - 1, max_points).astype(np.int64))
+        values, fractions = values[keep], fractions[keep]
+    return values, fractions
+
+
+def latency_cdfs(runs: dict[str, pd.DataFrame]) -> go.Figure:
+    """One panel per latency (ms on the x axis), one line per run (name -> requests table)."""
+    figure = make_subplots(rows=1, cols=len(LATENCIES), subplot_titles=[title for _, title in LATENCIES],
+                           shared_yaxes=True, horizontal_spacing=0.04)
+    for i, (name, requests) in enumerate(runs.items()):
+        finished = requests[requests["status"] == "finished"]
+        for col, (column, title) in enumerate(LATENCIES, start=1):
+            xs, ys = cdf_points(finished[column].to_numpy(dtype=np.float64, na_value=np.nan) * 1e3)
+            figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"shape": "hv", "color": PALETTE[i % 8]},
+                                        name=name, legendgroup=name, showlegend=col == 1,
+                                        hovertemplate=f"{title} %{{x:.1f}} ms: %{{y:.1%}}<extra>{name}</extra>"),
+                             1, col)
+            figure.update_xaxes(title_text="ms", row=1, col=col)
+    figure.update_yaxes(tickformat=".0%", range=[0, 1.02], row=1, col=1)
+    figure.update_layout(height=320, margin={"l": 10, "r": 10, "t": 40, "b": 40},
+                         legend={"orientation": "h", "y": -0.25}, showlegend=len(runs) > 1)
+    return figure
+
+
+def throughput_series(result, bin_s: float | None = None) -> pd.DataFrame:
+    """Finished requests/s and output tokens/s per time bin (bins of bin_s, default ~100 bins)."""
+    done = result.requests["completed_at"].dropna().to_numpy()
+    end = float(done.max()) if len(done) else 1.0
+    bin_s = bin_s or max(end / 100, 1e-3)
+    edges = np.arange(0.0, end + bin_s, bin_s)
+    finished = np.histogram(done, edges)[0] / bin_s
+    batches = result.batches
+    decode_tokens = (batches["num_tokens"] - batches["num_prefill_tokens"]).to_numpy()
+    tokens = np.histogram(batches["completed_at"].to_numpy(dtype=np.float64, na_value=np.nan), edges,
+                          weights=decode_tokens)[0] / bin_s if len(batches) else np.zeros(len(edges) - 1)
+    return pd.DataFrame({"time": edges[:-1], "requests_per_s": finished, "output_tokens_per_s": tokens})
+
+
+def throughput_figure(result) -> go.Figure:
+    """Finished requests/s (left axis) and output tokens/s (right axis) over time."""
+    series = throughput_series(result)
+    figure = make_subplots(specs=[[{"secondary_y": True}]])
+    figure.add_trace(go.Scatter(x=series["time"], y=series["output_tokens_per_s"], name="output tokens/s",
+                                line={"shape": "hv", "color": PALETTE[0]}), secondary_y=True)
+    figure.add_trace(go.Bar(x=series["time"], y=series["requests_per_s"], name="finished requests/s",
+                            marker={"color": PALETTE[1]}, opacity=0.6), secondary_y=False)
+    figure.update_layout(height=300, bargap=0, margin={"l": 10, "r": 10, "t": 30, "b": 40},
+                         legend={"orientation": "h", "y": 1.1}, xaxis_title="time (s)")
+    figure.update_yaxes(title_text="requests/s", secondary_y=False)
+    figure.update_yaxes(title_text="tokens/s", secondary_y=True)
+    return figure
+
+
+def queue_figure(result) -> go.Figure:
+    """Waiting and running requests per replica over time (step lines, peaks kept)."""
+    series = result.timeseries
+    figure = go.Figure()
+    for replica, rows in series.groupby("replica_id"):
+        times = rows["time"].to_numpy()
+        for column, dash in (("num_waiting", "solid"), ("num_running", "dot")):
+            xs, ys = step_peaks(times, rows[column].to_numpy(np.int32))
+            figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=f"replica {replica} {column[4:]}",
+                                        line={"shape": "hv", "dash": dash, "color": PALETTE[int(replica) % 8]}))
+    figure.update_layout(height=300, xaxis_title="time (s)", yaxis_title="requests",
+                         margin={"l": 10, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": 1.1})
+    return figure
+
+
+def replica_load(result) -> pd.DataFrame:
+    """Per replica: requests served, prompt and output tokens, batches, mean KV utilization."""
+    requests, series = result.requests, result.timeseries
+    rows = []
+    for replica in range(result.config.cluster.num_replicas):
+        mine = requests[requests["replica_id"] == replica]
+        used = series[series["replica_id"] == replica]
+        rows.append({"replica": replica, "requests": len(mine),
+                     "prompt_tokens": int(mine["num_prefill_tokens"].sum()),
+                     "output_tokens": int(mine["num_decode_tokens"].sum()),
+                     "batches": int((result.batches["replica_id"] == replica).sum()),
+                     "kv_utilization_mean": _time_mean(used["time"].to_numpy(), used["kv_blocks_used"].to_numpy())
+                     / max(result.num_blocks, 1)})
+    return pd.DataFrame(rows)
+
+
+def _time_mean(times: np.ndarray, values: np.ndarray) -> float:
+    """Mean of a step function over [times[0], times[-1]]."""
+    if len(times) < 2 or times[-1] <= times[0]:
+        return float(values[-1]) if len(values) else 0.0
+    return float(np.dot(values[:-1], np.diff(times)) / (times[-1] - times[0]))
+
+
+def replica_load_figure(result) -> go.Figure:
+    """Requests and tokens per replica (bars) with mean KV use: skew shows at a glance."""
+    load = replica_load(result)
+    names = [f"replica {r}" for r in load["replica"]]
+    figure = make_subplots(rows=1, cols=3, subplot_titles=["requests", "tokens (prompt + output)", "mean KV use"])
+    figure.add_trace(go.Bar(x=names, y=load["requests"], marker={"color": PALETTE[0]}, name="requests"), 1, 1)
+    figure.add_trace(go.Bar(x=names, y=load["prompt_tokens"], marker={"color": PALETTE[1]}, name="prompt"), 1, 2)
+    figure.add_trace(go.Bar(x=names, y=load["output_tokens"], marker={"color": PALETTE[0]}, name="output"), 1, 2)
+    figure.add_trace(go.Bar(x=names, y=load["kv_utilization_mean"], marker={"color": PALETTE[2]},
+                            name="KV use"), 1, 3)
+    figure.update_layout(barmode="stack", height=280, showlegend=False, margin={"l": 10, "r": 10, "t": 40, "b": 30})
+    figure.update_yaxes(tickformat=".0%", row=1, col=3)
+    return figure

@@ -1,0 +1,78 @@
+"""AppTests of the Scenario page: presets, knobs shown only where they apply, scenario files,
+trace uploads (bad ones are explained in the page and change nothing)."""
+
+import copy
+
+import yaml
+from app_helpers import TINY, has_widget, open_app
+
+from sim_core.presets import preset
+
+
+def test_loading_a_preset_replaces_the_scenario_and_every_widget_follows():
+    app = open_app("pages/scenario.py")
+    app.selectbox(key="sc_preset").set_value("Chunked prefill smooths TBT (Sarathi)").run()
+    app.button(key="sc_load").click().run()
+    assert not app.exception
+    assert app.session_state["scenario"] == preset("Chunked prefill smooths TBT (Sarathi)").scenario
+    assert app.selectbox(key="w:side:scheduler.type").value == "sarathi"
+    assert app.number_input(key="w:form:scheduler.chunk_size").value == 512
+
+
+def test_scheduler_knobs_show_only_for_the_policies_that_read_them():
+    app = open_app("pages/scenario.py")
+    assert has_widget(app, "number_input", "w:form:scheduler.max_tokens_in_batch")
+    assert not has_widget(app, "number_input", "w:form:scheduler.chunk_size")
+    app.selectbox(key="w:form:scheduler.type").set_value("sarathi").run()
+    assert has_widget(app, "number_input", "w:form:scheduler.chunk_size")
+    assert not has_widget(app, "number_input", "w:form:scheduler.max_tokens_in_batch")
+    help_text = app.number_input(key="w:form:scheduler.chunk_size").help
+    assert help_text.startswith("sarathi: token budget of one iteration")
+
+
+def test_switching_to_lightllm_also_sets_what_it_requires():
+    app = open_app("pages/scenario.py")
+    app.selectbox(key="w:form:scheduler.type").set_value("lightllm").run()
+    scenario = app.session_state["scenario"]
+    assert (scenario["scheduler"]["type"], scenario["scheduler"]["block_size"],
+            scenario["cluster"]["pipeline_parallel_size"]) == ("lightllm", 1, 1)
+    assert app.number_input(key="w:form:scheduler.block_size").value == 1
+
+
+def test_a_scenario_file_is_imported_and_a_bad_one_is_explained():
+    app = open_app("pages/scenario.py")
+    imported = copy.deepcopy(TINY)
+    imported["cluster"]["num_replicas"] = 3
+    app.file_uploader(key="sc_import").set_value(("mine.yaml", yaml.safe_dump(imported).encode(), "text/yaml")).run()
+    assert app.session_state["scenario"] == imported
+    bad = copy.deepcopy(imported)
+    bad["scheduler"]["chunk_size"] = 0
+    app.file_uploader(key="sc_import").set_value(("bad.yaml", yaml.safe_dump(bad).encode(), "text/yaml")).run()
+    assert app.error[0].value == ("Not applied, the previous scenario stays in place: bad.yaml: "
+                                  "scheduler.chunk_size: got 0; allowed range 1 .. 10000000")
+    assert app.session_state["scenario"] == imported
+
+
+def test_an_uploaded_trace_is_validated_and_a_bad_row_is_reported_with_file_row_and_column():
+    app = open_app("pages/scenario.py")
+    app.radio(key="w:sc_source").set_value("trace file").run()
+    good = b"arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,100,20\n0.5,200,10\n1.0,50,5\n"
+    app.file_uploader(key="sc_trace").set_value(("mine.csv", good, "text/csv")).run()
+    assert not app.exception
+    trace = app.session_state["scenario"]["workload"]["trace_file"]
+    assert trace.endswith("/mine.csv")
+    assert "mine.csv: 3 requests over 1.0 s; prompts 50..200 tokens, outputs 5..20" in [c.value for c in app.main.caption]
+    bad = b"arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,100,20\n0.5,lots,10\n"
+    app.file_uploader(key="sc_trace").set_value(("broken.csv", bad, "text/csv")).run()
+    assert app.error[0].value.startswith("broken.csv, row 2 (line 3), column 'num_prefill_tokens': ")
+    assert app.session_state["scenario"]["workload"]["trace_file"] == trace
+
+
+def test_a_bundled_sample_trace_can_be_replayed():
+    app = open_app("pages/scenario.py")
+    app.radio(key="w:sc_source").set_value("trace file").run()
+    app.selectbox(key="sc_sample").set_value("code.csv").run()
+    assert app.session_state["scenario"]["workload"]["trace_file"].endswith("/code.csv")
+    app.switch_page("pages/overview.py").run()
+    assert not app.exception
+    assert app.caption[0].value.endswith("s simulated")

@@ -1,0 +1,78 @@
+"""KV-block frames: owners replayed from block events, states, super-cells, the map figure."""
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from sim_core import parse_config, run_simulation
+from sim_core.viz.kv_blocks import DECODE, FREE, PREFILL, SELECTED, block_owners, owner_states, super_cells
+from sim_core.viz.kv_map import MAX_VALUES, kv_layout, kv_map_figure, peak_frame
+
+EVENTS = pd.DataFrame({  # in the order they happened
+    "time":    [0.0, 0.0, 1.0, 2.0, 2.0, 2.0],
+    "request": [1,   1,   2,   1,   1,   3],
+    "block":   [0,   1,   2,   0,   1,   0],
+    "delta":   [1,   1,   1,  -1,  -1,   1],
+})
+
+
+def test_owners_follow_allocations_and_frees_including_a_block_reused_at_the_same_instant():
+    owners = block_owners(EVENTS, 4, np.array([0.5, 1.5, 2.0, 3.0]))
+    assert owners.tolist() == [[1, 1, -1, -1],
+                               [1, 1, 2, -1],
+                               [3, -1, 2, -1],   # request 1 freed 0 and 1 at t=2, request 3 took 0
+                               [3, -1, 2, -1]]
+    assert block_owners(EVENTS, 4, np.array([-1.0])).tolist() == [[-1, -1, -1, -1]]
+
+
+def test_states_say_prefill_before_the_first_token_decode_after_and_mark_the_selection():
+    owners = np.array([[1, 2, -1], [1, 2, -1]], dtype=np.int32)
+    requests = pd.DataFrame({"prefill_completed_at": [np.nan, 1.0, np.nan]})   # request 2 never got one
+    states = owner_states(owners, np.array([0.5, 1.0]), requests)
+    assert states.tolist() == [[PREFILL, PREFILL, FREE], [DECODE, PREFILL, FREE]]
+    assert owner_states(owners, np.array([0.5, 1.0]), requests, selected=2).tolist() == \
+        [[PREFILL, SELECTED, FREE], [DECODE, SELECTED, FREE]]
+
+
+def test_super_cells_hold_the_percentage_of_their_blocks_in_use():
+    states = np.array([[FREE, PREFILL, DECODE, FREE, DECODE]], dtype=np.int8)
+    assert super_cells(states, 2).tolist() == [[50, 50, 100]]   # the last cell has one block
+    assert super_cells(states, 5).tolist() == [[60]]
+
+
+def test_layout_aggregates_big_pools_and_bounds_the_payload():
+    assert kv_layout(768, 2, 60) == (1, 768, 64, 60)
+    assert kv_layout(16384, 2, 60) == (16, 1024, 64, 60)
+    group, cells, _, frames = kv_layout(5000, 16, 120)
+    assert (group, cells, frames) == (5, 1000, 25) and cells * 16 * frames <= MAX_VALUES
+
+
+def test_peak_frame_counts_used_blocks_not_state_codes():
+    z = np.array([[[DECODE, DECODE, FREE]], [[PREFILL, PREFILL, PREFILL]]], dtype=np.int8)
+    assert peak_frame(z, percent=False) == 1
+    assert peak_frame(np.array([[[95, 0]], [[40, 50]]], dtype=np.int8), percent=True) == 0
+
+
+def _tight_run():
+    return run_simulation(parse_config({
+        "model": "llama-2-7b", "device": "a100-80gb", "engine": {"record": "full"},
+        "scheduler": {"type": "vllm", "num_blocks": 48, "block_size": 16},
+        "predictor": {"type": "linear"},
+        "workload": {"num_requests": 30, "arrival": {"process": "poisson", "qps": 20.0},
+                     "prompt_tokens": {"distribution": "uniform", "min": 64, "max": 200},
+                     "output_tokens": {"distribution": "uniform", "min": 64, "max": 200}}}))
+
+
+def test_the_map_has_play_pause_a_frame_per_step_and_opens_on_the_fullest_frame():
+    run = _tight_run()
+    figure = json.loads(kv_map_figure(run, max_frames=30).to_json())
+    assert len(figure["frames"]) == 30
+    assert figure["data"][0]["type"] == "heatmap"
+    assert figure["data"][0]["customdata"]["dtype"] == "i2"     # owners go as int16
+    assert figure["data"][0]["z"]["dtype"] == "i1"              # states as int8
+    active = figure["layout"]["sliders"][0]["active"]
+    assert figure["data"][0]["z"] == figure["frames"][active]["data"][0]["z"]
+    names = [trace.get("name") for trace in figure["data"]]
+    assert "replica 0 KV use" in names and "replica 0 preemption" in names
+    assert {"free", "prefill", "decode"} <= set(names)
