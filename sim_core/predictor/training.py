@@ -91,10 +91,18 @@ def mape(predicted: np.ndarray, measured: np.ndarray) -> float:
     return float(np.mean(np.abs(predicted - measured) / measured) * 100)
 
 
-def holdout_mape(frame: pd.DataFrame, features: tuple[str, ...], kind: str) -> float:
-    """MAPE (%) on held-out rows of a model trained on the others."""
+def holdout_errors(frame: pd.DataFrame, features: tuple[str, ...], kind: str) -> np.ndarray:
+    """Absolute percentage errors on held-out rows of a model trained on the others (empty
+    when there are too few rows to split)."""
     train, test = split(frame)
     if len(test) == 0 or len(train) < 2:
-        return float("nan")
+        return np.empty(0)
     predict = fit_operator(train, features, kind)
-    return mape(predict(test[list(features)].to_numpy()), test["time_s"].to_numpy())
+    measured = test["time_s"].to_numpy()
+    return np.abs(predict(test[list(features)].to_numpy()) - measured) / measured * 100
+
+
+def holdout_mape(frame: pd.DataFrame, features: tuple[str, ...], kind: str) -> float:
+    """MAPE (%) on held-out rows of a model trained on the others (NaN with too few rows)."""
+    errors = holdout_errors(frame, features, kind)
+    return float(errors.mean()) if len(errors) else float("nan")
