@@ -67,7 +67,10 @@ class MemoryConfig(BaseModel):
         "per request); detailed: also embeddings, LM head and an activation reserve; auto: vidur "
         "for the Vidur-named schedulers so their runs match Vidur, detailed otherwise."))
     margin_fraction: float = Field(0.1, ge=0.0, le=0.9, description=(
-        "Fraction of device memory left unused (CUDA context, fragmentation)."))
+        "Fraction of device memory left unused (fragmentation, safety; vidur: everything not planned)."))
+    framework_reserve_gib: float = Field(1.0, ge=0.0, le=1024.0, description=(
+        "detailed: GiB per GPU taken by the serving framework besides weights, activations and KV "
+        "(CUDA context, cuBLAS/NCCL workspaces, CUDA graphs)."))
 
 
 class PredictorConfig(BaseModel):
