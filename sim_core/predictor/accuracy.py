@@ -100,3 +100,19 @@ def pooled(results: list[OperatorAccuracy], statistic: str = "mape") -> dict[str
     reduce = np.mean if statistic == "mape" else np.median
     return {op: round(float(reduce(np.concatenate(errs))), 2) for op, errs in by_operator.items()
             if sum(len(e) for e in errs)}
+
+
+def operator_comparison(profiles: ProfileSet, operator: str, tp: int, model: ModelSpec, device: DeviceSpec,
+                        cfg: PredictorConfig, estimator: str):
+    """(x, measured seconds, {"roofline": prices, "learned": held-in fit}) for one operator's
+    cleaned rows at TP `tp`: what a chart of predictions against measurements needs."""
+    from sim_core.predictor.training import fit_operator
+
+    frame = profiles.operators[operator]
+    rows, _ = clean(frame[frame["tp"] == tp], FEATURES[operator])
+    features = FEATURES[operator]
+    roofline = RooflinePredictor(model, device, tp if operator != "send_recv" else 1, 1, cfg)
+    predicted = {"roofline": roofline_prices(roofline, operator, rows, tp)}
+    if len(rows) >= 2:
+        predicted[f"learned ({estimator})"] = fit_operator(rows, features, estimator)(rows[list(features)].to_numpy())
+    return rows[features[-1]].to_numpy(dtype=np.float64), rows["time_s"].to_numpy(), predicted

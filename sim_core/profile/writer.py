@@ -39,11 +39,13 @@ def attention_row(model: ModelSpec, tp: int, batch_size: int, chunk: int, kv_cac
 
 
 def write_rows(path: str | Path, rows: list[dict]) -> Path:
-    """Write rows (same keys, in order) as a CSV, creating folders; returns the path."""
+    """Write rows as a CSV, creating folders; columns are every key in first-seen order, and a
+    row without an operator's times leaves them empty (not measured). Returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    columns = list(dict.fromkeys(key for row in rows for key in row))
     with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer = csv.DictWriter(handle, fieldnames=columns, restval="")
         writer.writeheader()
         writer.writerows(rows)
     return path
