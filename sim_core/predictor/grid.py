@@ -55,6 +55,12 @@ class GridPredictor:
         KV tokens in all (element-wise over the arrays)."""
         raise NotImplementedError
 
+    def decode_scalar(self, num_decodes: int, context: int) -> float:
+        """decode_attention of one batch; subclasses may give a faster scalar path, which must
+        equal the array path bit for bit."""
+        return float(self.decode_attention(np.array([num_decodes], dtype=np.float64),
+                                           np.array([context], dtype=np.float64))[0])
+
     # ---- the tables ---------------------------------------------------------------------------
 
     def _ensure(self, count: int) -> None:
@@ -78,9 +84,7 @@ class GridPredictor:
         for chunk, context in shape.prefill_chunks:
             time += self.layers * self.prefill_attention(chunk, context)
         if shape.num_decodes:
-            decode = self.decode_attention(np.array([shape.num_decodes], dtype=np.float64),
-                                           np.array([shape.decode_context], dtype=np.float64))
-            time += self.layers * float(decode[0])
+            time += self.layers * self.decode_scalar(shape.num_decodes, shape.decode_context)
         return float(time)
 
     def decode_run_times(self, num_requests: np.ndarray, context: np.ndarray, stage_id: int) -> np.ndarray:

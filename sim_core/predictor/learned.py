@@ -71,6 +71,12 @@ class LearnedPredictor(RooflinePredictor):
             return super().prefill_attention(chunk, context)
         return float(self.tables.prefill(np.float64(context), np.float64(chunk)))
 
+    def decode_scalar(self, num_decodes, context):
+        if self.tables.decode is None:
+            return super().decode_scalar(num_decodes, context)
+        return float(self.decode_attention(np.array([num_decodes], dtype=np.float64),
+                                           np.array([context], dtype=np.float64))[0])
+
     def decode_attention(self, num_decodes, context):
         if self.tables.decode is None:
             return super().decode_attention(num_decodes, context)

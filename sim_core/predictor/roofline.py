@@ -15,6 +15,8 @@ every other stage a pipeline send/recv.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from sim_core.catalog import DeviceSpec, ModelSpec
@@ -43,6 +45,11 @@ class Roofs:
         launch = GEMM_LAUNCH_S if np.any(np.asarray(cost.flops) > 0) else STREAM_LAUNCH_S
         return np.sqrt(compute * compute + memory * memory) + launch
 
+    def kernel_scalar(self, flops: float, nbytes: float) -> float:
+        """kernel() for plain floats, without numpy (the same value)."""
+        compute, memory = flops / self.flops, nbytes / self.bandwidth
+        return math.sqrt(compute * compute + memory * memory) + (GEMM_LAUNCH_S if flops > 0 else STREAM_LAUNCH_S)
+
     def all_reduce(self, nbytes, tp: int):
         """Ring all-reduce: each GPU sends and receives 2 (tp - 1) / tp of the buffer."""
         return nbytes * 2 * (tp - 1) / tp / self.link + COLLECTIVE_LATENCY_S
@@ -64,6 +71,12 @@ class RooflinePredictor(GridPredictor):
         self.model, self.tp, self.pp, self.cfg = model, tp, pp, cfg
         self.roofs = roofs_for(device, cfg)
         self.shape = ops.LayerShape.of(model, tp)
+        # decode attention = sqrt((a C)^2 + (b C + c n)^2) + launch for n decodes over C cached
+        # tokens (operators.decode_attention's FLOPs and bytes over the roofs, factored)
+        unit = ops.decode_attention(self.shape, 0.0, 1.0)
+        self._decode_compute = unit.flops / self.roofs.flops
+        self._decode_kv = unit.bytes / self.roofs.bandwidth
+        self._decode_query = ops.decode_attention(self.shape, 1.0, 0.0).bytes / self.roofs.bandwidth
         super().__init__(model.num_layers // pp, pp)
 
     def kernel_times(self, tokens) -> dict[str, np.ndarray]:
@@ -95,7 +108,15 @@ class RooflinePredictor(GridPredictor):
         return extra
 
     def prefill_attention(self, chunk, context):
-        return float(self.roofs.kernel(ops.prefill_attention(self.shape, chunk, context)))
+        cost = ops.prefill_attention(self.shape, chunk, context)
+        return self.roofs.kernel_scalar(cost.flops, cost.bytes)
 
     def decode_attention(self, num_decodes, context):
-        return self.roofs.kernel(ops.decode_attention(self.shape, num_decodes, context))
+        compute = self._decode_compute * context
+        memory = self._decode_kv * context + self._decode_query * num_decodes
+        return np.sqrt(compute * compute + memory * memory) + GEMM_LAUNCH_S
+
+    def decode_scalar(self, num_decodes, context):
+        compute = self._decode_compute * context
+        memory = self._decode_kv * context + self._decode_query * num_decodes
+        return math.sqrt(compute * compute + memory * memory) + GEMM_LAUNCH_S
