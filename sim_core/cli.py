@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from sim_core.errors import SimCoreError
+from sim_core.predictor_commands import add_predictor_commands
 
 EXIT_USAGE, EXIT_INTERNAL = 2, 70
 
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m sim_core", description=(
-        "LLM-serving scheduling simulator: run a scenario, validate files."))
+        "LLM-serving scheduling simulator: run a scenario, validate files, check cost models."))
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="simulate a scenario file (YAML or JSON)")
@@ -52,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     validate = commands.add_parser("validate", help="check scenario files (.yaml/.yml/.json) or traces (.csv)")
     validate.add_argument("files", nargs="+", help="files to check")
     validate.set_defaults(handler=_validate)
+    add_predictor_commands(commands)
     for sub in (run, generate, validate):
         sub.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     return parser

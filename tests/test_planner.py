@@ -25,7 +25,8 @@ def test_detailed_planner_counts_embeddings_activations_and_the_tightest_stage()
     assert plan.kv_bytes_per_block == per_block
     assert plan.weight_bytes > vidur_plan(config).weight_bytes  # embeddings and LM head included
     assert plan.activation_bytes > 0
-    usable = plan.device_bytes - plan.margin_bytes - plan.weight_bytes - plan.activation_bytes
+    assert plan.reserve_bytes == 1024**3  # framework reserve: 1 GiB by default
+    usable = plan.device_bytes - plan.margin_bytes - plan.reserve_bytes - plan.weight_bytes - plan.activation_bytes
     assert plan.num_blocks == int(usable // per_block)
     assert plan.max_batch_size == plan.num_blocks // 128
 

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from sim_core.catalog import load_hf_config
 from sim_core.config.errors import describe_validation_error
 from sim_core.config.simulation import SimulationConfig
 from sim_core.errors import ConfigError
@@ -58,6 +59,7 @@ def parse_mapping(text: str, source: str, json_first: bool = False) -> dict[str,
 def parse_config(data: dict[str, Any], base_dir: str | Path | None = None,
                  source: str = "scenario") -> SimulationConfig:
     """Validate a scenario mapping; `base_dir` anchors a relative workload.trace_file."""
+    data = _import_hf_models(data, base_dir, source)
     try:
         config = SimulationConfig.model_validate(data)
     except ValidationError as exc:
@@ -65,7 +67,27 @@ def parse_config(data: dict[str, Any], base_dir: str | Path | None = None,
     trace = config.workload.trace_file
     if trace and base_dir is not None and not Path(trace).is_absolute():
         config.workload.trace_file = str((Path(base_dir) / trace).resolve())
+    profiles = config.predictor.profiles_dir
+    if profiles and base_dir is not None and not Path(profiles).is_absolute():
+        config.predictor.profiles_dir = str((Path(base_dir) / profiles).resolve())
     return config
+
+
+def _import_hf_models(data: dict[str, Any], base_dir, source: str) -> dict[str, Any]:
+    """`models: {my-id: {hf_config: path/to/config.json}}` -> the imported spec (paths relative
+    to the scenario file)."""
+    models = data.get("models")
+    if not isinstance(models, dict) or not any(isinstance(v, dict) and "hf_config" in v for v in models.values()):
+        return data
+    resolved = {}
+    for key, spec in models.items():
+        if isinstance(spec, dict) and "hf_config" in spec:
+            path = Path(str(spec["hf_config"]))
+            if base_dir is not None and not path.is_absolute():
+                path = Path(base_dir) / path
+            spec = load_hf_config(path, name=spec.get("name", key)).model_dump()
+        resolved[key] = spec
+    return {**data, "models": resolved}
 
 
 def config_to_yaml(config: SimulationConfig) -> str:

@@ -67,7 +67,10 @@ class MemoryConfig(BaseModel):
         "per request); detailed: also embeddings, LM head and an activation reserve; auto: vidur "
         "for the Vidur-named schedulers so their runs match Vidur, detailed otherwise."))
     margin_fraction: float = Field(0.1, ge=0.0, le=0.9, description=(
-        "Fraction of device memory left unused (CUDA context, fragmentation)."))
+        "Fraction of device memory left unused (fragmentation, safety; vidur: everything not planned)."))
+    framework_reserve_gib: float = Field(1.0, ge=0.0, le=1024.0, description=(
+        "detailed: GiB per GPU taken by the serving framework besides weights, activations and KV "
+        "(CUDA context, cuBLAS/NCCL workspaces, CUDA graphs)."))
 
 
 class PredictorConfig(BaseModel):
@@ -75,22 +78,33 @@ class PredictorConfig(BaseModel):
 
     model_config = Strict
 
-    type: Literal["linear", "roofline"] = Field("roofline", description=(
+    type: Literal["linear", "roofline", "learned"] = Field("roofline", description=(
         "linear: base_s + per_token_s x tokens (exact, for teaching and Vidur comparisons); "
-        "roofline: per-operator FLOPs and bytes against the device's compute and memory roofs."))
+        "roofline: per-operator FLOPs and bytes against the device's compute and memory roofs; "
+        "learned: per-operator models trained on profiling CSVs in Vidur's format (profiles_dir)."))
     base_s: float = Field(0.005, ge=0.0, le=1000.0, description="linear: fixed seconds per stage.")
     per_token_s: float = Field(0.0001, ge=0.0, le=1000.0, description=(
         "linear: seconds per token processed in the iteration (prompt, chunk or decode token)."))
-    compute_efficiency: float = Field(0.7, gt=0.0, le=1.0, description=(
-        "roofline: achieved fraction of peak tensor FLOP/s in matrix multiplies."))
-    memory_efficiency: float = Field(0.8, gt=0.0, le=1.0, description=(
-        "roofline: achieved fraction of peak memory bandwidth."))
+    compute_efficiency: float | None = Field(None, gt=0.0, le=1.0, description=(
+        "roofline: achieved fraction of peak tensor FLOP/s in matrix multiplies (default: the "
+        "device's own factor from the catalog)."))
+    memory_efficiency: float | None = Field(None, gt=0.0, le=1.0, description=(
+        "roofline: achieved fraction of peak memory bandwidth (default: the device's own factor)."))
     link_efficiency: float = Field(0.7, gt=0.0, le=1.0, description=(
         "roofline: achieved fraction of link bandwidth in all-reduce and send/recv."))
     cpu_overhead_per_iteration_s: float = Field(0.004, ge=0.0, le=10.0, description=(
-        "roofline: host time per iteration (schedule, prepare inputs, sample)."))
+        "roofline/learned: host time per iteration (schedule, prepare inputs, sample)."))
     cpu_overhead_per_request_s: float = Field(0.00002, ge=0.0, le=10.0, description=(
-        "roofline: extra host time per request in the batch (input prep, output processing)."))
+        "roofline/learned: extra host time per request in the batch (input prep, output processing)."))
+    profiles_dir: str | None = Field(None, description=(
+        "learned: folder in Vidur's layout (compute/<device>/<org>/<model>/{mlp,attention}.csv, "
+        "network/<node>/{all_reduce,send_recv}.csv); operators it lacks are priced by the roofline."))
+    estimator: Literal["random_forest", "polynomial"] = Field("random_forest", description=(
+        "learned: random_forest (accurate inside the profiled range) or polynomial (smooth, "
+        "extrapolates further)."))
+    cache_dir: str | None = Field(None, description=(
+        "learned: folder where trained prediction grids are cached, keyed by a hash of the "
+        "profiles and options (no cache when absent)."))
 
 
 class EngineConfig(BaseModel):

@@ -55,6 +55,8 @@ class SimulationConfig(BaseModel):
         _check_scheduler(self)
         if self.predictor.type == "linear" and self.predictor.base_s + self.predictor.per_token_s <= 0:
             raise ValueError("predictor: base_s and per_token_s cannot both be 0 (batches would take no time)")
+        if self.predictor.type == "learned" and not self.predictor.profiles_dir:
+            raise ValueError("predictor.profiles_dir: the learned predictor needs a folder of profiling CSVs")
         return self
 
 

@@ -38,6 +38,7 @@ class MemoryPlan:
     num_blocks: int
     max_batch_size: int          # requests that fit at max_model_len (Orca/FT batch limit)
     blocks_per_request: int      # max_model_len // block_size
+    reserve_bytes: float = 0.0   # framework reserve (detailed planner)
 
 
 def plan_memory(config: SimulationConfig) -> MemoryPlan:
@@ -55,7 +56,8 @@ def plan_memory(config: SimulationConfig) -> MemoryPlan:
             f"memory: {config.model} on {config.device} (TP={config.cluster.tensor_parallel_size}, "
             f"PP={config.cluster.pipeline_parallel_size}) leaves no room for one request of "
             f"max_model_len={config.max_model_len} tokens ({plan.planner} planner: "
-            f"{plan.weight_bytes / GIB:.1f} GiB weights + {plan.activation_bytes / GIB:.1f} GiB activations of "
+            f"{plan.weight_bytes / GIB:.1f} GiB weights + {plan.activation_bytes / GIB:.1f} GiB activations + "
+            f"{plan.reserve_bytes / GIB:.1f} GiB framework reserve of "
             f"{(plan.device_bytes - plan.margin_bytes) / GIB:.1f} GiB usable per GPU); use more GPUs, "
             "a bigger device or a shorter max_model_len")
     return plan
@@ -88,11 +90,12 @@ def detailed_plan(config: SimulationConfig) -> MemoryPlan:
                     * layers * BYTES_PER_VALUE)
     activations = activation_bytes(config, model, tp)
     weights = max(stage_weight_bytes(model, tp, pp, stage) for stage in range(pp))
-    kv_bytes = total - margin - weights - activations
+    reserve = config.memory.framework_reserve_gib * GIB
+    kv_bytes = total - margin - reserve - weights - activations
     num_blocks = int(kv_bytes // kv_per_block) if kv_bytes > 0 else 0
     per_request_blocks = config.max_model_len // config.scheduler.block_size
     return MemoryPlan("detailed", total, margin, weights, activations, kv_bytes, kv_per_block,
-                      num_blocks, num_blocks // max(per_request_blocks, 1), per_request_blocks)
+                      num_blocks, num_blocks // max(per_request_blocks, 1), per_request_blocks, reserve)
 
 
 def stage_weight_bytes(model: ModelSpec, tp: int, pp: int, stage: int) -> float:

@@ -11,10 +11,17 @@ __all__ = ["BatchShape", "LinearPredictor", "RooflinePredictor", "build_predicto
 
 
 def build_predictor(config: SimulationConfig):
-    """The scenario's predictor: `linear` or `roofline`."""
+    """The scenario's predictor: `linear`, `roofline` or `learned` (trained on profiles).
+
+    Raises:
+        ConfigError, ProfileError: the learned predictor's profiles are missing or malformed.
+    """
     cfg = config.predictor
     if cfg.type == "linear":
         return LinearPredictor(cfg.base_s, cfg.per_token_s)
-    return RooflinePredictor(config.model_spec(), config.device_spec(),
-                             config.cluster.tensor_parallel_size,
-                             config.cluster.pipeline_parallel_size, cfg)
+    tp, pp = config.cluster.tensor_parallel_size, config.cluster.pipeline_parallel_size
+    if cfg.type == "learned":
+        from sim_core.predictor.learned import build_learned_predictor
+
+        return build_learned_predictor(config)
+    return RooflinePredictor(config.model_spec(), config.device_spec(), tp, pp, cfg)

@@ -1,123 +1,122 @@
-"""A roofline cost model: each operator of a layer priced by FLOPs and bytes moved.
+"""The roofline cost model: each operator priced by its FLOPs and bytes against the device.
 
-Per transformer layer (TP-sharded), the operator list follows Vidur's execution-time breakdown:
-QKV projection, RoPE, KV-cache save, prefill attention, decode attention, output projection,
-MLP up / activation / down (MoE: router and the top-k experts), two norms, two residual adds and,
-with TP > 1, two all-reduces. Each operator takes max(FLOPs / compute roof, bytes / memory roof,
-kernel floor). A stage is its layers plus, on the first stage, the embedding and the host's CPU
-overhead, on the last the LM head, and on every other stage a pipeline send/recv.
+Per transformer layer (TP-sharded) the operators follow Vidur's execution-time breakdown (see
+operators.py): QKV projection, RoPE, KV-cache save, prefill and decode attention, output
+projection, MLP up / activation / down (MoE: router and the top-k experts), two norms, two
+residual adds and, with TP > 1, two all-reduces. A kernel takes
+
+    sqrt((FLOPs / compute roof)^2 + (bytes / memory roof)^2) + launch
+
+a smooth maximum of the two roofs (a GEMM near the ridge point is slower than either roof
+alone), where the roofs are the device's peaks times its efficiency factors. A stage adds, on
+the first stage, the embedding and the host's CPU overhead, on the last the LM head, and on
+every other stage a pipeline send/recv.
 """
 
 from __future__ import annotations
 
-from math import ceil
+import math
 
 import numpy as np
 
 from sim_core.catalog import DeviceSpec, ModelSpec
 from sim_core.config import PredictorConfig
-from sim_core.predictor.shape import BatchShape
+from sim_core.predictor import operators as ops
+from sim_core.predictor.grid import GridPredictor
 
-B = 2                      # bytes per bf16 value
-KERNEL_FLOOR_S = 4e-6      # smallest time of one kernel launch
-COLLECTIVE_LATENCY_S = 8e-6
+GEMM_LAUNCH_S = 5e-6          # launch and tail of a tensor-core kernel (fits A100/A30 profiles)
+STREAM_LAUNCH_S = 2e-6        # launch of a small memory-bound kernel
+COLLECTIVE_LATENCY_S = 8e-6   # NCCL latency of one small all-reduce or send/recv
+LAYER_KERNEL_COUNT = {"add": 2}  # two residual adds per layer; every other operator runs once
 
 
-class RooflinePredictor:
+class Roofs:
+    """A device's effective compute, memory and link rates, and how a kernel is priced on them."""
+
+    def __init__(self, device: DeviceSpec, compute_efficiency: float, memory_efficiency: float,
+                 link_efficiency: float) -> None:
+        self.flops = device.bf16_tflops * 1e12 * compute_efficiency
+        self.bandwidth = device.memory_bandwidth_gbps * 1e9 * memory_efficiency
+        self.link = device.link_bandwidth_gbps * 1e9 * link_efficiency
+
+    def kernel(self, cost: ops.Cost):
+        """Seconds of one kernel (numpy arrays or floats)."""
+        compute, memory = cost.flops / self.flops, cost.bytes / self.bandwidth
+        launch = GEMM_LAUNCH_S if np.any(np.asarray(cost.flops) > 0) else STREAM_LAUNCH_S
+        return np.sqrt(compute * compute + memory * memory) + launch
+
+    def kernel_scalar(self, flops: float, nbytes: float) -> float:
+        """kernel() for plain floats, without numpy (the same value)."""
+        compute, memory = flops / self.flops, nbytes / self.bandwidth
+        return math.sqrt(compute * compute + memory * memory) + (GEMM_LAUNCH_S if flops > 0 else STREAM_LAUNCH_S)
+
+    def all_reduce(self, nbytes, tp: int):
+        """Ring all-reduce: each GPU sends and receives 2 (tp - 1) / tp of the buffer."""
+        return nbytes * 2 * (tp - 1) / tp / self.link + COLLECTIVE_LATENCY_S
+
+    def send_recv(self, nbytes):
+        return nbytes / self.link + COLLECTIVE_LATENCY_S
+
+
+def roofs_for(device: DeviceSpec, cfg: PredictorConfig) -> Roofs:
+    """The device's roofs with the scenario's efficiency overrides (else the device's own)."""
+    return Roofs(device, cfg.compute_efficiency or device.compute_efficiency,
+                 cfg.memory_efficiency or device.memory_efficiency, cfg.link_efficiency)
+
+
+class RooflinePredictor(GridPredictor):
     """Closed-form per-operator times for `model` on `device` with the given TP/PP split."""
-
-    needs_context = True
 
     def __init__(self, model: ModelSpec, device: DeviceSpec, tp: int, pp: int, cfg: PredictorConfig):
         self.model, self.tp, self.pp, self.cfg = model, tp, pp, cfg
-        self.flops = device.bf16_tflops * 1e12 * cfg.compute_efficiency
-        self.bandwidth = device.memory_bandwidth_gbps * 1e9 * cfg.memory_efficiency
-        self.link = device.link_bandwidth_gbps * 1e9 * cfg.link_efficiency
-        self.layers = model.num_layers // pp
-        self.q_heads, self.kv_heads = model.num_q_heads // tp, ceil(model.num_kv_heads / tp)
-        self.ffn = model.mlp_hidden_dim / tp
-        hd = model.head_dim
-        # decode attention is linear in the KV context read: seconds per context token per layer
-        self.decode_coef = max(4 * hd * self.q_heads / self.flops, 2 * B * hd * self.kv_heads / self.bandwidth)
+        self.roofs = roofs_for(device, cfg)
+        self.shape = ops.LayerShape.of(model, tp)
+        # decode attention = sqrt((a C)^2 + (b C + c n)^2) + launch for n decodes over C cached
+        # tokens (operators.decode_attention's FLOPs and bytes over the roofs, factored)
+        unit = ops.decode_attention(self.shape, 0.0, 1.0)
+        self._decode_compute = unit.flops / self.roofs.flops
+        self._decode_kv = unit.bytes / self.roofs.bandwidth
+        self._decode_query = ops.decode_attention(self.shape, 1.0, 0.0).bytes / self.roofs.bandwidth
+        super().__init__(model.num_layers // pp, pp)
 
-    def _roof(self, flops: float, nbytes: float) -> float:
-        return max(flops / self.flops, nbytes / self.bandwidth, KERNEL_FLOOR_S)
+    def kernel_times(self, tokens) -> dict[str, np.ndarray]:
+        """Seconds of ONE kernel of each layer operator (what a profile row measures)."""
+        return {name: self.roofs.kernel(cost) for name, cost in ops.layer_kernels(self.shape, tokens).items()}
 
-    def _decode_attention(self, context):
-        return np.maximum(context * self.decode_coef, KERNEL_FLOOR_S) if isinstance(context, np.ndarray) \
-            else max(context * self.decode_coef, KERNEL_FLOOR_S)
+    def layer_ops(self, tokens):
+        times = {name: LAYER_KERNEL_COUNT.get(name, 1) * t for name, t in self.kernel_times(tokens).items()}
+        if self.tp > 1:  # after the attention and after the MLP
+            times["tp_all_reduce"] = 2 * self.roofs.all_reduce(ops.activation_bytes(self.model.embedding_dim, tokens),
+                                                               self.tp)
+        return times
 
-    def layer_breakdown(self, shape: BatchShape) -> dict[str, float]:
-        """Seconds per operator for ONE layer, decode attention excluded."""
-        m, t, hd, e = self.model, shape.total_tokens, self.model.head_dim, self.model.embedding_dim
-        qkv = (self.q_heads + 2 * self.kv_heads) * hd
-        out = self.q_heads * hd
-        gate = 2 if m.use_gated_mlp else 1
-        experts = min(m.num_experts, t * m.num_experts_per_token)
-        routed = t * m.num_experts_per_token
-        ops = {
-            "attn_pre_proj": self._roof(2 * t * e * qkv, B * (e * qkv + t * (e + qkv))),
-            "attn_rope": self._roof(0, 2 * B * t * (self.q_heads + self.kv_heads) * hd),
-            "attn_kv_cache_save": self._roof(0, B * 2 * t * self.kv_heads * hd),
-            "attn_prefill": self._prefill_attention(shape.prefill_chunks),
-            "attn_post_proj": self._roof(2 * t * out * e, B * (out * e + t * (out + e))),
-            "mlp_up_proj": self._roof(2 * routed * e * self.ffn * gate, B * experts * e * self.ffn * gate),
-            "mlp_act": self._roof(0, B * 3 * routed * self.ffn),
-            "mlp_down_proj": self._roof(2 * routed * self.ffn * e, B * experts * self.ffn * e),
-            "norms": 2 * self._roof(0, B * 2 * t * e),
-            "residual_add": 2 * self._roof(0, B * 3 * t * e),
-        }
-        if m.is_moe:
-            ops["moe_router"] = self._roof(2 * t * e * m.num_experts, B * e * m.num_experts)
-        if self.tp > 1:
-            ops["tp_all_reduce"] = 2 * self._collective(B * t * e * 2 * (self.tp - 1) / self.tp)
-        return ops
+    def stage_token_ops(self, tokens, stage):
+        extra = {}
+        if stage == 0:
+            extra["emb"] = self.roofs.kernel(ops.embedding(self.model.embedding_dim, tokens))
+        if stage != self.pp - 1:
+            extra["pp_send_recv"] = self.roofs.send_recv(ops.activation_bytes(self.model.embedding_dim, tokens))
+        return extra
 
-    def _prefill_attention(self, chunks) -> float:
-        if not chunks:
-            return 0.0
-        hd = self.model.head_dim
-        flops = sum(4 * q * (c + (q + 1) / 2) for q, c in chunks) * hd * self.q_heads
-        nbytes = sum(c + 2 * q for q, c in chunks) * B * 2 * hd * self.kv_heads
-        return self._roof(flops, nbytes)
+    def request_ops(self, requests, stage):
+        extra = {}
+        if stage == 0:
+            extra["cpu_overhead"] = (self.cfg.cpu_overhead_per_iteration_s
+                                     + self.cfg.cpu_overhead_per_request_s * requests)
+        if stage == self.pp - 1:
+            extra["lm_head"] = self.roofs.kernel(ops.lm_head(self.model, self.tp, requests))
+        return extra
 
-    def _collective(self, nbytes: float) -> float:
-        return nbytes / self.link + COLLECTIVE_LATENCY_S
+    def prefill_attention(self, chunk, context):
+        cost = ops.prefill_attention(self.shape, chunk, context)
+        return self.roofs.kernel_scalar(cost.flops, cost.bytes)
 
-    def stage_extras(self, shape: BatchShape, stage_id: int) -> dict[str, float]:
-        """Per-stage operators outside the layers: embedding, LM head, PP send, CPU overhead."""
-        m, e, extras = self.model, self.model.embedding_dim, {}
-        if stage_id == 0:
-            extras["embedding"] = self._roof(0, B * 2 * shape.total_tokens * e)
-            extras["cpu_overhead"] = (self.cfg.cpu_overhead_per_iteration_s
-                                      + self.cfg.cpu_overhead_per_request_s * shape.num_requests)
-        if stage_id == self.pp - 1:
-            vocab = m.vocab_size / self.tp
-            extras["lm_head"] = self._roof(2 * shape.num_requests * e * vocab, B * e * vocab)
-        else:
-            extras["pp_send_recv"] = self._collective(B * shape.total_tokens * e)
-        return extras
+    def decode_attention(self, num_decodes, context):
+        compute = self._decode_compute * context
+        memory = self._decode_kv * context + self._decode_query * num_decodes
+        return np.sqrt(compute * compute + memory * memory) + GEMM_LAUNCH_S
 
-    def breakdown(self, shape: BatchShape, stage_id: int) -> dict[str, float]:
-        """Seconds per operator for the whole stage (layer operators times layers)."""
-        ops = {name: self.layers * value for name, value in self.layer_breakdown(shape).items()}
-        ops["attn_decode"] = self.layers * self._decode_attention(shape.decode_context) if shape.num_decodes else 0.0
-        ops.update(self.stage_extras(shape, stage_id))
-        return ops
-
-    def _fixed_time(self, shape: BatchShape, stage_id: int) -> float:
-        layer = sum(self.layer_breakdown(shape).values())
-        return self.layers * layer + sum(self.stage_extras(shape, stage_id).values())
-
-    def stage_time(self, shape: BatchShape, stage_id: int) -> float:
-        fixed = self._fixed_time(shape, stage_id)
-        if not shape.num_decodes:
-            return fixed
-        return fixed + self.layers * self._decode_attention(shape.decode_context)
-
-    def decode_run_times(self, num_requests: np.ndarray, context: np.ndarray, stage_id: int) -> np.ndarray:
-        """Stage times of consecutive decode-only iterations with `num_requests[j]` requests
-        holding `context[j]` KV tokens in all (bitwise equal to stage_time of each)."""
-        sizes, index = np.unique(num_requests, return_inverse=True)
-        fixed = np.array([self._fixed_time(BatchShape(int(n), int(n), (), int(n), 0), stage_id) for n in sizes])
-        return fixed[index] + self.layers * self._decode_attention(context.astype(np.float64))
+    def decode_scalar(self, num_decodes, context):
+        compute = self._decode_compute * context
+        memory = self._decode_kv * context + self._decode_query * num_decodes
+        return math.sqrt(compute * compute + memory * memory) + GEMM_LAUNCH_S

@@ -1,0 +1,69 @@
+"""Predictor: where a batch's time goes, roofline vs learned vs an uploaded profile, accuracy."""
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+from pages.state import scenario
+from sim_core import SimCoreError, parse_config
+from sim_core.predictor import build_predictor
+from sim_core.predictor.accuracy import learned_accuracy, operator_comparison, pooled, roofline_accuracy
+from sim_core.predictor.profile_dir import ProfileSet
+from sim_core.predictor.profiles import read_attention, read_mlp
+from sim_core.viz import decode_frame, decode_lines, error_bars, measured_vs_predicted, operator_lines, prefill_frame
+
+st.title("Execution-time predictor")
+try:
+    config = parse_config(scenario())
+    predictors = {"roofline": build_predictor(config.model_copy(update={"predictor": config.predictor.model_copy(
+        update={"type": "roofline"})}))}
+    if config.predictor.type == "learned":
+        predictors["learned"] = build_predictor(config)
+except SimCoreError as error:
+    st.error(str(error))
+    st.stop()
+st.caption(f"{config.model} on {config.device}, TP={config.cluster.tensor_parallel_size}, "
+           f"PP={config.cluster.pipeline_parallel_size}; stage 0 of the scenario")
+
+left, right = st.columns(2)
+with left:
+    st.subheader("Prefill: time per operator vs tokens")
+    tokens = np.unique(np.geomspace(16, st.select_slider("Largest prompt", [512, 1024, 2048, 4096, 8192], 4096,
+                                                         key="pr_tokens"), 24).astype(int))
+    st.plotly_chart(operator_lines(prefill_frame(predictors, tokens)), key="pr_prefill")
+with right:
+    st.subheader("Decode: stage time vs batch and context")
+    contexts = st.multiselect("Context per request", [256, 1024, 2048, 4096, 8192], [1024, 4096], key="pr_ctx")
+    st.plotly_chart(decode_lines(decode_frame(predictors, [1, 2, 4, 8, 16, 32, 64, 128, 256], contexts)),
+                    key="pr_decode")
+
+st.subheader("Against a measured profile")
+upload = st.file_uploader("Vidur-format mlp.csv or attention.csv (of the scenario's model)", type="csv", key="pr_upload")
+estimator = st.radio("Learned estimator", ["random_forest", "polynomial"], horizontal=True, key="pr_estimator")
+if upload is None:
+    st.info("Upload a profile to compare the roofline and a learned model with measurements.")
+    st.stop()
+with tempfile.TemporaryDirectory() as folder:
+    path = Path(folder) / upload.name
+    path.write_bytes(upload.getvalue()[:50_000_000])
+    try:
+        reader = read_attention if "attn_prefill" in upload.getvalue()[:4000].decode(errors="ignore") else read_mlp
+        profiles = ProfileSet(config.device, config.model, reader(path), [path])
+    except SimCoreError as error:
+        st.error(str(error))
+        st.stop()
+model, device = config.model_spec(), config.device_spec()
+operator = st.selectbox("Operator", list(profiles.operators), key="pr_operator")
+degrees = sorted(int(t) for t in profiles.operators[operator]["tp"].unique())
+tp = st.selectbox("TP degree of the rows", degrees, key="pr_tp")
+x, measured, predicted = operator_comparison(profiles, operator, tp, model, device, config.predictor, estimator)
+st.plotly_chart(measured_vs_predicted(x, measured, predicted, operator), key="pr_measured")
+
+st.subheader("Accuracy report")
+learned = pooled(learned_accuracy(profiles, estimator), "mape")
+roofline = pooled(roofline_accuracy(profiles, model, device, config.predictor), "median")
+st.plotly_chart(error_bars({"learned: held-out MAPE": learned, "roofline: median error": roofline}), key="pr_errors")
+st.dataframe({"operator": list(learned), "learned MAPE %": list(learned.values()),
+              "roofline median error %": [roofline.get(op) for op in learned]}, key="pr_table")

@@ -1,0 +1,116 @@
+"""Shared pricing of a batch shape from per-operator tables precomputed on a token grid.
+
+A stage time is the sum of four parts (seconds):
+
+    token part    layers x (per-layer operators of the batch's total tokens, e.g. GEMMs, norms)
+                  + stage operators of the tokens (embedding on stage 0, PP send on non-last)
+    request part  stage operators of the number of requests (LM head on the last stage,
+                  CPU overhead on stage 0)
+    prefill       layers x attention of each prefill chunk (chunk tokens, cached tokens)
+    decode        layers x attention of all decodes (number of decodes, total context)
+
+The token and request parts are looked up in arrays indexed by the count (built once, grown
+by doubling when a larger batch comes), so the hot loop does no model evaluation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim_core.predictor.shape import BatchShape
+
+INITIAL_GRID = 8192
+
+
+class GridPredictor:
+    """Base of the roofline and learned predictors: subclasses say how each operator costs."""
+
+    needs_context = True
+
+    def __init__(self, num_layers_per_stage: int, num_stages: int) -> None:
+        self.layers, self.num_stages = num_layers_per_stage, num_stages
+        self._size = 0
+        self._ensure(INITIAL_GRID)
+
+    # ---- what a subclass provides (seconds; arrays in, arrays out) ---------------------------
+
+    def layer_ops(self, tokens: np.ndarray) -> dict[str, np.ndarray]:
+        """Per-layer seconds of each token-dependent operator (all its kernels in one layer)."""
+        raise NotImplementedError
+
+    def stage_token_ops(self, tokens: np.ndarray, stage: int) -> dict[str, np.ndarray]:
+        """Seconds of the stage's operators outside the layers that depend on tokens."""
+        raise NotImplementedError
+
+    def request_ops(self, requests: np.ndarray, stage: int) -> dict[str, np.ndarray]:
+        """Seconds of the stage's operators that depend on the number of requests."""
+        raise NotImplementedError
+
+    def prefill_attention(self, chunk: int, context: int) -> float:
+        """Per-layer seconds of the prefill attention of one request's chunk."""
+        raise NotImplementedError
+
+    def decode_attention(self, num_decodes: np.ndarray, context: np.ndarray) -> np.ndarray:
+        """Per-layer seconds of decode attention for batches of `num_decodes` holding `context`
+        KV tokens in all (element-wise over the arrays)."""
+        raise NotImplementedError
+
+    def decode_scalar(self, num_decodes: int, context: int) -> float:
+        """decode_attention of one batch; subclasses may give a faster scalar path, which must
+        equal the array path bit for bit."""
+        return float(self.decode_attention(np.array([num_decodes], dtype=np.float64),
+                                           np.array([context], dtype=np.float64))[0])
+
+    # ---- the tables ---------------------------------------------------------------------------
+
+    def _ensure(self, count: int) -> None:
+        if count < self._size:
+            return
+        size = max(2 * self._size, count + 1, INITIAL_GRID)
+        grid = np.arange(size, dtype=np.float64)
+        layer = self.layer_ops(grid)
+        per_layer = sum(layer.values()) if layer else np.zeros(size)
+        self._token_total = [self.layers * per_layer + _total(self.stage_token_ops(grid, s), size)
+                             for s in range(self.num_stages)]
+        self._request_total = [_total(self.request_ops(grid, s), size) for s in range(self.num_stages)]
+        self._size = size
+
+    # ---- pricing --------------------------------------------------------------------------------
+
+    def stage_time(self, shape: BatchShape, stage_id: int) -> float:
+        """Seconds that pipeline stage `stage_id` takes for a batch of this shape."""
+        self._ensure(max(shape.total_tokens, shape.num_requests))
+        time = self._token_total[stage_id][shape.total_tokens] + self._request_total[stage_id][shape.num_requests]
+        for chunk, context in shape.prefill_chunks:
+            time += self.layers * self.prefill_attention(chunk, context)
+        if shape.num_decodes:
+            time += self.layers * self.decode_scalar(shape.num_decodes, shape.decode_context)
+        return float(time)
+
+    def decode_run_times(self, num_requests: np.ndarray, context: np.ndarray, stage_id: int) -> np.ndarray:
+        """Stage times of consecutive decode-only iterations with `num_requests[j]` requests
+        holding `context[j]` KV tokens in all (bitwise equal to stage_time of each)."""
+        self._ensure(int(num_requests.max()))
+        fixed = self._token_total[stage_id][num_requests] + self._request_total[stage_id][num_requests]
+        decode = self.decode_attention(num_requests.astype(np.float64), context.astype(np.float64))
+        return fixed + self.layers * decode
+
+    def breakdown(self, shape: BatchShape, stage_id: int) -> dict[str, float]:
+        """Seconds per operator for the whole stage (layer operators times the stage's layers);
+        the values sum to stage_time."""
+        tokens = np.array([float(shape.total_tokens)])
+        parts = {name: self.layers * float(v[0]) for name, v in self.layer_ops(tokens).items()}
+        parts["attn_prefill"] = self.layers * sum(self.prefill_attention(q, c) for q, c in shape.prefill_chunks)
+        decode = self.decode_attention(np.array([float(shape.num_decodes)]), np.array([float(shape.decode_context)]))
+        parts["attn_decode"] = self.layers * float(decode[0]) if shape.num_decodes else 0.0
+        parts.update({name: float(v[0]) for name, v in self.stage_token_ops(tokens, stage_id).items()})
+        requests = np.array([float(shape.num_requests)])
+        parts.update({name: float(v[0]) for name, v in self.request_ops(requests, stage_id).items()})
+        return parts
+
+
+def _total(ops: dict[str, np.ndarray], size: int) -> np.ndarray:
+    total = np.zeros(size)
+    for values in ops.values():
+        total = total + values
+    return total

@@ -1,0 +1,128 @@
+"""`python -m sim_core predictor fit|report|compare|calibrate`: train and check cost models
+against profiles in Vidur's layout (see sim_core/predictor/profile_dir.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from sim_core.catalog import DEVICES, MODELS
+from sim_core.errors import ConfigError
+
+DEFAULT_CACHE = ".sim_cache/predictor"
+
+
+def add_predictor_commands(commands) -> argparse.ArgumentParser:
+    """Register the `predictor` command group on the CLI's subparsers."""
+    group = commands.add_parser("predictor", help="train and check execution-time predictors on profiles")
+    subs = group.add_subparsers(dest="predictor_command", required=True)
+    specs = {
+        "fit": ("train the learned predictor on every profile (and cache its grids)", _fit),
+        "report": ("learned predictor: MAPE per operator on held-out rows", _report),
+        "compare": ("roofline: median absolute percentage error per operator vs measured rows", _compare),
+        "calibrate": ("fit the roofline's efficiency factors to a profile", _calibrate),
+    }
+    for name, (text, handler) in specs.items():
+        sub = subs.add_parser(name, help=text)
+        sub.add_argument("--profiles", required=True, help="folder in Vidur's layout (compute/, network/)")
+        needs_pair = name in ("compare", "calibrate")
+        sub.add_argument("--model", required=needs_pair, help="catalog model id (e.g. llama-2-7b)")
+        sub.add_argument("--device", required=needs_pair, help="catalog device id (e.g. a100-80gb)")
+        if name in ("fit", "report"):
+            sub.add_argument("--estimator", default="random_forest", choices=["random_forest", "polynomial"])
+        if name == "fit":
+            sub.add_argument("--cache-dir", default=DEFAULT_CACHE, help="where the trained grids are stored")
+        if name != "fit":
+            sub.add_argument("--json", action="store_true", help="print one JSON object")
+        sub.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+        sub.set_defaults(handler=handler)
+    return group
+
+
+def _profile_sets(args):
+    from sim_core.predictor.profile_dir import find_compute_profiles, load_profile_set
+
+    pairs = [(p.model, p.device) for p in find_compute_profiles(args.profiles)
+             if (not args.model or p.model == args.model) and (not args.device or p.device == args.device)]
+    if not pairs:
+        raise ConfigError(f"{args.profiles}: no compute profile matches model={args.model} device={args.device}")
+    return [load_profile_set(args.profiles, model, device) for model, device in dict.fromkeys(pairs)]
+
+
+def _fit(args) -> int:
+    from sim_core.config import PredictorConfig
+    from sim_core.predictor.learned_tables import cached_tables
+
+    for profiles in _profile_sets(args):
+        degrees = sorted({int(t) for f in profiles.operators.values() for t in f["tp"].unique()})
+        for tp in degrees:
+            started = time.perf_counter()
+            tables = cached_tables(profiles, tp, args.estimator, args.cache_dir)
+            print(f"{profiles.model} on {profiles.device}, TP={tp}: {len(tables.operators)} operators "
+                  f"({', '.join(tables.operators)}) in {time.perf_counter() - started:.2f} s")
+    PredictorConfig(type="learned", profiles_dir=args.profiles, cache_dir=args.cache_dir)  # the options are valid
+    print(f"cached under {args.cache_dir}; use predictor: {{type: learned, profiles_dir: {args.profiles}, "
+          f"estimator: {args.estimator}, cache_dir: {args.cache_dir}}}")
+    return _report(argparse.Namespace(**{**vars(args), "json": False}))
+
+
+def _print_table(results, statistic: str, label: str) -> None:
+    print(f"{'device':10s} {'model':14s} {'operator':26s} {'TP':>3s} {'rows':>6s} {'dropped':>8s} {label:>9s}")
+    for r in results:
+        value = r.mape if statistic == "mape" else r.median
+        print(f"{r.device:10s} {r.model:14s} {r.operator:26s} {r.tp:3d} {r.num_rows:6d} {r.num_dropped:8d} {value:9.2f}")
+
+
+def _report(args) -> int:
+    from sim_core.predictor.accuracy import learned_accuracy, pooled
+
+    results = [r for profiles in _profile_sets(args) for r in learned_accuracy(profiles, args.estimator)]
+    if args.json:
+        print(json.dumps(pooled(results, "mape")))
+        return 0
+    _print_table(results, "mape", "MAPE %")
+    print(f"\nper operator ({args.estimator}, held-out rows of all profiles and TP degrees), MAPE %:")
+    for op, value in pooled(results, "mape").items():
+        print(f"  {op:26s} {value:6.2f}")
+    return 0
+
+
+def _pair(args):
+    from sim_core.predictor.profile_dir import load_profile_set
+
+    if args.model not in MODELS or args.device not in DEVICES:
+        raise ConfigError(f"--model/--device: unknown id ({args.model}, {args.device}); models: "
+                          f"{', '.join(MODELS)}; devices: {', '.join(DEVICES)}")
+    return load_profile_set(args.profiles, args.model, args.device), MODELS[args.model], DEVICES[args.device]
+
+
+def _compare(args) -> int:
+    from sim_core.config import PredictorConfig
+    from sim_core.predictor.accuracy import pooled, roofline_accuracy
+
+    profiles, model, device = _pair(args)
+    results = roofline_accuracy(profiles, model, device, PredictorConfig())
+    if args.json:
+        print(json.dumps(pooled(results, "median")))
+        return 0
+    _print_table(results, "median", "median %")
+    print(f"\nroofline vs measured, {args.model} on {args.device}, median absolute percentage error per operator:")
+    for op, value in pooled(results, "median").items():
+        print(f"  {op:26s} {value:6.2f}")
+    return 0
+
+
+def _calibrate(args) -> int:
+    from sim_core.predictor.calibration import calibrate
+
+    profiles, model, device = _pair(args)
+    fit = calibrate(profiles, model, device)
+    if args.json:
+        print(json.dumps(fit.__dict__))
+        return 0
+    print(f"{fit.num_rows} GEMM rows; median error {fit.median_error_before:.2f}% with the catalog's factors "
+          f"({device.compute_efficiency}, {device.memory_efficiency}), {fit.median_error_after:.2f}% calibrated")
+    print(f"predictor: {{type: roofline, compute_efficiency: {fit.compute_efficiency}, "
+          f"memory_efficiency: {fit.memory_efficiency}}}")
+    return 0

@@ -1,0 +1,75 @@
+"""Catalogs: the promised ids, Hugging Face config import, and every model on every device."""
+
+import json
+
+import pytest
+
+from sim_core import ConfigError, parse_config, run_simulation
+from sim_core.catalog import DEVICES, MODELS, load_hf_config, model_from_hf_config
+
+MODEL_IDS = ["llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b", "mistral-7b", "qwen2.5-7b",
+             "qwen2.5-72b", "codellama-34b", "phi-2", "mixtral-8x7b"]
+DEVICE_IDS = ["a100-40gb", "a100-80gb", "h100-sxm", "h200", "b200", "l40s", "a40", "a30", "mi300x", "rtx-4090"]
+
+
+def test_catalog_ids_are_the_documented_ones():
+    assert set(MODEL_IDS) <= set(MODELS) and set(DEVICE_IDS) <= set(DEVICES)
+    assert (MODELS["mixtral-8x7b"].num_experts, MODELS["mixtral-8x7b"].num_experts_per_token) == (8, 2)
+
+
+LLAMA3_8B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+             "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+             "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 8192}
+
+
+def test_hf_config_of_a_gqa_model_gives_the_catalog_shape():
+    spec = model_from_hf_config(LLAMA3_8B)
+    assert spec.model_dump(exclude={"name"}) == MODELS["llama-3-8b"].model_dump(exclude={"name"})
+
+
+def test_hf_config_of_moe_and_ungated_models():
+    moe = model_from_hf_config({"model_type": "qwen2_moe", "hidden_size": 2048, "num_hidden_layers": 24,
+                                "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 5632,
+                                "moe_intermediate_size": 1408, "num_experts": 60, "num_experts_per_tok": 4,
+                                "vocab_size": 151936})
+    assert (moe.num_experts, moe.num_experts_per_token, moe.mlp_hidden_dim) == (60, 4, 1408)
+    phi = model_from_hf_config({"model_type": "phi", "hidden_size": 2560, "num_hidden_layers": 32,
+                                "num_attention_heads": 32, "intermediate_size": 10240, "vocab_size": 51200})
+    assert (phi.use_gated_mlp, phi.num_kv_heads) == (False, 32)
+
+
+def test_bad_hf_configs_are_one_line(tmp_path):
+    with pytest.raises(ConfigError, match="config.json: missing 'hidden_size' .*n_embd, d_model"):
+        model_from_hf_config({"num_attention_heads": 4})
+    path = tmp_path / "config.json"
+    path.write_text("{not json")
+    with pytest.raises(ConfigError, match="config.json: not valid JSON"):
+        load_hf_config(path)
+
+
+def test_a_scenario_can_import_a_model_from_a_config_json_next_to_it(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA3_8B))
+    config = parse_config({"model": "mine", "models": {"mine": {"hf_config": "config.json"}}}, base_dir=tmp_path)
+    assert config.model_spec().num_kv_heads == 8 and config.model_spec().name == "mine"
+
+
+def test_every_catalog_model_runs_on_every_catalog_device_where_it_fits():
+    """A tiny workload on all 110 pairs (detailed planner, roofline): it either finishes or the
+    planner says in one line that the weights leave no room."""
+    ran, refused = set(), set()
+    for model in MODEL_IDS:
+        for device in DEVICE_IDS:
+            config = parse_config({"model": model, "device": device, "max_model_len": 2048,
+                                   "memory": {"planner": "detailed"}, "engine": {"record": "requests"},
+                                   "workload": {"num_requests": 3}})
+            try:
+                result = run_simulation(config)
+            except ConfigError as error:
+                assert f"memory: {model} on {device}" in str(error) and "leaves no room" in str(error)
+                refused.add((model, device))
+                continue
+            assert result.summary["num_finished"] == 3
+            ran.add((model, device))
+    assert len(ran) + len(refused) == 110
+    assert {("llama-2-70b", "rtx-4090"), ("mixtral-8x7b", "a100-80gb"), ("qwen2.5-72b", "h100-sxm")} <= refused
+    assert {("phi-2", "rtx-4090"), ("llama-3-70b", "mi300x"), ("mixtral-8x7b", "h200")} <= ran

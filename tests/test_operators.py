@@ -1,0 +1,70 @@
+"""FLOP and byte counts of the layer operators on worked examples (Llama-2-7B, bf16)."""
+
+import numpy as np
+import pytest
+
+from sim_core.catalog import MODELS
+from sim_core.predictor import operators as ops
+from sim_core.predictor.roofline import GEMM_LAUNCH_S, Roofs
+from sim_core.catalog import DEVICES
+
+
+def test_gemm_counts_two_flops_per_multiply_add_and_reads_both_operands_once():
+    cost = ops.gemm(4, 8, 16)
+    assert (cost.flops, cost.bytes) == (2 * 4 * 8 * 16, 2 * (8 * 16 + 4 * 8 + 4 * 16))
+
+
+def test_llama2_7b_layer_kernels_for_1000_tokens():
+    """QKV: 1000 x 4096 @ 4096 x 12288; MLP up is gate and up fused: 4096 x 22016."""
+    kernels = ops.layer_kernels(ops.LayerShape.of(MODELS["llama-2-7b"], 1), 1000)
+    assert kernels["attn_pre_proj"].flops == 2 * 1000 * 4096 * 12288 == 100_663_296_000
+    assert kernels["attn_pre_proj"].bytes == 2 * (4096 * 12288 + 1000 * 4096 + 1000 * 12288)
+    assert kernels["mlp_up_proj"].flops == 2 * 1000 * 4096 * 22016
+    assert kernels["mlp_down_proj"].bytes == 2 * (11008 * 4096 + 1000 * 11008 + 1000 * 4096)
+    assert kernels["attn_kv_cache_save"].bytes == 2 * 2 * 2 * 1000 * 32 * 128
+    assert kernels["add"].bytes == 2 * 3 * 1000 * 4096 and kernels["add"].flops == 0
+    assert "moe_router" not in kernels
+
+
+def test_tensor_parallelism_splits_heads_and_ffn_and_replicates_scarce_kv_heads():
+    shape = ops.LayerShape.of(MODELS["llama-2-70b"], 16)  # 64 q heads, 8 KV heads
+    assert (shape.q_heads, shape.kv_heads, shape.ffn) == (4, 1, 28672 / 16)
+
+
+def test_moe_experts_read_only_the_active_experts_weights():
+    """Mixtral: 3 tokens x top-2 = 6 routed pairs touch at most 6 of 8 experts; 100 tokens touch all 8."""
+    shape = ops.LayerShape.of(MODELS["mixtral-8x7b"], 1)
+    few, many = ops.layer_kernels(shape, 3), ops.layer_kernels(shape, 100)
+    weights = 4096 * 14336 * 2
+    assert few["mlp_up_proj"].bytes == 2 * (6 * weights + 6 * (4096 + 2 * 14336))
+    assert many["mlp_up_proj"].bytes == 2 * (8 * weights + 200 * (4096 + 2 * 14336))
+    assert many["mlp_up_proj"].flops == 2 * 200 * 4096 * 2 * 14336
+    assert many["moe_router"].flops == 2 * 100 * 4096 * 8
+
+
+def test_causal_prefill_attention_counts_each_query_key_pair_once():
+    """A 4-token chunk after 10 cached tokens: queries see 11, 12, 13, 14 keys = 50 pairs."""
+    shape = ops.LayerShape.of(MODELS["llama-2-7b"], 1)
+    cost = ops.prefill_attention(shape, 4, 10)
+    assert cost.flops == 4 * 128 * 32 * 50
+    assert cost.bytes == 2 * (2 * 4 * 32 * 128 + 2 * 14 * 32 * 128)
+
+
+def test_decode_attention_reads_every_cached_key_and_value():
+    shape = ops.LayerShape.of(MODELS["llama-3-8b"], 1)  # 8 KV heads
+    cost = ops.decode_attention(shape, 2, 3000)
+    assert cost.bytes == 2 * (2 * 3000 * 8 * 128 + 2 * 2 * 32 * 128)
+    assert cost.flops == 4 * 128 * 32 * 3000
+
+
+def test_a_kernel_is_the_smooth_maximum_of_its_roofs_plus_launch():
+    """A100-80GB at 0.7 / 0.8 efficiency: 218.4 TFLOP/s and 1631.2 GB/s effective."""
+    roofs = Roofs(DEVICES["a100-80gb"], 0.7, 0.8, 0.7)
+    cost = ops.Cost(218.4e12 * 3e-3, 1631.2e9 * 4e-3)  # 3 ms of compute, 4 ms of memory
+    assert float(roofs.kernel(cost)) == pytest.approx(5e-3 + GEMM_LAUNCH_S, rel=1e-12)
+    assert float(roofs.all_reduce(1e6, 2)) == pytest.approx(1e6 / 210e9 + 8e-6)
+
+
+def test_operator_counts_accept_arrays():
+    kernels = ops.layer_kernels(ops.LayerShape.of(MODELS["llama-2-7b"], 1), np.array([1.0, 2.0]))
+    assert kernels["attn_post_proj"].flops.tolist() == [2 * 4096 * 4096, 4 * 4096 * 4096]
