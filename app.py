@@ -19,6 +19,7 @@ PAGES = [
     st.Page("pages/requests.py", title="Requests", icon=":material/view_timeline:"),
     st.Page("pages/pipeline.py", title="Pipeline", icon=":material/view_kanban:"),
     st.Page("pages/memory.py", title="Memory", icon=":material/memory:"),
+    st.Page("pages/predictor.py", title="Predictor", icon=":material/speed:"),
 ]
 
 read_url()

@@ -13,7 +13,8 @@ run = result()
 end = float(run.requests["completed_at"].max()) if run.requests["completed_at"].notna().any() else 1.0
 replicas = run.config.cluster.num_replicas
 group, cells, _, _ = kv_layout(run.num_blocks, replicas, 60)
-st.caption(f"{run.num_blocks:,} blocks per replica of {run.config.scheduler.block_size} tokens. "
+st.caption(f"{run.num_blocks:,} blocks per replica of {run.config.scheduler.block_size} tokens, "
+           f"{end:.1f} s simulated. "
            + (f"Each cell aggregates {group} blocks (more than {MAX_CELLS:,} blocks): colour is the share in use."
               if group > 1 else "One cell per physical block; hover to see its owner."))
 left, mid, right = st.columns([3, 1, 1])

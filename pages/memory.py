@@ -8,6 +8,7 @@ from pages.state import scenario
 from sim_core import SimCoreError, parse_config
 from sim_core.memory import plan_memory
 from sim_core.memory import planner as planners
+from sim_core.memory.breakdown import memory_breakdown
 from sim_core.viz.memory import memory_facts, memory_figure
 
 through_app()
@@ -23,14 +24,16 @@ with cols[2]:
     bound("max_model_len", "memory", "max_model_len")
 try:
     plan = plan_memory(config)
+    breakdown = memory_breakdown(config, plan)
 except SimCoreError as error:
     st.error(str(error), icon=":material/error:")
     st.stop()
 cluster = config.cluster
 label = f"{config.device} ({cluster.tensor_parallel_size} x TP, {cluster.pipeline_parallel_size} x PP)"
-st.caption(f"{config.model} on {label}: the GPU whose stage holds the most weights decides the KV capacity.")
-st.plotly_chart(memory_figure(plan, config.device), key="mem_bar")
-facts = memory_facts(plan, config.scheduler.block_size)
+st.caption(f"{config.model} on {label}: one bar per pipeline stage's GPU; the tightest stage decides the "
+           "KV capacity of the replica.")
+st.plotly_chart(memory_figure(breakdown, config.device), key="mem_bar")
+facts = memory_facts(breakdown, plan)
 row = st.columns(len(facts))
 for slot, (name, value) in zip(row, facts.items()):
     slot.metric(name, value)

@@ -91,7 +91,7 @@ PRESETS: tuple[Preset, ...] = (
                      scheduler=_SKEW_REPLICAS, workload=_SKEWED)),
     Preset("Least outstanding requests under skew",
            "The same workload routed to the replica with the fewest waiting requests.",
-           "Overview: queue lengths stay level and the TTFT tail roughly halves.",
+           "Overview: queue lengths stay level and the TTFT tail shrinks by about a third.",
            _scenario("skew: 4 replicas, LOR", cluster={"num_replicas": 4, "pipeline_parallel_size": 1,
                                                        "global_scheduler": "lor"},
                      scheduler=_SKEW_REPLICAS, workload=_SKEWED)),

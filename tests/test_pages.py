@@ -62,7 +62,7 @@ def test_pipeline_page_has_the_gantt_busy_shares_and_three_downloads():
 def test_memory_page_shows_the_plan_of_the_deciding_gpu():
     app = open_app("pages/memory.py")
     names = [trace["name"] for trace in json.loads(chart_specs(app)[0])["data"]]
-    assert names == ["weights", "activations", "KV cache", "margin (reserve)", "unused"]
+    assert names == ["weights", "activations", "KV cache", "framework reserve", "margin", "unused"]
     facts = {m.label: m.value for m in app.metric}
     assert facts["planner"] == "vidur"
     assert facts["blocks per max-length request"] == "128"

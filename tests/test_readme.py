@@ -1,5 +1,6 @@
 """The README's two set-up commands exist, and CI runs exactly the README's test command."""
 
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,4 +17,6 @@ def test_readme_has_an_app_command_and_a_test_command_that_ci_runs():
     assert "requirements-dev.txt" in tests and "pytest" in tests
     ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
     assert tests in ci_lines
-    assert (ROOT / "assets" / "screenshot.png").stat().st_size > 10_000
+    images = re.findall(r"!\[[^\]]*\]\((assets/[^)]+\.png)\)", (ROOT / "README.md").read_text())
+    assert len(images) >= 4
+    assert all((ROOT / image).stat().st_size > 10_000 for image in images)

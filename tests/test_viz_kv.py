@@ -69,7 +69,7 @@ def test_the_map_has_play_pause_a_frame_per_step_and_opens_on_the_fullest_frame(
     figure = json.loads(kv_map_figure(run, max_frames=30).to_json())
     assert len(figure["frames"]) == 30
     assert figure["data"][0]["type"] == "heatmap"
-    assert figure["data"][0]["customdata"]["dtype"] == "i2"     # owners go as int16
+    assert figure["data"][0]["customdata"]["dtype"] == "f4"     # owners as float32, NaN when free
     assert figure["data"][0]["z"]["dtype"] == "i1"              # states as int8
     active = figure["layout"]["sliders"][0]["active"]
     assert figure["data"][0]["z"] == figure["frames"][active]["data"][0]["z"]

@@ -21,8 +21,10 @@ APPLIES: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
     "predictor": ("type", {
         "base_s": ("linear",), "per_token_s": ("linear",),
         "compute_efficiency": ("roofline",), "memory_efficiency": ("roofline",), "link_efficiency": ("roofline",),
-        "cpu_overhead_per_iteration_s": ("roofline",), "cpu_overhead_per_request_s": ("roofline",),
+        "cpu_overhead_per_iteration_s": ("roofline", "learned"), "cpu_overhead_per_request_s": ("roofline", "learned"),
+        "profiles_dir": ("learned",), "estimator": ("learned",), "cache_dir": ("learned",),
     }),
+    "memory": ("planner", {"framework_reserve_gib": ("detailed",)}),
     "workload.arrival": ("process", {"cv": ("gamma",)}),
     "workload.prompt_tokens": _LENGTH,
     "workload.output_tokens": _LENGTH,

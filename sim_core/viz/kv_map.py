@@ -81,9 +81,11 @@ def _grid(frames, group: int, cells: int, width: int):
     z = np.pad(values, ((0, 0), (0, pad)), constant_values=-1).reshape(shape)
     if group > 1:
         return z, None
-    owners = np.pad(frames.owners, ((0, 0), (0, pad)), constant_values=-1).reshape(shape)
-    small = owners.size == 0 or owners.max() < np.iinfo(np.int16).max
-    return z, owners.astype(np.int16) if small else owners
+    # float32 with NaN for "no owner": plotly's JSON escapes every "/" of base64 data as \u002f,
+    # and integer -1 (all one-bits) is mostly "/"; NaN's bytes encode without any
+    owners = np.pad(frames.owners, ((0, 0), (0, pad)), constant_values=-1).reshape(shape).astype(np.float32)
+    owners[owners < 0] = np.nan
+    return z, owners
 
 
 def _stack(grids: list[np.ndarray], height: int) -> np.ndarray:
@@ -100,7 +102,7 @@ def _heatmap(z, owners, group: int, width: int, height: int) -> go.Heatmap:
     block_ids = (np.arange(rows)[:, None] % (height + 1)) * width + np.arange(width)[None, :]
     if group == 1:
         scale, zmin, zmax = _state_scale(), -1, len(STATE_NAMES) - 1
-        hover = "block %{text}<br>request %{customdata}<extra></extra>"
+        hover = "block %{text}<br>request %{customdata:.0f} (NaN: free)<extra></extra>"
         colorbar = None                      # a legend entry per present state instead
     else:
         scale, zmin, zmax = _percent_scale(), -1, 100
