@@ -12,14 +12,14 @@ st.title("KV cache")
 run = result()
 end = float(run.requests["completed_at"].max()) if run.requests["completed_at"].notna().any() else 1.0
 replicas = run.config.cluster.num_replicas
-group, cells, _, _ = kv_layout(run.num_blocks, replicas, 60)
+group, cells, _, _ = kv_layout(run.num_blocks, replicas, 40)
 st.caption(f"{run.num_blocks:,} blocks per replica of {run.config.scheduler.block_size} tokens, "
            f"{end:.1f} s simulated. "
            + (f"Each cell aggregates {group} blocks (more than {MAX_CELLS:,} blocks): colour is the share in use."
               if group > 1 else "One cell per physical block; hover to see its owner."))
 left, mid, right = st.columns([3, 1, 1])
 window = left.slider("Time window (s)", 0.0, max(end, 0.001), (0.0, end), key="kv_window")
-frames = mid.slider("Frames", 10, 120, 60, 10, key="kv_frames", help="Snapshots in the animation.")
+frames = mid.slider("Frames", 10, 120, 40, 10, key="kv_frames", help="Snapshots in the animation.")
 shown = right.number_input("Replicas shown", 1, replicas, min(replicas, 4), key="kv_replicas")
 figure = kv_map_figure(run, *window, max_frames=frames, selected=selected_request(), replicas=int(shown))
 st.plotly_chart(figure, key="kv_map")

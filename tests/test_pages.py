@@ -24,7 +24,7 @@ def test_kv_cache_page_animates_one_cell_per_block_with_play_and_scrubber():
     app = open_app("pages/kv_cache.py")
     figure = json.loads(chart_specs(app)[0])
     assert [b["label"] for b in figure["layout"]["updatemenus"][0]["buttons"]] == ["▶ Play", "❚❚ Pause"]
-    assert len(figure["frames"]) == 60 == len(figure["layout"]["sliders"][0]["steps"])
+    assert len(figure["frames"]) == 40 == len(figure["layout"]["sliders"][0]["steps"])
     assert "One cell per physical block" in app.caption[0].value
     app.slider(key="kv_frames").set_value(20).run()
     assert len(json.loads(chart_specs(app)[0])["frames"]) == 20
