@@ -1,0 +1,102 @@
+"""Read Mooncake-style JSON lines: {"timestamp": ms, "input_length": n, "output_length": n,
+"hash_ids": [...]} per line, in chunks (one chunk of parsed lines in memory at a time)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sim_core.workload import hashes
+from sim_core.workload.formats import MOONCAKE_KEYS
+from sim_core.workload.model import take_ragged
+from sim_core.workload.problems import RowProblems
+
+CHUNK_LINES = 1 << 16
+
+
+def read_mooncake(path: Path, problems: RowProblems):
+    """Returns (columns by key as float64, rows (1-based line numbers), number of records,
+    (hash values, hash offsets) or None when no line has hash_ids)."""
+    parts = {key: [] for key in MOONCAKE_KEYS}
+    rows, hash_values, hash_lengths, any_hashes, count = [], [], [], False, 0
+    for numbers, records in _chunks(path, problems):
+        count += len(records)
+        keep = np.ones(len(records), dtype=bool)
+        values = {}
+        for key in MOONCAKE_KEYS:
+            values[key], ok = _numbers([r.get(key, _MISSING) for r in records], numbers, key, problems)
+            keep &= ok
+        lists = [r.get("hash_ids", []) for r in records]
+        any_hashes = any_hashes or any("hash_ids" in r for r in records)
+        flat, lengths, ok = hashes.from_lists(lists, numbers, "hash_ids", problems)
+        flat, lengths = _keep_ragged(flat, lengths, ok, keep)
+        keep &= ok
+        for key in MOONCAKE_KEYS:
+            parts[key].append(values[key][keep])
+        rows.append(numbers[keep])
+        hash_values.append(flat)
+        hash_lengths.append(lengths)
+    if count == 0:
+        raise problems.fail("no JSON records in the file")
+    columns = {key: np.concatenate(v) for key, v in parts.items()}
+    ragged = (np.concatenate(hash_values), hashes.offsets_of(np.concatenate(hash_lengths))) if any_hashes else None
+    return columns, np.concatenate(rows), count, ragged
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "missing"
+
+
+_MISSING = _Missing()
+
+
+def _chunks(path: Path, problems: RowProblems):
+    numbers, records = [], []
+    with path.open(encoding="utf-8-sig") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            records.append(_parse_line(line, number, problems))
+            numbers.append(number)
+            if len(records) == CHUNK_LINES:
+                yield np.array(numbers, dtype=np.int64), records
+                numbers, records = [], []
+    if records:
+        yield np.array(numbers, dtype=np.int64), records
+
+
+def _parse_line(line: str, number: int, problems: RowProblems) -> dict:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise problems.fail(f"not valid JSON: {exc.msg} at column {exc.colno}", row=number) from None
+    if not isinstance(record, dict):
+        raise problems.fail(f"expected a JSON object per line, got {type(record).__name__}", row=number)
+    return record
+
+
+def _numbers(raw: list, rows: np.ndarray, key: str, problems: RowProblems):
+    numeric = [v if type(v) in (int, float) else None for v in raw]
+    values = pd.to_numeric(pd.Series(numeric, dtype=object), errors="coerce").to_numpy(np.float64, na_value=np.nan)
+
+    def describe(i: int) -> str:
+        value = raw[i]
+        if value is _MISSING:
+            return f"missing key '{key}'"
+        return f"value {json.dumps(value)[:40]} is not a finite number"
+    return values, problems.check(~np.isfinite(values), rows, key, describe, "value(s) not a finite number")
+
+
+def _keep_ragged(flat: np.ndarray, lengths: np.ndarray, ok: np.ndarray, keep: np.ndarray):
+    """Hash lists are returned for the `ok` rows; drop those of rows other checks removed."""
+    survivors = keep[ok]
+    if survivors.all():
+        return flat, lengths
+    offsets = hashes.offsets_of(lengths)
+    rows = np.flatnonzero(survivors)
+    values, new_offsets = take_ragged(flat, offsets, rows)
+    return values, np.diff(new_offsets)
