@@ -57,14 +57,16 @@ def parse_mapping(text: str, source: str, json_first: bool = False) -> dict[str,
 
 def parse_config(data: dict[str, Any], base_dir: str | Path | None = None,
                  source: str = "scenario") -> SimulationConfig:
-    """Validate a scenario mapping; `base_dir` anchors a relative workload.trace_file."""
+    """Validate a scenario mapping; `base_dir` anchors relative trace paths of the workload."""
     try:
         config = SimulationConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{source}: {describe_validation_error(exc, SimulationConfig)}") from None
-    trace = config.workload.trace_file
-    if trace and base_dir is not None and not Path(trace).is_absolute():
-        config.workload.trace_file = str((Path(base_dir) / trace).resolve())
+    if base_dir is not None:
+        spec = config.workload
+        for section in (spec, spec.arrival, spec.prompt_tokens, spec.output_tokens):
+            if section.trace_file and not Path(section.trace_file).is_absolute():
+                section.trace_file = str((Path(base_dir) / section.trace_file).resolve())
     return config
 
 
