@@ -1,0 +1,84 @@
+"""A million-request trace: load time, simulation time on 16 replicas, peak memory.
+
+    python bench/million.py [--requests 1000000] [--simulate 1000000] [--repeats 3]
+
+Writes a chat-like trace of --requests rows to bench/out/ (Poisson 32 req/s, prompts uniform
+64..1536, outputs uniform 16..768; made by our generator), times reading it (median of
+--repeats, the trace reader alone and the whole build_workload), then simulates its first
+--simulate requests: vllm, Llama-2-7B on 16 x A100-80GB routed by lor, linear cost 5 ms +
+0.1 ms per token, engine.record = requests (per-request columns and the summary only). Prints
+wall times, simulated requests per second and the peak resident memory of the process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sim_core import parse_config, run_simulation  # noqa: E402
+from sim_core.workload import build_workload, read_trace, write_trace  # noqa: E402
+
+SCENARIO = {"seed": 0, "model": "llama-2-7b", "device": "a100-80gb", "max_model_len": 4096,
+            "predictor": {"type": "linear", "base_s": 0.005, "per_token_s": 0.0001},
+            "memory": {"planner": "vidur"}, "engine": {"record": "requests"}, "scheduler": {"type": "vllm"},
+            "cluster": {"num_replicas": 16, "global_scheduler": "lor"}}
+
+
+def make_trace(num_requests: int) -> Path:
+    path = ROOT / "bench" / "out" / f"million_{num_requests}.csv"
+    if not path.exists():
+        spec = {**SCENARIO, "workload": {
+            "num_requests": num_requests, "arrival": {"process": "poisson", "qps": 32.0},
+            "prompt_tokens": {"distribution": "uniform", "min": 64, "max": 1536},
+            "output_tokens": {"distribution": "uniform", "min": 16, "max": 768}}}
+        write_trace(build_workload(parse_config(spec)), path)
+    return path
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def timed(action) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=1_000_000)
+    parser.add_argument("--simulate", type=int, default=None, help="simulate only the first N (default: all)")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    trace = make_trace(args.requests)
+    size_mb = trace.stat().st_size / 1e6
+    print(f"trace: {trace.relative_to(ROOT)} ({args.requests} rows, {size_mb:.1f} MB); peak RSS so far "
+          f"{peak_rss_mb():.0f} MB")
+    config = parse_config({**SCENARIO, "workload": {"trace_file": str(trace),
+                                                    "max_trace_requests": args.simulate or 0}})
+    reads = [timed(lambda: read_trace(trace)) for _ in range(args.repeats)]
+    builds = [timed(lambda: build_workload(config)) for _ in range(args.repeats)]
+    print(f"read_trace: median {statistics.median(reads):.2f} s (min {min(reads):.2f}); build_workload: "
+          f"median {statistics.median(builds):.2f} s; peak RSS {peak_rss_mb():.0f} MB")
+    workload = build_workload(config)
+    start = time.perf_counter()
+    result = run_simulation(config, workload)
+    seconds = time.perf_counter() - start
+    s = result.summary
+    print(f"simulate {len(workload)} requests on 16 replicas: {seconds:.1f} s ({len(workload) / seconds:.0f} req/s, "
+          f"{s['num_batches'] / seconds:.0f} batches/s); {s['num_finished']} finished, makespan "
+          f"{s['makespan_s']:.0f} s simulated; peak RSS {peak_rss_mb():.0f} MB")
+    if args.simulate and args.simulate < args.requests:
+        print(f"extrapolated to {args.requests} requests: {seconds * args.requests / len(workload):.0f} s")
+
+
+if __name__ == "__main__":
+    main()
