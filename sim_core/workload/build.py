@@ -21,10 +21,17 @@ def build_workload(config: SimulationConfig) -> Workload:
         TraceError: the trace file has a bad row or cannot be read.
         ConfigError: a generated request cannot fit max_model_len, or a transform cannot apply.
     """
+    return build_workload_and_format(config)[0]
+
+
+def build_workload_and_format(config: SimulationConfig) -> tuple[Workload, str]:
+    """build_workload, also naming where the rows came from: the trace format or 'synthetic'."""
     spec = config.workload
     rng = np.random.default_rng(config.seed if spec.seed is None else spec.seed)
+    fmt = "synthetic"
     if spec.trace_file:
-        workload = transform_trace(_trace_workload(spec, rng), spec, rng)
+        workload, fmt = _trace_workload(spec, rng)
+        workload = transform_trace(workload, spec, rng)
     else:
         columns = generate_columns(spec, rng)
         source = (f"synthetic ({spec.arrival.process}, {spec.num_requests} "
@@ -33,7 +40,7 @@ def build_workload(config: SimulationConfig) -> Workload:
                             columns.pop("num_decode_tokens"), source, (), **columns)
         workload = rescale_time(workload, spec.time_scale_factor, None)
         workload = scale_lengths(workload, spec.prefill_scale_factor, spec.decode_scale_factor)
-    return clip(config, workload)
+    return clip(config, workload), fmt
 
 
 def read_options(spec) -> ReadOptions:
@@ -44,7 +51,7 @@ def read_options(spec) -> ReadOptions:
                        hash_block_size=spec.hash_block_size)
 
 
-def _trace_workload(spec, rng: np.random.Generator) -> Workload:
+def _trace_workload(spec, rng: np.random.Generator) -> tuple[Workload, str]:
     read: TraceRead = read_trace(spec.trace_file, read_options(spec))
     workload = read.workload
     if not read.has_arrivals:   # lengths only: arrivals come from the arrival process
@@ -52,7 +59,7 @@ def _trace_workload(spec, rng: np.random.Generator) -> Workload:
         workload = workload.take(np.arange(len(workload)), arrived_at=times).with_notes(
             f"{spec.trace_file}: no arrival times in a {read.format} trace; generated them "
             f"({spec.arrival.process}, {spec.arrival.qps:g} req/s)")
-    return workload
+    return workload, read.format
 
 
 def clip(config: SimulationConfig, workload: Workload) -> Workload:
