@@ -2,9 +2,11 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim_core import TraceError
-from sim_core.workload import ReadOptions, read_trace
+from sim_core.workload import ReadOptions, Workload, read_trace, write_trace
 
 DATA = "tests/data/traces"
 
@@ -175,3 +177,24 @@ def test_chunked_reading_numbers_rows_across_chunks(tmp_path, monkeypatch):
     rows[8] = "8,9,3"
     path.write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n" + "\n".join(rows) + "\n")
     assert np.array_equal(read_trace(path).workload.num_prefill_tokens, np.arange(1, 11))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_written_canonical_traces_read_back_exactly(tmp_path_factory, data):
+    """write_trace then read_trace gives back every column, optional ones and hashes included."""
+    n = data.draw(st.integers(1, 30))
+    times = sorted(data.draw(st.lists(st.floats(0, 1e6, allow_nan=False), min_size=n, max_size=n)))
+    ints = lambda lo, hi: np.array(data.draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n)), dtype=np.int64)
+    lengths = ints(0, 5)
+    hashes = np.array(data.draw(st.lists(st.integers(0, 2**40), min_size=int(lengths.sum()),
+                                         max_size=int(lengths.sum()))), dtype=np.int64)
+    original = Workload(np.array(times), ints(1, 10**6), ints(1, 10**6), "w", priority=ints(-5, 5),
+                        session_id=ints(0, 99), turn=ints(0, 9), hash_ids=hashes,
+                        hash_offsets=np.concatenate(([0], np.cumsum(lengths))).astype(np.int64), hash_block_size=512)
+    path = tmp_path_factory.mktemp("rt") / "w.csv"
+    write_trace(original, path)
+    back = read_trace(path).workload
+    for name in ("arrived_at", "num_prefill_tokens", "num_decode_tokens", "priority", "session_id", "turn",
+                 "hash_ids", "hash_offsets"):
+        assert np.array_equal(getattr(back, name), getattr(original, name)), name

@@ -50,3 +50,21 @@ def test_a_bad_upload_names_row_and_column_and_keeps_the_old_scenario():
     assert app.error[0].value.endswith("bad.csv, row 2 (line 3), column 'num_prefill_tokens': value 'ten' is not a number")
     assert len(app.button) == 0   # nothing to use
     assert app.session_state["scenario"] == before
+
+
+def test_after_an_upload_the_generator_can_resample_its_lengths_and_replay_its_arrivals():
+    app = upload(page(), "azure.csv", AZURE)
+    app.radio(key="wl_source").set_value("Generate").run()
+    app.selectbox(key="wl_process").set_value("replay").run()
+    app.number_input(key="wl_count").set_value(3).run()
+    app.selectbox(key="wl_prompt_dist").set_value("empirical").run()
+    assert not app.exception and not app.error
+    rows = report(app)
+    assert rows["requests"] == "3" and rows["span"] == "4.315 s"
+
+
+def test_sessions_toggle_generates_conversations():
+    app = page()
+    app.toggle(key="wl_sessions").set_value(True).run()
+    assert not app.exception
+    assert report(app)["extra columns"] == "session_id, turn, prefix_group, prefix_len"
