@@ -8,7 +8,12 @@ from pages.state import scenario
 from pages.uploads import save_upload
 from pages.workload_inputs import WL, generator_spec
 from sim_core import SimCoreError, parse_config
-from sim_core.viz import arrival_rate_figure, length_histogram_figure, length_scatter_figure, report_rows
+from sim_core.viz import (
+    arrival_rate_figure,
+    length_histogram_figure,
+    length_scatter_figure,
+    report_rows,
+)
 from sim_core.workload import build_workload_and_format
 
 FORMATS = ["auto", "canonical", "vidur", "vidur_lengths", "azure", "burstgpt", "mooncake"]

@@ -15,8 +15,15 @@ from sim_core.entities import Request, RequestStatus
 class RequestLog:
     """One slot per workload row (request id = row index)."""
 
-    __slots__ = ("replica_id", "finished", "scheduled_at", "prefill_completed_at", "completed_at",
-                 "num_restarts", "tbt_max")
+    __slots__ = (
+        "completed_at",
+        "finished",
+        "num_restarts",
+        "prefill_completed_at",
+        "replica_id",
+        "scheduled_at",
+        "tbt_max",
+    )
 
     def __init__(self, num_requests: int) -> None:
         self.replica_id = np.full(num_requests, -1, dtype=np.int64)

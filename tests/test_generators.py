@@ -1,5 +1,7 @@
 """Synthetic generators follow their distributions, reproduce from a seed, and sessions add up."""
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -90,7 +92,7 @@ def test_sessions_grow_the_context_and_space_turns_by_answer_and_think_time():
         assert w.turn[rows].tolist() == list(range(len(rows)))
         assert len(set(w.prefix_group[rows].tolist())) == 1 and 0 <= w.prefix_group[rows[0]] < 3
         assert w.prefix_len[rows[0]] == 100
-        for prev, cur in zip(rows, rows[1:]):
+        for prev, cur in pairwise(rows):
             assert w.prefix_len[cur] == w.num_prefill_tokens[prev] + w.num_decode_tokens[prev]
             assert 10 <= w.num_prefill_tokens[cur] - w.prefix_len[cur] <= 50
             assert w.arrived_at[cur] - w.arrived_at[prev] >= 0.1 * w.num_decode_tokens[prev]

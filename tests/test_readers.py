@@ -78,17 +78,17 @@ AZURE = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
 BURST = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
 MOON = '{"timestamp": 0, "input_length": 10, "output_length": 2}\n'
 BAD_FILES = [
-    ("a.csv", "", {}, "file is empty; expected a header line like "
-     "'arrived_at,num_prefill_tokens,num_decode_tokens' and one row per request"),
-    ("b.csv", "time,prompt,output\n0,1,1\n", {}, "cannot tell the trace format from its columns; found: time, "
-     "prompt, output; expected the columns of one of: canonical: arrived_at, num_prefill_tokens, num_decode_tokens; "
-     "vidur_lengths: num_prefill_tokens, num_decode_tokens; azure: TIMESTAMP, ContextTokens, GeneratedTokens; "
-     "burstgpt: Timestamp, Request tokens, Response tokens, Model, Log Type; or Mooncake JSON lines "
-     "(timestamp, input_length, output_length)"),
-    ("c.csv", "timestamp,contexttokens,GeneratedTokens\n", {"format": "azure"},
-     "missing column(s) TIMESTAMP, ContextTokens; found: timestamp, contexttokens, GeneratedTokens; expected: "
-     "TIMESTAMP, ContextTokens, GeneratedTokens (names are case-sensitive: 'timestamp' should be 'TIMESTAMP', "
-     "'contexttokens' should be 'ContextTokens')"),
+    ("a.csv", "", {}, ("file is empty; expected a header line like "
+                        "'arrived_at,num_prefill_tokens,num_decode_tokens' and one row per request")),
+    ("b.csv", "time,prompt,output\n0,1,1\n", {}, (
+        "cannot tell the trace format from its columns; found: time, prompt, output; expected the columns of one "
+        "of: canonical: arrived_at, num_prefill_tokens, num_decode_tokens; vidur_lengths: num_prefill_tokens, "
+        "num_decode_tokens; azure: TIMESTAMP, ContextTokens, GeneratedTokens; burstgpt: Timestamp, Request "
+        "tokens, Response tokens, Model, Log Type; or Mooncake JSON lines (timestamp, input_length, output_length)")),
+    ("c.csv", "timestamp,contexttokens,GeneratedTokens\n", {"format": "azure"}, (
+        "missing column(s) TIMESTAMP, ContextTokens; found: timestamp, contexttokens, GeneratedTokens; expected: "
+        "TIMESTAMP, ContextTokens, GeneratedTokens (names are case-sensitive: 'timestamp' should be 'TIMESTAMP', "
+        "'contexttokens' should be 'ContextTokens')")),
     ("d.csv", AZURE + "2023-11-16 18:15:46,10,2\nyesterday,5,5\n", {},
      "row 2 (line 3), column 'TIMESTAMP': value 'yesterday' is not a date-time (expected e.g. 2023-11-16 18:15:46.6805900)"),
     ("e.csv", AZURE + "2023-11-16 18:15:46,10,2\n2023-11-16 18:15:47,-5,5\n", {},
@@ -165,7 +165,7 @@ def test_size_limit_applies_to_every_format(tmp_path):
 
 def test_chunked_reading_numbers_rows_across_chunks(tmp_path, monkeypatch):
     """A bad value far into a file read in chunks is named by its row in the whole file."""
-    import sim_core.workload.csv_table as csv_table
+    from sim_core.workload import csv_table
 
     monkeypatch.setattr(csv_table, "CHUNK_ROWS", 4)
     rows = [f"{i},{i + 1},3" for i in range(10)]

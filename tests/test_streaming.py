@@ -3,9 +3,7 @@
 import pandas as pd
 import pytest
 
-import sim_core.record as record
-import sim_core.simulator as simulator
-from sim_core import parse_config, run_simulation
+from sim_core import parse_config, record, run_simulation, simulator
 
 BASE = {"seed": 3, "max_model_len": 2048, "predictor": {"type": "linear"},
         "workload": {"num_requests": 300, "arrival": {"process": "gamma", "qps": 30, "cv": 3},

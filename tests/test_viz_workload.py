@@ -2,7 +2,12 @@
 
 import numpy as np
 
-from sim_core.viz import arrival_rate_figure, length_histogram_figure, length_scatter_figure, report_rows
+from sim_core.viz import (
+    arrival_rate_figure,
+    length_histogram_figure,
+    length_scatter_figure,
+    report_rows,
+)
 from sim_core.workload import Workload
 
 

@@ -40,7 +40,7 @@ class ArrivalConfig(BaseModel):
     trace_format: TraceFormat = Field("auto", description=FORMAT_HELP)
 
     @model_validator(mode="after")
-    def _check(self) -> "ArrivalConfig":
+    def _check(self) -> ArrivalConfig:
         if self.process == "replay" and not self.trace_file:
             raise ValueError("process 'replay' needs trace_file (the trace whose arrival times to use)")
         if any(rate < 0 for rate in self.rate_curve) or (self.rate_curve and max(self.rate_curve) <= 0):
@@ -68,7 +68,7 @@ class LengthConfig(BaseModel):
     trace_format: TraceFormat = Field("auto", description=FORMAT_HELP)
 
     @model_validator(mode="after")
-    def _min_le_max(self) -> "LengthConfig":
+    def _min_le_max(self) -> LengthConfig:
         if self.min > self.max:
             raise ValueError(f"min ({self.min}) must not exceed max ({self.max})")
         if self.distribution == "empirical" and not self.trace_file:
@@ -97,7 +97,7 @@ class SessionConfig(BaseModel):
         "How many distinct system prompts conversations draw from (uniformly)."))
 
     @model_validator(mode="after")
-    def _turns(self) -> "SessionConfig":
+    def _turns(self) -> SessionConfig:
         if self.min_turns > self.max_turns:
             raise ValueError(f"min_turns ({self.min_turns}) must not exceed max_turns ({self.max_turns})")
         return self

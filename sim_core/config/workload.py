@@ -7,7 +7,13 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from sim_core.config.generators import FORMAT_HELP, ArrivalConfig, LengthConfig, SessionConfig, TraceFormat
+from sim_core.config.generators import (
+    FORMAT_HELP,
+    ArrivalConfig,
+    LengthConfig,
+    SessionConfig,
+    TraceFormat,
+)
 from sim_core.config.sections import Strict
 
 __all__ = ["ArrivalConfig", "LengthConfig", "SessionConfig", "WorkloadConfig"]
@@ -66,7 +72,7 @@ class WorkloadConfig(BaseModel):
     decode_scale_factor: float = Field(1.0, gt=0.0, le=1e6, description="Multiply output lengths by this.")
 
     @model_validator(mode="after")
-    def _window(self) -> "WorkloadConfig":
+    def _window(self) -> WorkloadConfig:
         if self.window_end_s is not None and self.window_end_s <= self.window_start_s:
             raise ValueError(f"window_end_s ({self.window_end_s}) must exceed window_start_s ({self.window_start_s})")
         return self

@@ -66,7 +66,7 @@ class Workload:
             return np.empty(0, dtype=np.int64)
         return self.hash_ids[self.hash_offsets[row]: self.hash_offsets[row + 1]]
 
-    def take(self, rows: np.ndarray, **changes) -> "Workload":
+    def take(self, rows: np.ndarray, **changes) -> Workload:
         """A workload of the given rows (in the given order) with every column kept aligned;
         `changes` replace fields of the result (e.g. arrived_at, notes)."""
         columns = {f.name: getattr(self, f.name)[rows] for f in fields(self)
@@ -76,7 +76,7 @@ class Workload:
             columns["hash_ids"], columns["hash_offsets"] = take_ragged(self.hash_ids, self.hash_offsets, rows)
         return replace(self, **{**columns, **changes})
 
-    def with_notes(self, *notes: str) -> "Workload":
+    def with_notes(self, *notes: str) -> Workload:
         return replace(self, notes=self.notes + tuple(notes))
 
 

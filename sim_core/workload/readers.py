@@ -15,12 +15,26 @@ import numpy as np
 from sim_core.errors import TraceError
 from sim_core.workload import csv_table, hashes
 from sim_core.workload.csv_table import DATETIME, NUMBER, TEXT
-from sim_core.workload.formats import CSV_FORMATS, CsvFormat, check_columns, detect_csv_format, is_json_lines
+from sim_core.workload.formats import (
+    CSV_FORMATS,
+    CsvFormat,
+    check_columns,
+    detect_csv_format,
+    is_json_lines,
+)
 from sim_core.workload.jsonl import read_mooncake
 from sim_core.workload.model import Workload
 from sim_core.workload.problems import RowProblems
-from sim_core.workload.rows import (OUTPUT, PROMPT, ParsedRows, check_optional, check_times, check_tokens,
-                                    handle_duplicates, sort_by_time)
+from sim_core.workload.rows import (
+    OUTPUT,
+    PROMPT,
+    ParsedRows,
+    check_optional,
+    check_times,
+    check_tokens,
+    handle_duplicates,
+    sort_by_time,
+)
 
 MAX_TRACE_BYTES = 4 * 1024**3
 

@@ -10,7 +10,7 @@ from sim_core.workload.lengths import generate_lengths
 from sim_core.workload.readers import ReadOptions, read_trace
 from sim_core.workload.sessions import generate_sessions
 
-__all__ = ["generate_arrivals", "generate_lengths", "generate_columns", "observed_inputs"]
+__all__ = ["generate_arrivals", "generate_columns", "generate_lengths", "observed_inputs"]
 
 
 def generate_columns(spec: WorkloadConfig, rng: np.random.Generator) -> dict[str, np.ndarray]:

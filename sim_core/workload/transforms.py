@@ -38,7 +38,7 @@ def time_window(workload: Workload, start: float, end: float | None) -> Workload
 
 def sample(workload: Workload, fraction: float, rng: np.random.Generator) -> Workload:
     """A seeded random sample of round(fraction x rows) rows (at least 1), order kept."""
-    count = max(1, int(round(fraction * len(workload))))
+    count = max(1, round(fraction * len(workload)))
     rows = np.sort(rng.choice(len(workload), count, replace=False))
     return workload.take(rows).with_notes(f"sampled {count} of {len(workload)} request(s) (fraction {fraction:g})")
 
