@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import warnings
+from contextlib import closing
 from collections.abc import Callable
 from pathlib import Path
 
@@ -76,17 +77,18 @@ def read_csv_columns(path: Path, name: str, kinds: dict[str, str], problems: Row
 def _read(path, name, kinds, problems, keep, fast: bool):
     dtypes = {c: (np.float64 if fast and kind == NUMBER else str) for c, kind in kinds.items()}
     parts, rows, num_rows = {c: [] for c in kinds}, [], 0
-    for chunk in _chunks(path, name, dtypes):
-        chunk.columns = [str(c).strip() for c in chunk.columns]
-        numbers = np.arange(num_rows + 1, num_rows + len(chunk) + 1, dtype=np.int64)
-        num_rows += len(chunk)
-        if keep is not None:
-            mask = keep(chunk)
-            chunk, numbers = chunk[mask], numbers[mask]
-        columns, numbers = _parse_chunk(chunk, numbers, kinds, problems, fast)
-        for column, values in columns.items():
-            parts[column].append(values)
-        rows.append(numbers)
+    with closing(_chunks(path, name, dtypes)) as chunks:   # closed early when a check raises
+        for chunk in chunks:
+            chunk.columns = [str(c).strip() for c in chunk.columns]
+            numbers = np.arange(num_rows + 1, num_rows + len(chunk) + 1, dtype=np.int64)
+            num_rows += len(chunk)
+            if keep is not None:
+                mask = keep(chunk)
+                chunk, numbers = chunk[mask], numbers[mask]
+            columns, numbers = _parse_chunk(chunk, numbers, kinds, problems, fast)
+            for column, values in columns.items():
+                parts[column].append(values)
+            rows.append(numbers)
     if num_rows == 0:
         raise TraceError(name, "no data rows after the header")
     return {c: np.concatenate(v) for c, v in parts.items()}, np.concatenate(rows), num_rows

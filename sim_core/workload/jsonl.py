@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -20,30 +21,35 @@ CHUNK_LINES = 1 << 16
 def read_mooncake(path: Path, problems: RowProblems):
     """Returns (columns by key as float64, rows (1-based line numbers), number of records,
     (hash values, hash offsets) or None when no line has hash_ids)."""
-    parts = {key: [] for key in MOONCAKE_KEYS}
-    rows, hash_values, hash_lengths, any_hashes, count = [], [], [], False, 0
-    for numbers, records in _chunks(path, problems):
-        count += len(records)
-        keep = np.ones(len(records), dtype=bool)
-        values = {}
-        for key in MOONCAKE_KEYS:
-            values[key], ok = _numbers([r.get(key, _MISSING) for r in records], numbers, key, problems)
-            keep &= ok
-        lists = [r.get("hash_ids", []) for r in records]
-        any_hashes = any_hashes or any("hash_ids" in r for r in records)
-        flat, lengths, ok = hashes.from_lists(lists, numbers, "hash_ids", problems)
-        flat, lengths = _keep_ragged(flat, lengths, ok, keep)
-        keep &= ok
-        for key in MOONCAKE_KEYS:
-            parts[key].append(values[key][keep])
-        rows.append(numbers[keep])
-        hash_values.append(flat)
-        hash_lengths.append(lengths)
+    parts, rows, hash_values, hash_lengths, any_hashes, count = {k: [] for k in MOONCAKE_KEYS}, [], [], [], False, 0
+    with closing(_chunks(path, problems)) as chunks:   # closed early when a check raises
+        for numbers, records in chunks:
+            count += len(records)
+            any_hashes = any_hashes or any("hash_ids" in r for r in records)
+            values, kept, flat, lengths = _parse_records(numbers, records, problems)
+            for key in MOONCAKE_KEYS:
+                parts[key].append(values[key])
+            rows.append(kept)
+            hash_values.append(flat)
+            hash_lengths.append(lengths)
     if count == 0:
         raise problems.fail("no JSON records in the file")
     columns = {key: np.concatenate(v) for key, v in parts.items()}
     ragged = (np.concatenate(hash_values), hashes.offsets_of(np.concatenate(hash_lengths))) if any_hashes else None
     return columns, np.concatenate(rows), count, ragged
+
+
+def _parse_records(numbers: np.ndarray, records: list[dict], problems: RowProblems):
+    """One chunk: the numeric keys, the kept rows' line numbers, their hashes (flat, lengths)."""
+    keep = np.ones(len(records), dtype=bool)
+    values = {}
+    for key in MOONCAKE_KEYS:
+        values[key], ok = _numbers([r.get(key, _MISSING) for r in records], numbers, key, problems)
+        keep &= ok
+    flat, lengths, ok = hashes.from_lists([r.get("hash_ids", []) for r in records], numbers, "hash_ids", problems)
+    flat, lengths = _keep_ragged(flat, lengths, ok, keep)
+    keep &= ok
+    return {key: v[keep] for key, v in values.items()}, numbers[keep], flat, lengths
 
 
 class _Missing:
