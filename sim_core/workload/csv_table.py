@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import codecs
 import warnings
-from contextlib import closing
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
