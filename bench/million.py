@@ -1,13 +1,14 @@
 """A million-request trace: load time, simulation time on 16 replicas, peak memory.
 
-    python bench/million.py [--requests 1000000] [--simulate 1000000] [--repeats 3]
+    python bench/million.py [--requests 1000000] [--simulate N] [--repeats 3] [--router lor]
 
 Writes a chat-like trace of --requests rows to bench/out/ (Poisson 32 req/s, prompts uniform
 64..1536, outputs uniform 16..768; made by our generator), times reading it (median of
 --repeats, the trace reader alone and the whole build_workload), then simulates its first
---simulate requests: vllm, Llama-2-7B on 16 x A100-80GB routed by lor, linear cost 5 ms +
-0.1 ms per token, engine.record = requests (per-request columns and the summary only). Prints
-wall times, simulated requests per second and the peak resident memory of the process.
+--simulate requests: vllm, Llama-2-7B on 16 x A100-80GB routed by --router (default
+round_robin, Vidur's default), linear cost 5 ms + 0.1 ms per token, engine.record = requests
+(per-request columns and the summary only). Prints wall and CPU times, simulated requests per
+second and the peak resident memory of the process.
 """
 
 from __future__ import annotations
@@ -57,23 +58,25 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=1_000_000)
     parser.add_argument("--simulate", type=int, default=None, help="simulate only the first N (default: all)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--router", default="round_robin", choices=["round_robin", "lor", "random"])
     args = parser.parse_args()
     trace = make_trace(args.requests)
     size_mb = trace.stat().st_size / 1e6
     print(f"trace: {trace.relative_to(ROOT)} ({args.requests} rows, {size_mb:.1f} MB); peak RSS so far "
           f"{peak_rss_mb():.0f} MB")
-    config = parse_config({**SCENARIO, "workload": {"trace_file": str(trace),
-                                                    "max_trace_requests": args.simulate or 0}})
+    config = parse_config({**SCENARIO, "cluster": {"num_replicas": 16, "global_scheduler": args.router},
+                           "workload": {"trace_file": str(trace), "max_trace_requests": args.simulate or 0}})
     reads = [timed(lambda: read_trace(trace)) for _ in range(args.repeats)]
     builds = [timed(lambda: build_workload(config)) for _ in range(args.repeats)]
     print(f"read_trace: median {statistics.median(reads):.2f} s (min {min(reads):.2f}); build_workload: "
           f"median {statistics.median(builds):.2f} s; peak RSS {peak_rss_mb():.0f} MB")
     workload = build_workload(config)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = run_simulation(config, workload)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     s = result.summary
-    print(f"simulate {len(workload)} requests on 16 replicas: {seconds:.1f} s ({len(workload) / seconds:.0f} req/s, "
+    print(f"simulate {len(workload)} requests on 16 replicas ({args.router}): {seconds:.1f} s wall, {cpu:.1f} s CPU "
+          f"({len(workload) / seconds:.0f} req/s, "
           f"{s['num_batches'] / seconds:.0f} batches/s); {s['num_finished']} finished, makespan "
           f"{s['makespan_s']:.0f} s simulated; peak RSS {peak_rss_mb():.0f} MB")
     if args.simulate and args.simulate < args.requests:
