@@ -14,11 +14,14 @@ second and the peak resident memory of the process.
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import statistics
 import sys
 import time
 from pathlib import Path
+
+import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -43,6 +46,24 @@ def make_trace(num_requests: int) -> Path:
     return path
 
 
+def foreign_copies(trace: Path) -> dict[str, Path]:
+    """The same requests as an Azure CSV (date-times) and Mooncake JSON lines (with hash ids)."""
+    out = {"azure": trace.with_suffix(".azure.csv"), "mooncake": trace.with_suffix(".mooncake.jsonl")}
+    if all(path.exists() for path in out.values()):
+        return out
+    w = read_trace(trace).workload
+    stamps = pd.Timestamp("2023-11-16 18:15:46") + pd.to_timedelta(w.arrived_at, unit="s")
+    pd.DataFrame({"TIMESTAMP": stamps.strftime("%Y-%m-%d %H:%M:%S.%f"), "ContextTokens": w.num_prefill_tokens,
+                  "GeneratedTokens": w.num_decode_tokens}).to_csv(out["azure"], index=False)
+    with out["mooncake"].open("w") as handle:
+        for ms, prompt, output in zip((w.arrived_at * 1000).round().astype(int).tolist(),
+                                      w.num_prefill_tokens.tolist(), w.num_decode_tokens.tolist()):
+            ids = list(range(-(-prompt // 512)))
+            handle.write(json.dumps({"timestamp": ms, "input_length": prompt, "output_length": output,
+                                     "hash_ids": ids}) + "\n")
+    return out
+
+
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -59,6 +80,7 @@ def main() -> None:
     parser.add_argument("--simulate", type=int, default=None, help="simulate only the first N (default: all)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--router", default="round_robin", choices=["round_robin", "lor", "random"])
+    parser.add_argument("--formats", action="store_true", help="also time Azure CSV and Mooncake JSONL copies")
     args = parser.parse_args()
     trace = make_trace(args.requests)
     size_mb = trace.stat().st_size / 1e6
@@ -70,6 +92,11 @@ def main() -> None:
     builds = [timed(lambda: build_workload(config)) for _ in range(args.repeats)]
     print(f"read_trace: median {statistics.median(reads):.2f} s (min {min(reads):.2f}); build_workload: "
           f"median {statistics.median(builds):.2f} s; peak RSS {peak_rss_mb():.0f} MB")
+    if args.formats:
+        for fmt, path in foreign_copies(trace).items():
+            reads = [timed(lambda path=path: read_trace(path)) for _ in range(args.repeats)]
+            print(f"read_trace {fmt} ({path.stat().st_size / 1e6:.0f} MB): median {statistics.median(reads):.2f} s; "
+                  f"peak RSS {peak_rss_mb():.0f} MB")
     workload = build_workload(config)
     start, cpu = time.perf_counter(), time.process_time()
     result = run_simulation(config, workload)

@@ -73,3 +73,13 @@ def test_optional_columns_stay_aligned_through_transforms(tmp_path):
     w = build_workload(parse_config({"workload": {"trace_file": str(path), "window_start_s": 1.0}}))
     assert w.session_id.tolist() == [30, 20, 40]
     assert [w.hashes_of(i).tolist() for i in range(3)] == [[], [1, 2], [4, 5, 6]]
+
+
+def test_transform_settings_are_checked_with_one_line_naming_the_field():
+    with pytest.raises(ConfigError) as error:
+        parse_config({"workload": {"window_start_s": 10, "window_end_s": 5}})
+    assert str(error.value) == ("scenario: workload: got {'window_start_s': 10, 'window_end_s': 5}; "
+                                "window_end_s (5.0) must exceed window_start_s (10.0)")
+    with pytest.raises(ConfigError) as error:
+        parse_config({"workload": {"sample_fraction": 0}})
+    assert str(error.value) == "scenario: workload.sample_fraction: got 0; allowed range 0.0 (exclusive) .. 1.0"
