@@ -182,7 +182,7 @@ class Recorder:
 
     def compact_gaps(self, force: bool = False) -> None:
         """Fold `token_gaps` and `weighted_gaps` into `gaps` (distinct values with their counts;
-        percentiles over it equal those over the raw samples). Both lists are emptied in place
+        percentiles over it equal those over the raw samples; repeated values may remain). Both lists are emptied in place
         (the simulator holds references to them). Without `force`, only when they are large."""
         raw, runs = self.token_gaps, self.weighted_gaps
         if not force and len(raw) < GAPS_BEFORE_COMPACTING and len(runs) < RUNS_BEFORE_COMPACTING:
@@ -190,8 +190,11 @@ class Recorder:
         values = np.concatenate([self.gaps[0], np.asarray(raw, dtype=np.float64), *(r[0] for r in runs)])
         counts = np.concatenate([self.gaps[1], np.ones(len(raw), dtype=np.int64),
                                  *(np.asarray(r[1], dtype=np.int64) for r in runs)])
-        distinct, where = np.unique(values, return_inverse=True)
-        self.gaps = (distinct, np.bincount(where, weights=counts, minlength=len(distinct)).astype(np.int64))
+        if force and not len(self.gaps[0]):   # the end of a run that never compacted: no need to
+            self.gaps = (values, counts)        # merge equal values, percentiles take them as they are
+        else:
+            distinct, where = np.unique(values, return_inverse=True)
+            self.gaps = (distinct, np.bincount(where, weights=counts, minlength=len(distinct)).astype(np.int64))
         raw.clear()
         runs.clear()
 
