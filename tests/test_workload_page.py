@@ -68,3 +68,15 @@ def test_sessions_toggle_generates_conversations():
     app.toggle(key="wl_sessions").set_value(True).run()
     assert not app.exception
     assert report(app)["extra columns"] == "session_id, turn, prefix_group, prefix_len"
+
+
+def test_new_content_under_the_same_name_gets_a_new_path():
+    """The scenario names the uploaded file by path; a changed file must not reuse it."""
+    app = upload(page(), "t.csv", b"arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,2\n")
+    app.button(key="wl_use").click().run()
+    first = app.session_state["scenario"]["workload"]["trace_file"]
+    app.file_uploader(key="wl_upload").upload("t.csv", b"arrived_at,num_prefill_tokens,num_decode_tokens\n0,20,2\n")
+    app.run()
+    assert report(app)["prompt tokens"] == "20 .. 20 (mean 20)"
+    app.button(key="wl_use").click().run()
+    assert app.session_state["scenario"]["workload"]["trace_file"] != first
