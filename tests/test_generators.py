@@ -106,7 +106,7 @@ def test_replayed_arrivals_come_from_the_trace(tmp_path):
     with pytest.raises(ConfigError) as error:
         build_workload(parse_config(spec))
     assert str(error.value) == (f"workload.arrival.trace_file: {tmp_path / 't.csv'} has 3 arrivals, "
-                                "fewer than num_requests = 5")
+                                "fewer than the 5 needed")
 
 
 def test_config_errors_name_the_field_and_the_allowed_range():

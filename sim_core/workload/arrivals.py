@@ -74,5 +74,5 @@ def _replay(config: ArrivalConfig, num_requests: int, replayed: np.ndarray | Non
     assert replayed is not None, "replay needs the trace's arrival times"
     if len(replayed) < num_requests:
         raise ConfigError(f"workload.arrival.trace_file: {config.trace_file} has {len(replayed)} arrivals, "
-                          f"fewer than num_requests = {num_requests}")
+                          f"fewer than the {num_requests} needed")
     return np.asarray(replayed[:num_requests], dtype=np.float64)
