@@ -105,3 +105,11 @@ def test_generate_writes_a_trace_that_validates_and_replays(tmp_path):
     done = cli("generate", "--config", tmp_path / "g.yaml", "--out", tmp_path / "t.csv")
     assert done.returncode == 0 and "wrote 40 requests" in done.stdout
     assert cli("validate", tmp_path / "t.csv").stdout.startswith(f"ok: {tmp_path / 't.csv'}: canonical trace of 40 requests")
+
+
+def test_run_replays_a_mooncake_trace(tmp_path):
+    (tmp_path / "s.yaml").write_text("predictor: {type: linear}\nworkload: {trace_file: "
+                                     f"{ROOT / 'tests' / 'data' / 'traces' / 'mooncake.jsonl'}}}\n")
+    done = cli("run", "--config", tmp_path / "s.yaml")
+    assert done.returncode == 0, done.stderr
+    assert "requests: 4 finished, 0 rejected" in done.stdout

@@ -200,3 +200,21 @@ def test_written_canonical_traces_read_back_exactly(tmp_path_factory, data):
     for name in ("arrived_at", "num_prefill_tokens", "num_decode_tokens", "priority", "session_id", "turn",
                  "hash_ids", "hash_offsets"):
         assert np.array_equal(getattr(back, name), getattr(original, name)), name
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["0", "1.5", "-2", "x", "", "nan", "7"]),
+                          st.sampled_from(["3", "0", "-1", "2.5", "abc", "10"]),
+                          st.sampled_from(["4", "9", "", "-3", "1e2"])), min_size=1, max_size=25))
+def test_skipping_never_drops_a_row_silently(tmp_path_factory, rows):
+    """With on_bad_rows: skip, every row is either kept or counted in the skip note."""
+    path = tmp_path_factory.mktemp("skip") / "t.csv"
+    path.write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n" + "".join(",".join(r) + "\n" for r in rows))
+    try:
+        workload = read_trace(path, ReadOptions(on_bad_rows="skip")).workload
+    except TraceError as error:
+        assert "no usable rows" in str(error)
+        return
+    notes = [n for n in workload.notes if "skipped" in n]
+    skipped = int(notes[0].split("skipped ")[1].split(" of")[0]) if notes else 0
+    assert len(workload) + skipped == len(rows)

@@ -118,11 +118,11 @@ def _parse_chunk(chunk: pd.DataFrame, numbers: np.ndarray, kinds: dict, problems
             values = chunk[column].to_numpy(dtype=np.float64)
             if not np.all(np.isfinite(values)):
                 raise _SlowPath()
-        elif kind == NUMBER:
-            values, ok = _numbers(chunk[column], numbers, column, problems)
+        elif kind == NUMBER:   # `keep` so far: a row is counted at its first problem only
+            values, ok = _numbers(chunk[column], numbers, column, problems, keep)
             keep &= ok
         elif kind == DATETIME:
-            values, ok = _datetimes(chunk[column], numbers, column, problems)
+            values, ok = _datetimes(chunk[column], numbers, column, problems, keep)
             keep &= ok
         else:
             values = chunk[column].to_numpy(dtype=object)
@@ -133,7 +133,7 @@ def _parse_chunk(chunk: pd.DataFrame, numbers: np.ndarray, kinds: dict, problems
     return columns, numbers
 
 
-def _numbers(text: pd.Series, rows: np.ndarray, column: str, problems: RowProblems):
+def _numbers(text: pd.Series, rows: np.ndarray, column: str, problems: RowProblems, alive: np.ndarray):
     stripped = text.str.strip()
     values = pd.to_numeric(stripped, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
 
@@ -144,10 +144,10 @@ def _numbers(text: pd.Series, rows: np.ndarray, column: str, problems: RowProble
         if raw.lower() in ("nan", "inf", "-inf", "infinity", "-infinity"):
             return f"value '{raw}' is not a finite number"
         return f"value '{raw}' is not a number"
-    return values, problems.check(~np.isfinite(values), rows, column, describe, "value(s) not a finite number")
+    return values, problems.check(~np.isfinite(values) & alive, rows, column, describe, "value(s) not a finite number")
 
 
-def _datetimes(text: pd.Series, rows: np.ndarray, column: str, problems: RowProblems):
+def _datetimes(text: pd.Series, rows: np.ndarray, column: str, problems: RowProblems, alive: np.ndarray):
     stripped = text.str.strip()
     stamps = pd.to_datetime(stripped, format="ISO8601", errors="coerce", utc=True)
     bad = stamps.isna().to_numpy()
@@ -158,7 +158,7 @@ def _datetimes(text: pd.Series, rows: np.ndarray, column: str, problems: RowProb
         raw = stripped.iloc[i]
         return "empty value" if raw == "" else (
             f"value '{raw}' is not a date-time (expected e.g. 2023-11-16 18:15:46.6805900)")
-    return values, problems.check(bad, rows, column, describe, "value(s) not a date-time")
+    return values, problems.check(bad & alive, rows, column, describe, "value(s) not a date-time")
 
 
 def _first_long_line(path: Path) -> str:

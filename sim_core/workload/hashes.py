@@ -10,8 +10,9 @@ import numpy as np
 from sim_core.workload.problems import RowProblems
 
 
-def from_lists(lists: list, rows: np.ndarray, column: str, problems: RowProblems):
-    """Flatten per-row lists of integers; returns (values, lengths, keep mask)."""
+def from_lists(lists: list, rows: np.ndarray, column: str, problems: RowProblems, alive: np.ndarray | None = None):
+    """Flatten per-row lists of integers; returns (values, lengths, keep mask). Rows not
+    `alive` (already found bad) are not counted again."""
     if set(map(type, lists)) <= {list} and set(map(type, chain.from_iterable(lists))) <= {int}:
         lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
         try:
@@ -22,8 +23,10 @@ def from_lists(lists: list, rows: np.ndarray, column: str, problems: RowProblems
             return values, lengths, np.ones(len(lists), dtype=bool)
     ok = np.array([isinstance(v, list) and all(type(x) is int and 0 <= x < 2**63 for x in v) for v in lists],
                   dtype=bool)
-    keep = problems.check(~ok, rows, column, lambda i: f"value {_short(lists[i])} is not a list of "
-                          "non-negative 64-bit integers", "bad hash list(s)")
+    bad = ~ok if alive is None else ~ok & alive
+    problems.check(bad, rows, column, lambda i: f"value {_short(lists[i])} is not a list of non-negative "
+                   "64-bit integers", "bad hash list(s)")
+    keep = ok
     good = [v for v, k in zip(lists, keep) if k]
     lengths = np.fromiter(map(len, good), dtype=np.int64, count=len(good))
     values = np.fromiter(chain.from_iterable(good), dtype=np.int64, count=int(lengths.sum()))

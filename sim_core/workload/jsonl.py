@@ -43,9 +43,10 @@ def _parse_records(numbers: np.ndarray, records: list[dict], problems: RowProble
     keep = np.ones(len(records), dtype=bool)
     values = {}
     for key in MOONCAKE_KEYS:
-        values[key], ok = _numbers([r.get(key, _MISSING) for r in records], numbers, key, problems)
-        keep &= ok
-    flat, lengths, ok = hashes.from_lists([r.get("hash_ids", []) for r in records], numbers, "hash_ids", problems)
+        values[key], ok = _numbers([r.get(key, _MISSING) for r in records], numbers, key, problems, keep)
+        keep &= ok   # so far: a row is counted at its first problem only
+    flat, lengths, ok = hashes.from_lists([r.get("hash_ids", []) for r in records], numbers, "hash_ids", problems,
+                                          keep)
     flat, lengths = _keep_ragged(flat, lengths, ok, keep)
     keep &= ok
     return {key: v[keep] for key, v in values.items()}, numbers[keep], flat, lengths
@@ -94,7 +95,7 @@ def _parse_line(line: str, number: int, problems: RowProblems) -> dict:
     return record
 
 
-def _numbers(raw: list, rows: np.ndarray, key: str, problems: RowProblems):
+def _numbers(raw: list, rows: np.ndarray, key: str, problems: RowProblems, alive: np.ndarray):
     if set(map(type, raw)) <= {int, float}:   # the usual case: convert at C speed
         values = np.array(raw, dtype=np.float64)
     else:
@@ -106,7 +107,7 @@ def _numbers(raw: list, rows: np.ndarray, key: str, problems: RowProblems):
         if value is _MISSING:
             return f"missing key '{key}'"
         return f"value {json.dumps(value)[:40]} is not a finite number"
-    return values, problems.check(~np.isfinite(values), rows, key, describe, "value(s) not a finite number")
+    return values, problems.check(~np.isfinite(values) & alive, rows, key, describe, "value(s) not a finite number")
 
 
 def _keep_ragged(flat: np.ndarray, lengths: np.ndarray, ok: np.ndarray, keep: np.ndarray):
