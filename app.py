@@ -15,6 +15,7 @@ st.set_page_config(page_title="LLM serving scheduling explorer", page_icon=":mat
 PAGES = [
     st.Page("pages/overview.py", title="Overview", icon=":material/monitoring:", default=True),
     st.Page("pages/scenario.py", title="Scenario", icon=":material/tune:"),
+    st.Page("pages/workload.py", title="Workload", icon=":material/dataset:"),
     st.Page("pages/kv_cache.py", title="KV cache", icon=":material/grid_view:"),
     st.Page("pages/requests.py", title="Requests", icon=":material/view_timeline:"),
     st.Page("pages/pipeline.py", title="Pipeline", icon=":material/view_kanban:"),

@@ -15,9 +15,19 @@ import annotated_types
 import streamlit as st
 from pydantic import BaseModel
 
-from pages.state import WIDGET_PREFIX, get_path, scenario, try_scenario, with_path
+from pages.state import ERROR_KEY, WIDGET_PREFIX, get_path, scenario, try_scenario, with_path
 from sim_core.config import SimulationConfig
 from sim_core.config.applicability import applies
+
+
+def _default(info):
+    """A field's default (its default_factory called when it has one)."""
+    return info.get_default(call_default_factory=True)
+
+
+def _shown(value):
+    """A list field as the text its widget shows."""
+    return ", ".join(f"{v:g}" for v in value) if isinstance(value, list) else value
 
 
 def field_info(path: str):
@@ -54,13 +64,18 @@ def _bounds(info) -> tuple:
 
 
 def _commit(key: str, path: str, to_value) -> None:
-    value = to_value(st.session_state[key])
+    try:
+        value = to_value(st.session_state[key])
+    except ValueError:
+        st.session_state[ERROR_KEY] = f"{path}: expected numbers separated by commas"
+        st.session_state[key] = _shown(get_path(scenario(), path, _default(field_info(path))))
+        return
     implied = implied_changes(path, value)
     candidate = with_path(scenario(), path, value)
     for other, other_value in implied.items():
         candidate = with_path(candidate, other, other_value)
     if not try_scenario(candidate):
-        st.session_state[key] = get_path(scenario(), path, field_info(path).default)
+        st.session_state[key] = _shown(get_path(scenario(), path, _default(field_info(path))))
     for other in [path, *implied]:     # other widgets of these fields re-read the scenario
         for stale in [k for k in st.session_state if isinstance(k, str) and k.startswith(WIDGET_PREFIX)
                       and k.endswith(":" + other) and k != key]:
@@ -85,7 +100,7 @@ def bound(path: str, place: str = "form", label: str | None = None, options: lis
     info = field_info(path)
     key = f"{WIDGET_PREFIX}{place}:{path}"
     annotation, optional = _unwrap_optional(info.annotation)
-    current = get_path(scenario(), path, info.default)
+    current = get_path(scenario(), path, _default(info))
     if annotation is float and current is not None:
         current = float(current)
     if key not in st.session_state:
@@ -101,6 +116,11 @@ def bound(path: str, place: str = "form", label: str | None = None, options: lis
     if annotation is bool:
         common["args"] = (key, path, bool)
         return st.toggle(label, **common)
+    if typing.get_origin(annotation) is list:
+        if isinstance(st.session_state[key], list):
+            st.session_state[key] = _shown(st.session_state[key])
+        common["args"] = (key, path, lambda v: [float(x) for x in v.split(",") if x.strip()])
+        return st.text_input(label, **common)
     if annotation is str:
         common["args"] = (key, path, lambda v: v or None)
         return st.text_input(label, **common)

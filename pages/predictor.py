@@ -6,13 +6,28 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
+from pages.entry import through_app
 from pages.state import scenario
 from sim_core import SimCoreError, parse_config
 from sim_core.predictor import build_predictor
-from sim_core.predictor.accuracy import learned_accuracy, operator_comparison, pooled, roofline_accuracy
+from sim_core.predictor.accuracy import (
+    learned_accuracy,
+    operator_comparison,
+    pooled,
+    roofline_accuracy,
+)
 from sim_core.predictor.profile_dir import ProfileSet
 from sim_core.predictor.profiles import read_attention, read_mlp
-from sim_core.viz import decode_frame, decode_lines, error_bars, measured_vs_predicted, operator_lines, prefill_frame
+from sim_core.viz import (
+    decode_frame,
+    decode_lines,
+    error_bars,
+    measured_vs_predicted,
+    operator_lines,
+    prefill_frame,
+)
+
+through_app()
 
 st.title("Execution-time predictor")
 try:

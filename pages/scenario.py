@@ -46,14 +46,15 @@ with tabs[4]:
                       horizontal=True, key="w:sc_source")
     if source == "trace file":
         trace_source()
-        bound("workload.max_trace_requests")
+        section("workload", ["trace_format", "on_bad_rows", "drop_duplicates", "max_trace_requests",
+                             "window_start_s", "window_end_s", "sample_fraction", "target_qps"], columns=4)
     else:
         if trace:
             try_scenario(with_path(current, "workload.trace_file", None))
             st.rerun()
         section("workload", ["num_requests", "seed"])
         for part, title in (("arrival", "Arrivals"), ("prompt_tokens", "Prompt lengths"),
-                            ("output_tokens", "Output lengths")):
+                            ("output_tokens", "Output lengths"), ("sessions", "Multi-turn sessions")):
             st.markdown(f"**{title}**")
             section(f"workload.{part}", columns=4)
     st.markdown("**Scaling**")

@@ -49,7 +49,8 @@ def _import() -> None:
 
 def trace_source() -> None:
     """Replay an uploaded trace or a bundled sample; the report or the error shows below."""
-    st.file_uploader("Upload a trace CSV (arrived_at,num_prefill_tokens,num_decode_tokens)", type=["csv"],
+    st.file_uploader("Upload a trace CSV or JSONL (Vidur, Azure, BurstGPT, Mooncake or canonical; detected "
+                     "from its columns)", type=["csv", "jsonl"],
                      key="sc_trace", on_change=_upload)
     samples = sorted(p.name for p in SAMPLES.glob("*.csv"))
     st.selectbox("...or replay a sample trace", [None, *samples], key="sc_sample", on_change=_sample)

@@ -1,8 +1,10 @@
 """Uploaded files: traces become files the scenario can reference; scenario YAML is parsed.
 
 A trace is stored under the system temp folder at `<sha256 prefix>/<its own name>`: the same
-bytes map to the same path (cache hits across reruns), and a path cannot be guessed without the
-content. Nothing is applied before it validates; messages name the uploaded file, not the path.
+bytes map to the same path (cache hits across reruns, across pages), new content gets a new path
+(caches keyed on the scenario never return an older file's results), and a path cannot be
+guessed without the content. Nothing is applied before it validates; messages name the
+uploaded file, not the stored path.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from sim_core import SimCoreError, parse_config
 from sim_core.config.loading import parse_mapping
-from sim_core.workload.trace import read_replay_trace
+from sim_core.workload import read_trace
 
 TRACE_ROOT = Path(tempfile.gettempdir()) / "llm-serving-explorer-traces"
 MAX_UPLOAD_BYTES = 200 * 1024**2
@@ -31,18 +33,29 @@ def store_trace(name: str, data: bytes) -> Path:
     return path
 
 
+def save_upload(upload) -> Path:
+    """Store a Streamlit UploadedFile (ValueError when over the upload limit)."""
+    if upload.size > MAX_UPLOAD_BYTES:
+        raise ValueError(f"{upload.name}: file is {upload.size} bytes, over the {MAX_UPLOAD_BYTES}-byte upload limit")
+    return store_trace(upload.name, upload.getvalue())
+
+
 def check_trace(name: str, data: bytes) -> tuple[Path | None, str, list[str]]:
-    """(stored path or None, error message or "", notes) for an uploaded trace."""
+    """(stored path or None, error message or "", notes) for an uploaded trace in any format
+    the core reads (detected from its columns)."""
     if len(data) > MAX_UPLOAD_BYTES:
         return None, f"{name}: file is {len(data)} bytes, over the {MAX_UPLOAD_BYTES}-byte upload limit", []
     path = store_trace(name, data)
     try:
-        arrived, prefill, decode, notes = read_replay_trace(path)
+        read = read_trace(path)
     except SimCoreError as error:
         return None, str(error).replace(str(path), name), []
-    summary = (f"{name}: {len(arrived):,} requests over {arrived[-1] - arrived[0]:.1f} s; prompts "
-               f"{int(prefill.min())}..{int(prefill.max())} tokens, outputs {int(decode.min())}..{int(decode.max())}")
-    return path, "", [summary] + [note.replace(str(path), name) for note in notes]
+    work = read.workload
+    arrived, prefill, decode = work.arrived_at, work.num_prefill_tokens, work.num_decode_tokens
+    span = f"over {arrived[-1] - arrived[0]:.1f} s" if read.has_arrivals else "without arrival times"
+    summary = (f"{name}: {len(arrived):,} requests {span}; prompts {int(prefill.min())}..{int(prefill.max())} "
+               f"tokens, outputs {int(decode.min())}..{int(decode.max())}")
+    return path, "", [summary] + [note.replace(str(path), name) for note in work.notes]
 
 
 def check_scenario_file(name: str, data: bytes) -> tuple[dict | None, str]:

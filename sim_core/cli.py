@@ -16,6 +16,8 @@ from sim_core.errors import SimCoreError
 from sim_core.predictor_commands import add_predictor_commands
 
 EXIT_USAGE, EXIT_INTERNAL = 2, 70
+FORMAT_CHOICES = ("auto", "canonical", "vidur", "vidur_lengths", "azure", "burstgpt", "mooncake")
+SCENARIO_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,12 +48,15 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="folder for requests.csv, batches.csv, summary.json, chrome_trace.json, ...")
     run.add_argument("--json", action="store_true", help="print the summary as JSON")
     run.set_defaults(handler=_run)
-    generate = commands.add_parser("generate", help="write a scenario's workload as a trace CSV")
+    generate = commands.add_parser("generate", help="write a scenario's workload (generated or transformed) as a trace CSV")
     generate.add_argument("--config", required=True, help="scenario file whose workload section to use")
-    generate.add_argument("--out", required=True, help="CSV to write (arrived_at,num_prefill_tokens,num_decode_tokens)")
+    generate.add_argument("--out", required=True, help="CSV to write (arrived_at,num_prefill_tokens,num_decode_tokens"
+                          " and any optional columns: the canonical format)")
     generate.set_defaults(handler=_generate)
-    validate = commands.add_parser("validate", help="check scenario files (.yaml/.yml/.json) or traces (.csv)")
+    validate = commands.add_parser("validate", help="check scenario files (.yaml/.yml/.json) or traces (any other file)")
     validate.add_argument("files", nargs="+", help="files to check")
+    validate.add_argument("--format", default="auto", choices=FORMAT_CHOICES, help="trace format (default: detect)")
+    validate.add_argument("--skip-bad-rows", action="store_true", help="drop bad trace rows and count them")
     validate.set_defaults(handler=_validate)
     add_predictor_commands(commands)
     for sub in (run, generate, validate):
@@ -83,31 +88,39 @@ def _run(args) -> int:
 
 def _generate(args) -> int:
     from sim_core import load_config
-    from sim_core.workload import build_workload, write_replay_trace
+    from sim_core.workload import build_workload, write_trace
 
     workload = build_workload(load_config(args.config))
-    write_replay_trace(workload, args.out)
+    write_trace(workload, args.out)
     print(f"wrote {len(workload)} requests to {args.out}")
     return 0
 
 
 def _validate(args) -> int:
-    from sim_core import load_config
-    from sim_core.memory import plan_memory
-    from sim_core.workload import build_workload, read_replay_trace
+    from sim_core.workload import ReadOptions, read_trace
+    from sim_core.workload.report import describe
 
     for name in args.files:
-        if Path(name).suffix.lower() == ".csv":
-            arrived, prefill, _, notes = read_replay_trace(name)
-            print(f"ok: {name}: trace of {len(arrived)} requests over {arrived[-1] - arrived[0]:.3f} s, "
-                  f"prompts {prefill.min()}..{prefill.max()} tokens")
+        if Path(name).suffix.lower() in SCENARIO_SUFFIXES:
+            notes = _validate_scenario(name)
         else:
-            config = load_config(name)
-            workload = build_workload(config)
-            blocks = config.scheduler.num_blocks or plan_memory(config).num_blocks
-            notes = workload.notes
-            print(f"ok: {name}: {config.scheduler.type} on {config.cluster.num_replicas} x {config.model} "
-                  f"({config.device}), {blocks} KV blocks per replica, {len(workload)} requests")
+            read = read_trace(name, ReadOptions(format=args.format,
+                                                on_bad_rows="skip" if args.skip_bad_rows else "error"))
+            print(f"ok: {name}: {describe(read.workload, read.format, read.has_arrivals)}")
+            notes = read.workload.notes
         for note in notes:
             print(f"  note: {note}")
     return 0
+
+
+def _validate_scenario(name: str):
+    from sim_core import load_config
+    from sim_core.memory import plan_memory
+    from sim_core.workload import build_workload
+
+    config = load_config(name)
+    workload = build_workload(config)
+    blocks = config.scheduler.num_blocks or plan_memory(config).num_blocks
+    print(f"ok: {name}: {config.scheduler.type} on {config.cluster.num_replicas} x {config.model} "
+          f"({config.device}), {blocks} KV blocks per replica, {len(workload)} requests")
+    return workload.notes

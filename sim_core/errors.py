@@ -17,13 +17,16 @@ class ConfigError(SimCoreError):
 
 
 class TraceError(SimCoreError):
-    """A trace file cannot be read; names file, row (1-based data row), column and reason."""
+    """A trace file cannot be read; names file, row (1-based data row), column and reason.
 
-    def __init__(self, file: str, reason: str, row: int | None = None, column: str | None = None):
+    `header_lines` is how many lines precede row 1 (1 for CSV, 0 for JSON lines)."""
+
+    def __init__(self, file: str, reason: str, row: int | None = None, column: str | None = None,
+                 header_lines: int = 1):
         self.file, self.reason, self.row, self.column = file, reason, row, column
         where = [file]
         if row is not None:
-            where.append(f"row {row} (line {row + 1})")
+            where.append(f"row {row} (line {row + header_lines})")
         if column is not None:
             where.append(f"column '{column}'")
         super().__init__(f"{', '.join(where)}: {reason}")

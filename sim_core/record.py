@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+GAPS_BEFORE_COMPACTING = 1 << 20   # raw token gaps kept before they are folded into counts
+RUNS_BEFORE_COMPACTING = 1 << 14   # fast-forward gap chunks kept likewise
+
 # request state-change codes
 QUEUED, ADMITTED, RESTARTED, FINISHED, REJECTED = range(5)
 STATE_NAMES = ("queued", "admitted", "restarted", "finished", "rejected")
@@ -71,6 +74,7 @@ class Recorder:
                              "num_running": i64})
         self.token_gaps: list[float] = []               # time between consecutive output tokens
         self.weighted_gaps: list[tuple[np.ndarray, np.ndarray]] = []  # (gaps, counts) from runs
+        self.gaps = (np.empty(0), np.empty(0, dtype=np.int64))  # both, compacted: distinct gaps, counts
         self.num_blocks = num_blocks
         self.kv_area = [0.0] * num_replicas      # integral of blocks used over time
         self.kv_peak = [0] * num_replicas
@@ -175,6 +179,24 @@ class Recorder:
         if self.keeps_batches:
             self.series.add_chunk(len(times), time=times, replica_id=replica, kv_blocks_used=used,
                                   num_waiting=waiting, num_running=running)
+
+    def compact_gaps(self, force: bool = False) -> None:
+        """Fold `token_gaps` and `weighted_gaps` into `gaps` (distinct values with their counts;
+        percentiles over it equal those over the raw samples; repeated values may remain). Both lists are emptied in place
+        (the simulator holds references to them). Without `force`, only when they are large."""
+        raw, runs = self.token_gaps, self.weighted_gaps
+        if not force and len(raw) < GAPS_BEFORE_COMPACTING and len(runs) < RUNS_BEFORE_COMPACTING:
+            return
+        values = np.concatenate([self.gaps[0], np.asarray(raw, dtype=np.float64), *(r[0] for r in runs)])
+        counts = np.concatenate([self.gaps[1], np.ones(len(raw), dtype=np.int64),
+                                 *(np.asarray(r[1], dtype=np.int64) for r in runs)])
+        if force and not len(self.gaps[0]):   # the end of a run that never compacted: no need to
+            self.gaps = (values, counts)        # merge equal values, percentiles take them as they are
+        else:
+            distinct, where = np.unique(values, return_inverse=True)
+            self.gaps = (distinct, np.bincount(where, weights=counts, minlength=len(distinct)).astype(np.int64))
+        raw.clear()
+        runs.clear()
 
     def finish_kv(self, end_time: float) -> None:
         """Close the utilization integrals at the end of the run."""

@@ -8,13 +8,9 @@ import numpy as np
 import pandas as pd
 
 from sim_core.config import SimulationConfig
-from sim_core.entities import RequestStatus
 from sim_core.memory import MemoryPlan
 from sim_core.metrics import request_table, summarize
 from sim_core.record import STATE_NAMES, Recorder
-
-STATUS_NAMES = {RequestStatus.FINISHED: "finished", RequestStatus.REJECTED: "rejected"}
-
 
 @dataclass
 class SimulationResult:
@@ -45,13 +41,14 @@ class SimulationResult:
 
 def build_result(config, workload, simulator, recorder: Recorder, rejected: dict[int, str],
                  num_blocks: int, plan, notes: list[str]) -> SimulationResult:
-    requests = request_table(_request_rows(workload, simulator.requests, rejected))
+    requests = request_table(simulator.retire_all().rows(workload, rejected))
     end = float(np.nanmax(requests["completed_at"])) if requests["completed_at"].notna().any() else 0.0
     recorder.finish_kv(end)
     batches = _sorted(recorder.batches, ["formed_at", "replica_id", "batch_id"])
     stages = _sorted(recorder.stages, ["start", "replica_id", "stage_id", "batch_id"])
     batches["completed_at"] = _batch_ends(batches, stages, config.cluster.pipeline_parallel_size)
-    summary = summarize(requests, np.asarray(recorder.token_gaps, dtype=np.float64), _weighted(recorder.weighted_gaps),
+    recorder.compact_gaps(force=True)
+    summary = summarize(requests, np.empty(0), recorder.gaps,
                         recorder.kv_area, recorder.kv_peak, num_blocks,
                         len(batches) if len(batches) else simulator_batches(simulator))
     return SimulationResult(
@@ -60,12 +57,6 @@ def build_result(config, workload, simulator, recorder: Recorder, rejected: dict
         block_events=_sorted(recorder.blocks, ["time", "replica"]),
         state_events=_state_frame(recorder), summary=summary, num_blocks=num_blocks,
         memory_plan=plan, notes=notes)
-
-
-def _weighted(chunks) -> tuple[np.ndarray, np.ndarray]:
-    if not chunks:
-        return np.empty(0), np.empty(0, dtype=np.int64)
-    return np.concatenate([c[0] for c in chunks]), np.concatenate([c[1] for c in chunks]).astype(np.int64)
 
 
 def _sorted(table, keys: list[str]) -> pd.DataFrame:
@@ -101,33 +92,3 @@ def _state_frame(recorder: Recorder) -> pd.DataFrame:
     frame["state"] = pd.Categorical.from_codes(frame["state"].astype(int), categories=list(STATE_NAMES)) \
         if len(frame) else pd.Series([], dtype="object")
     return frame
-
-
-def _request_rows(workload, requests, rejected: dict[int, str]) -> dict[str, list]:
-    n = len(workload)
-    rows = {"request_id": list(range(n)), "arrived_at": workload.arrived_at.tolist(),
-            "num_prefill_tokens": workload.num_prefill_tokens.tolist(),
-            "num_decode_tokens": workload.num_decode_tokens.tolist()}
-    columns = ("replica_id", "status", "scheduled_at", "prefill_completed_at", "completed_at",
-               "num_restarts", "tbt_max", "reject_reason")
-    values = {c: [] for c in columns}
-    for rid in range(n):
-        request = requests[rid]
-        if request is None or request.status != RequestStatus.FINISHED:
-            reason = rejected.get(rid, "")
-            _append(values, -1 if request is None else request.replica_id, "rejected", request, reason)
-        else:
-            _append(values, request.replica_id, "finished", request, "")
-    rows.update(values)
-    return rows
-
-
-def _append(values, replica, status, request, reason) -> None:
-    values["replica_id"].append(replica)
-    values["status"].append(status)
-    values["scheduled_at"].append(request.scheduled_at if request else -1.0)
-    values["prefill_completed_at"].append(request.prefill_completed_at if request else -1.0)
-    values["completed_at"].append(request.completed_at if request else -1.0)
-    values["num_restarts"].append(request.num_restarts if request else 0)
-    values["tbt_max"].append(request.max_token_gap if request else float("nan"))
-    values["reject_reason"].append(reason)

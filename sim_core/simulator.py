@@ -18,9 +18,11 @@ from sim_core.fastforward import FastForward
 from sim_core.kernel import EventKernel
 from sim_core.predictor import BatchShape, shape_of
 from sim_core.record import ADMITTED, FINISHED, QUEUED, Recorder
+from sim_core.request_log import RequestLog
 from sim_core.stage import Stage
 
 PROGRESS_STEPS = 4096  # simulated instants between two progress reports
+SWEEP_EVERY = 4096  # arrivals between sweeps that retire finished requests (bounded memory)
 
 
 class Simulator:
@@ -33,7 +35,8 @@ class Simulator:
         self.stages = [[Stage(s.replica_id, k, k == s.num_stages - 1) for k in range(s.num_stages)]
                        for s in schedulers]
         self.router, self.predictor, self.workload, self.recorder = router, predictor, workload, recorder
-        self.requests: list[Request | None] = [None] * len(workload)
+        self.live: dict[int, Request] = {}   # arrived and not yet retired, by id
+        self.request_log = RequestLog(len(workload))
         self.pending_routing: list[Request] = []
         self._admitted: list[int] = []  # workload rows that arrive (the others were rejected)
         self.single_stage = all(s.num_stages == 1 for s in schedulers)
@@ -69,9 +72,24 @@ class Simulator:
         rid, w = self._admitted[index], self.workload
         request = Request(rid, float(w.arrived_at[rid]), int(w.num_prefill_tokens[rid]),
                           int(w.num_decode_tokens[rid]))
-        self.requests[rid] = request
+        self.live[rid] = request
         self.pending_routing.append(request)
         self.kernel.soon(self.on_global_schedule)
+        if index % SWEEP_EVERY == SWEEP_EVERY - 1:
+            self.sweep()
+
+    def sweep(self) -> None:
+        """Retire finished requests: their figures go to the request log, the objects are freed
+        (a finished request never changes again); token gaps are compacted likewise."""
+        log, live = self.request_log, self.live
+        for rid in [rid for rid, r in live.items() if r.status >= RequestStatus.FINISHED]:
+            log.record(live.pop(rid))
+        self.recorder.compact_gaps()
+
+    @property
+    def requests(self) -> list[Request]:
+        """Requests that arrived and were not retired yet (in flight, or finished recently)."""
+        return list(self.live.values())
 
     def on_global_schedule(self) -> None:
         touched = set()
@@ -171,4 +189,11 @@ class Simulator:
 
     def unfinished(self) -> list[Request]:
         """Requests that arrived but never finished (stuck: e.g. can no longer be admitted)."""
-        return [r for r in self.requests if r is not None and r.status < RequestStatus.FINISHED]
+        return [r for r in self.live.values() if r.status < RequestStatus.FINISHED]
+
+    def retire_all(self) -> RequestLog:
+        """At the end of the run: every remaining request's figures into the log."""
+        for request in self.live.values():
+            self.request_log.record(request)
+        self.live.clear()
+        return self.request_log

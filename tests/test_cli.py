@@ -58,7 +58,9 @@ def test_validate_accepts_scenarios_and_traces(tmp_path):
 BAD_CASES = {
     "missing config": ("run --config {d}/nope.yaml", "nope.yaml: file not found"),
     "missing trace": ("run --config {d}/missing_trace.yaml", "gone.csv: file not found"),
-    "wrong columns": ("validate {d}/cols.csv", "missing column(s) arrived_at"),
+    "wrong columns": ("validate {d}/cols.csv", "cannot tell the trace format from its columns; found: t, p, d"),
+    "wrong columns, format named": ("validate --format vidur {d}/cols.csv", "missing column(s) arrived_at"),
+    "bad Mooncake line": ("validate {d}/bad.jsonl", "bad.jsonl, row 2 (line 2): not valid JSON"),
     "negative tokens": ("validate {d}/neg.csv", "row 2 (line 3), column 'num_decode_tokens': value -1 is negative"),
     "non-integer tokens": ("validate {d}/frac.csv", "row 1 (line 2), column 'num_prefill_tokens': value 1.5 is not a whole"),
     "nan": ("validate {d}/nan.csv", "column 'arrived_at': value 'nan' is not a finite number"),
@@ -74,6 +76,7 @@ def _bad_files(d: Path):
     (d / "frac.csv").write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n0,1.5,5\n")
     (d / "nan.csv").write_text("arrived_at,num_prefill_tokens,num_decode_tokens\nnan,5,5\n")
     (d / "empty.csv").write_text("")
+    (d / "bad.jsonl").write_text('{"timestamp": 0, "input_length": 5, "output_length": 2}\n{"timestamp": 1,\n')
     (d / "unknown.yaml").write_text("scheduler: {type: fifo}\n")
 
 
@@ -101,4 +104,12 @@ def test_generate_writes_a_trace_that_validates_and_replays(tmp_path):
     (tmp_path / "g.yaml").write_text("seed: 5\nworkload: {num_requests: 40, arrival: {qps: 3}}\n")
     done = cli("generate", "--config", tmp_path / "g.yaml", "--out", tmp_path / "t.csv")
     assert done.returncode == 0 and "wrote 40 requests" in done.stdout
-    assert cli("validate", tmp_path / "t.csv").stdout.startswith(f"ok: {tmp_path / 't.csv'}: trace of 40 requests")
+    assert cli("validate", tmp_path / "t.csv").stdout.startswith(f"ok: {tmp_path / 't.csv'}: canonical trace of 40 requests")
+
+
+def test_run_replays_a_mooncake_trace(tmp_path):
+    (tmp_path / "s.yaml").write_text("predictor: {type: linear}\nworkload: {trace_file: "
+                                     f"{ROOT / 'tests' / 'data' / 'traces' / 'mooncake.jsonl'}}}\n")
+    done = cli("run", "--config", tmp_path / "s.yaml")
+    assert done.returncode == 0, done.stderr
+    assert "requests: 4 finished, 0 rejected" in done.stdout

@@ -76,3 +76,14 @@ def test_a_bundled_sample_trace_can_be_replayed():
     app.switch_page("pages/overview.py").run()
     assert not app.exception
     assert app.caption[0].value.endswith("s simulated")
+
+
+def test_list_knobs_take_comma_separated_numbers_and_refuse_anything_else():
+    app = open_app("pages/scenario.py")
+    app.selectbox(key="w:form:workload.arrival.process").set_value("diurnal").run()
+    app.text_input(key="w:form:workload.arrival.rate_curve").set_value("1, 2, 4").run()
+    assert app.session_state["scenario"]["workload"]["arrival"]["rate_curve"] == [1.0, 2.0, 4.0]
+    app.text_input(key="w:form:workload.arrival.rate_curve").set_value("1, x").run()
+    assert app.error[0].value.endswith("workload.arrival.rate_curve: expected numbers separated by commas")
+    assert app.session_state["scenario"]["workload"]["arrival"]["rate_curve"] == [1.0, 2.0, 4.0]
+    assert app.text_input(key="w:form:workload.arrival.rate_curve").value == "1, 2, 4"

@@ -9,10 +9,26 @@ from sim_core.config.sections import (
                                       SchedulerConfig,
 )
 from sim_core.config.simulation import VIDUR_SCHEDULERS, SimulationConfig
-from sim_core.config.workload import ArrivalConfig, LengthConfig, WorkloadConfig
+from sim_core.config.workload import (
+                                      ArrivalConfig,
+                                      LengthConfig,
+                                      SessionConfig,
+                                      WorkloadConfig,
+)
 
 __all__ = [
-    "ArrivalConfig", "ClusterConfig", "EngineConfig", "LengthConfig", "MemoryConfig",
-    "PredictorConfig", "SchedulerConfig", "SimulationConfig", "VIDUR_SCHEDULERS", "WorkloadConfig",
-    "config_to_yaml", "load_config", "parse_config",
+                                      "VIDUR_SCHEDULERS",
+                                      "ArrivalConfig",
+                                      "ClusterConfig",
+                                      "EngineConfig",
+                                      "LengthConfig",
+                                      "MemoryConfig",
+                                      "PredictorConfig",
+                                      "SchedulerConfig",
+                                      "SessionConfig",
+                                      "SimulationConfig",
+                                      "WorkloadConfig",
+                                      "config_to_yaml",
+                                      "load_config",
+                                      "parse_config",
 ]

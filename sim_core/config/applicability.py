@@ -8,8 +8,9 @@ field descriptions, which start with the values they apply to ("sarathi: ...").
 
 from __future__ import annotations
 
-_LENGTH = ("distribution", {"value": ("fixed",), "min": ("uniform", "zipf"), "max": ("uniform", "zipf"),
-                            "theta": ("zipf",)})
+_BOUNDED = ("uniform", "zipf", "lognormal")
+_LENGTH = ("distribution", {"value": ("fixed",), "min": _BOUNDED, "max": _BOUNDED, "theta": ("zipf",),
+                            "mean": ("lognormal",), "sigma": ("lognormal",), "trace_file": ("empirical",)})
 
 APPLIES: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
     "scheduler": ("type", {
@@ -25,7 +26,10 @@ APPLIES: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
         "profiles_dir": ("learned",), "estimator": ("learned",), "cache_dir": ("learned",),
     }),
     "memory": ("planner", {"framework_reserve_gib": ("detailed",)}),
-    "workload.arrival": ("process", {"cv": ("gamma",)}),
+    "workload.arrival": ("process", {
+        "cv": ("gamma",), "on_s": ("bursty",), "off_s": ("bursty",), "off_qps": ("bursty",),
+        "period_s": ("diurnal",), "amplitude": ("diurnal",), "rate_curve": ("diurnal",), "trace_file": ("replay",),
+    }),
     "workload.prompt_tokens": _LENGTH,
     "workload.output_tokens": _LENGTH,
 }

@@ -58,18 +58,20 @@ def parse_mapping(text: str, source: str, json_first: bool = False) -> dict[str,
 
 def parse_config(data: dict[str, Any], base_dir: str | Path | None = None,
                  source: str = "scenario") -> SimulationConfig:
-    """Validate a scenario mapping; `base_dir` anchors a relative workload.trace_file."""
+    """Validate a scenario mapping; `base_dir` anchors relative trace and profile paths."""
     data = _import_hf_models(data, base_dir, source)
     try:
         config = SimulationConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{source}: {describe_validation_error(exc, SimulationConfig)}") from None
-    trace = config.workload.trace_file
-    if trace and base_dir is not None and not Path(trace).is_absolute():
-        config.workload.trace_file = str((Path(base_dir) / trace).resolve())
-    profiles = config.predictor.profiles_dir
-    if profiles and base_dir is not None and not Path(profiles).is_absolute():
-        config.predictor.profiles_dir = str((Path(base_dir) / profiles).resolve())
+    if base_dir is not None:
+        spec = config.workload
+        for section in (spec, spec.arrival, spec.prompt_tokens, spec.output_tokens):
+            if section.trace_file and not Path(section.trace_file).is_absolute():
+                section.trace_file = str((Path(base_dir) / section.trace_file).resolve())
+        profiles = config.predictor.profiles_dir
+        if profiles and not Path(profiles).is_absolute():
+            config.predictor.profiles_dir = str((Path(base_dir) / profiles).resolve())
     return config
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
+
+# Optional per-request columns a workload may carry (int64, one value per row). The simulator
+# does not use them yet; schedulers with priorities, prefix caching and sessions will.
+OPTIONAL_COLUMNS = ("priority", "session_id", "turn", "prefix_group", "prefix_len")
 
 
 @dataclass(frozen=True)
@@ -16,7 +20,14 @@ class Workload:
         num_prefill_tokens: prompt tokens per request (>= 1), int64.
         num_decode_tokens: output tokens per request (>= 1), int64.
         source: where the rows came from (a file path or a generator description).
-        notes: what was changed on the way in (sorting, clipping), for the user to read.
+        notes: what was changed on the way in (sorting, clipping, skipped rows), for the user.
+        priority: optional; smaller is more urgent (vLLM's convention).
+        session_id, turn: optional; the conversation a request belongs to and its 0-based turn.
+        prefix_group: optional; id of the shared prompt prefix (e.g. a system prompt), -1 if none.
+        prefix_len: optional; leading prompt tokens identical to an earlier request's tokens.
+        hash_ids, hash_offsets: optional prefix-block hashes (Mooncake style): the hashes of row
+            i are hash_ids[hash_offsets[i]:hash_offsets[i + 1]]; equal hashes mean equal blocks.
+        hash_block_size: tokens per hashed block (0 when there are no hashes).
     """
 
     arrived_at: np.ndarray
@@ -24,15 +35,57 @@ class Workload:
     num_decode_tokens: np.ndarray
     source: str
     notes: tuple[str, ...] = ()
+    priority: np.ndarray | None = None
+    session_id: np.ndarray | None = None
+    turn: np.ndarray | None = None
+    prefix_group: np.ndarray | None = None
+    prefix_len: np.ndarray | None = None
+    hash_ids: np.ndarray | None = None
+    hash_offsets: np.ndarray | None = None
+    hash_block_size: int = 0
 
     def __post_init__(self) -> None:
         n = len(self.arrived_at)
         assert len(self.num_prefill_tokens) == n and len(self.num_decode_tokens) == n
         assert n == 0 or (np.all(np.diff(self.arrived_at) >= 0) and self.num_prefill_tokens.min() >= 1
                           and self.num_decode_tokens.min() >= 1)
+        assert all(len(values) == n for values in self.optional_columns().values())
+        assert (self.hash_ids is None) == (self.hash_offsets is None)
+        assert self.hash_offsets is None or len(self.hash_offsets) == n + 1
 
     def __len__(self) -> int:
         return len(self.arrived_at)
+
+    def optional_columns(self) -> dict[str, np.ndarray]:
+        """The optional per-request columns this workload has, by name."""
+        return {name: getattr(self, name) for name in OPTIONAL_COLUMNS if getattr(self, name) is not None}
+
+    def hashes_of(self, row: int) -> np.ndarray:
+        """Prefix-block hashes of one request (empty when the workload has none)."""
+        if self.hash_ids is None:
+            return np.empty(0, dtype=np.int64)
+        return self.hash_ids[self.hash_offsets[row]: self.hash_offsets[row + 1]]
+
+    def take(self, rows: np.ndarray, **changes) -> Workload:
+        """A workload of the given rows (in the given order) with every column kept aligned;
+        `changes` replace fields of the result (e.g. arrived_at, notes)."""
+        columns = {f.name: getattr(self, f.name)[rows] for f in fields(self)
+                   if f.name in ("arrived_at", "num_prefill_tokens", "num_decode_tokens", *OPTIONAL_COLUMNS)
+                   and getattr(self, f.name) is not None}
+        if self.hash_ids is not None:
+            columns["hash_ids"], columns["hash_offsets"] = take_ragged(self.hash_ids, self.hash_offsets, rows)
+        return replace(self, **{**columns, **changes})
+
+    def with_notes(self, *notes: str) -> Workload:
+        return replace(self, notes=self.notes + tuple(notes))
+
+
+def take_ragged(values: np.ndarray, offsets: np.ndarray, rows: np.ndarray):
+    rows = np.asarray(rows, dtype=np.int64)
+    lengths = (offsets[1:] - offsets[:-1])[rows]
+    new_offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    starts = np.repeat(offsets[:-1][rows] - new_offsets[:-1], lengths)
+    return values[np.arange(new_offsets[-1], dtype=np.int64) + starts], new_offsets
 
 
 def clip_to_max_model_len(prefill: np.ndarray, decode: np.ndarray, max_model_len: int):

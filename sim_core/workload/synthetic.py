@@ -1,34 +1,46 @@
-"""Seeded synthetic request generators: arrival processes and length distributions."""
+"""A seeded synthetic workload: arrivals and lengths, or multi-turn conversations."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from sim_core.config.workload import ArrivalConfig, LengthConfig
+from sim_core.config.workload import WorkloadConfig
+from sim_core.workload.arrivals import generate_arrivals
+from sim_core.workload.lengths import generate_lengths
+from sim_core.workload.readers import ReadOptions, read_trace
+from sim_core.workload.sessions import generate_sessions
 
-MAX_ZIPF_SUPPORT = 10_000_000
-
-
-def generate_arrivals(config: ArrivalConfig, num_requests: int, rng: np.random.Generator) -> np.ndarray:
-    """Arrival times in seconds, starting at 0, non-decreasing."""
-    if config.process == "static":
-        return np.zeros(num_requests)
-    if config.process == "poisson":
-        gaps = rng.exponential(1.0 / config.qps, num_requests)
-    else:
-        shape = 1.0 / config.cv**2
-        gaps = rng.gamma(shape, 1.0 / (config.qps * shape), num_requests)
-    gaps[0] = 0.0
-    return np.cumsum(gaps)
+__all__ = ["generate_arrivals", "generate_columns", "generate_lengths", "observed_inputs"]
 
 
-def generate_lengths(config: LengthConfig, num_requests: int, rng: np.random.Generator) -> np.ndarray:
-    """Token counts (int64, >= 1) drawn from the configured distribution."""
-    if config.distribution == "fixed":
-        return np.full(num_requests, config.value, dtype=np.int64)
-    if config.distribution == "uniform":
-        return rng.integers(config.min, config.max + 1, num_requests, dtype=np.int64)
-    support = np.arange(config.min, min(config.max, config.min + MAX_ZIPF_SUPPORT - 1) + 1, dtype=np.int64)
-    weights = (support - config.min + 1.0) ** -config.theta
-    cdf = np.cumsum(weights / weights.sum())
-    return support[np.minimum(np.searchsorted(cdf, rng.random(num_requests)), len(support) - 1)]
+def generate_columns(spec: WorkloadConfig, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Columns of `spec.num_requests` synthetic requests (arrival order)."""
+    observed = observed_inputs(spec)
+    if spec.sessions.enabled:
+        return generate_sessions(spec, spec.num_requests, rng, observed)
+    n = spec.num_requests
+    return {"arrived_at": generate_arrivals(spec.arrival, n, rng, observed.get("arrivals")),
+            "num_prefill_tokens": generate_lengths(spec.prompt_tokens, n, rng, observed.get("prompt")),
+            "num_decode_tokens": generate_lengths(spec.output_tokens, n, rng, observed.get("output"))}
+
+
+def observed_inputs(spec: WorkloadConfig) -> dict[str, np.ndarray]:
+    """What replay arrivals and empirical lengths resample: read from their trace files."""
+    observed = {}
+    if spec.arrival.process == "replay":
+        read = _read(spec, spec.arrival.trace_file, spec.arrival.trace_format)
+        if not read.has_arrivals:
+            from sim_core.errors import ConfigError
+            raise ConfigError(f"workload.arrival.trace_file: {spec.arrival.trace_file} has no arrival times "
+                              f"(format {read.format})")
+        observed["arrivals"] = read.workload.arrived_at
+    for key, lengths in (("prompt", spec.prompt_tokens), ("output", spec.output_tokens)):
+        if lengths.distribution == "empirical":
+            workload = _read(spec, lengths.trace_file, lengths.trace_format).workload
+            observed[key] = workload.num_prefill_tokens if key == "prompt" else workload.num_decode_tokens
+    return observed
+
+
+def _read(spec: WorkloadConfig, path: str, fmt: str):
+    return read_trace(path, ReadOptions(format=fmt, on_bad_rows=spec.on_bad_rows,
+                                        max_bytes=spec.max_trace_mb * 1024 * 1024))

@@ -1,0 +1,69 @@
+"""Workload: upload a trace or generate one; see its shape and validation report; use it."""
+
+import json
+
+import streamlit as st
+
+from pages.entry import through_app
+from pages.state import scenario
+from pages.uploads import save_upload
+from pages.workload_inputs import WL, generator_spec
+from sim_core import SimCoreError, parse_config
+from sim_core.viz import (
+    arrival_rate_figure,
+    length_histogram_figure,
+    length_scatter_figure,
+    report_rows,
+)
+from sim_core.workload import build_workload_and_format
+
+through_app()
+
+FORMATS = ["auto", "canonical", "vidur", "vidur_lengths", "azure", "burstgpt", "mooncake"]
+LAST_TRACE = "wl_last_trace"
+
+
+@st.cache_data(show_spinner="Reading the workload...", max_entries=4)
+def preview(scenario_json: str):
+    """The workload a scenario describes, and where it came from (format or 'synthetic')."""
+    return build_workload_and_format(parse_config(json.loads(scenario_json)))
+
+
+current = scenario()
+st.title("Workload")
+source = st.radio("Source", ["Generate", "Upload a trace"], horizontal=True, key="wl_source")
+if source == "Upload a trace":
+    upload = st.file_uploader("Trace file (CSV or JSON lines)", key="wl_upload", help=WL["trace_file"].description)
+    fmt = st.selectbox("Format", FORMATS, key="wl_format", help=WL["trace_format"].description)
+    skip = st.checkbox("Skip bad rows (and count them)", key="wl_skip", help=WL["on_bad_rows"].description)
+    if upload is None:
+        st.info("Upload a trace: Vidur, Azure (2023/2024), BurstGPT, Mooncake JSON lines or our canonical CSV.")
+        st.stop()
+    try:
+        path = save_upload(upload)
+    except ValueError as error:
+        st.error(str(error))
+        st.stop()
+    spec = {"trace_file": str(path), "trace_format": fmt, "on_bad_rows": "skip" if skip else "error"}
+else:
+    spec = generator_spec(st.session_state.get(LAST_TRACE))
+
+candidate = {**current, "workload": spec}
+try:
+    workload, origin = preview(json.dumps(candidate, sort_keys=True))
+except SimCoreError as error:
+    st.error(str(error))
+    st.caption("The scenario keeps its previous workload.")
+    st.stop()
+if source == "Upload a trace":
+    st.session_state[LAST_TRACE] = spec["trace_file"]   # the generator may resample it
+
+st.subheader("Validation report")
+st.table(report_rows(workload, origin))
+st.plotly_chart(arrival_rate_figure(workload), key="wl_rate")
+left, right = st.columns(2)
+left.plotly_chart(length_histogram_figure(workload), key="wl_hist")
+right.plotly_chart(length_scatter_figure(workload), key="wl_scatter")
+if st.button("Use this workload for the scenario", type="primary", key="wl_use"):
+    st.session_state["scenario"] = candidate
+    st.success(f"The scenario now uses this workload ({len(workload):,} requests).")

@@ -1,0 +1,61 @@
+"""Per-request outcomes kept as columns, so finished Request objects can be freed mid-run.
+
+The simulator writes a request's final figures here when it retires the request (after it
+finished, or at the end of the run); rows never written keep the defaults of a request that
+never arrived (rejected up front): replica -1, times -1, no restarts, no token gap.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim_core.entities import Request, RequestStatus
+
+
+class RequestLog:
+    """One slot per workload row (request id = row index)."""
+
+    __slots__ = (
+        "completed_at",
+        "finished",
+        "num_restarts",
+        "prefill_completed_at",
+        "replica_id",
+        "scheduled_at",
+        "tbt_max",
+    )
+
+    def __init__(self, num_requests: int) -> None:
+        self.replica_id = np.full(num_requests, -1, dtype=np.int64)
+        self.finished = np.zeros(num_requests, dtype=bool)
+        self.scheduled_at = np.full(num_requests, -1.0)
+        self.prefill_completed_at = np.full(num_requests, -1.0)
+        self.completed_at = np.full(num_requests, -1.0)
+        self.num_restarts = np.zeros(num_requests, dtype=np.int64)
+        self.tbt_max = np.full(num_requests, np.nan)
+
+    def record(self, request: Request) -> None:
+        """Store the request's figures as they are now (call when it is done or the run ends)."""
+        rid = request.id
+        self.replica_id[rid] = request.replica_id
+        self.finished[rid] = request.status == RequestStatus.FINISHED
+        self.scheduled_at[rid] = request.scheduled_at
+        self.prefill_completed_at[rid] = request.prefill_completed_at
+        self.completed_at[rid] = request.completed_at
+        self.num_restarts[rid] = request.num_restarts
+        self.tbt_max[rid] = request.max_token_gap
+
+    def rows(self, workload, rejected: dict[int, str]) -> dict:
+        """Columns for `metrics.request_table` (status and reasons as lists of str)."""
+        n = len(workload)
+        reasons = [""] * n
+        for rid, reason in rejected.items():
+            if not self.finished[rid]:
+                reasons[rid] = reason
+        return {"request_id": np.arange(n, dtype=np.int64), "arrived_at": workload.arrived_at,
+                "num_prefill_tokens": workload.num_prefill_tokens, "num_decode_tokens": workload.num_decode_tokens,
+                "replica_id": self.replica_id,
+                "status": np.where(self.finished, "finished", "rejected").tolist(),
+                "scheduled_at": self.scheduled_at, "prefill_completed_at": self.prefill_completed_at,
+                "completed_at": self.completed_at, "num_restarts": self.num_restarts, "tbt_max": self.tbt_max,
+                "reject_reason": reasons}

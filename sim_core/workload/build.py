@@ -1,0 +1,80 @@
+"""The scenario's workload: a trace (read, validated, transformed) or the synthetic generator,
+then Vidur's max_model_len clipping."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim_core.config import SimulationConfig
+from sim_core.errors import ConfigError, TraceError
+from sim_core.workload.arrivals import generate_arrivals
+from sim_core.workload.model import Workload, clip_to_max_model_len
+from sim_core.workload.readers import ReadOptions, TraceRead, read_trace
+from sim_core.workload.synthetic import generate_columns, observed_inputs
+from sim_core.workload.transforms import rescale_time, scale_lengths, transform_trace
+
+
+def build_workload(config: SimulationConfig) -> Workload:
+    """The scenario's requests: the trace (validated, transformed) or the seeded generator.
+
+    Raises:
+        TraceError: the trace file has a bad row or cannot be read.
+        ConfigError: a generated request cannot fit max_model_len, or a transform cannot apply.
+    """
+    return build_workload_and_format(config)[0]
+
+
+def build_workload_and_format(config: SimulationConfig) -> tuple[Workload, str]:
+    """build_workload, also naming where the rows came from: the trace format or 'synthetic'."""
+    spec = config.workload
+    rng = np.random.default_rng(config.seed if spec.seed is None else spec.seed)
+    fmt = "synthetic"
+    if spec.trace_file:
+        workload, fmt = _trace_workload(spec, rng)
+        workload = transform_trace(workload, spec, rng)
+    else:
+        columns = generate_columns(spec, rng)
+        source = (f"synthetic ({spec.arrival.process}, {spec.num_requests} "
+                  f"{'turns' if spec.sessions.enabled else 'requests'})")
+        workload = Workload(columns.pop("arrived_at"), columns.pop("num_prefill_tokens"),
+                            columns.pop("num_decode_tokens"), source, (), **columns)
+        workload = rescale_time(workload, spec.time_scale_factor, None)
+        workload = scale_lengths(workload, spec.prefill_scale_factor, spec.decode_scale_factor)
+    return clip(config, workload), fmt
+
+
+def read_options(spec) -> ReadOptions:
+    """The reader options the workload section asks for."""
+    return ReadOptions(format=spec.trace_format, on_bad_rows=spec.on_bad_rows,
+                       max_bytes=spec.max_trace_mb * 1024 * 1024, model=spec.burstgpt_model,
+                       log_type=spec.burstgpt_log_type, drop_duplicates=spec.drop_duplicates,
+                       hash_block_size=spec.hash_block_size)
+
+
+def _trace_workload(spec, rng: np.random.Generator) -> tuple[Workload, str]:
+    read: TraceRead = read_trace(spec.trace_file, read_options(spec))
+    workload = read.workload
+    if not read.has_arrivals:   # lengths only: arrivals come from the arrival process
+        times = generate_arrivals(spec.arrival, len(workload), rng, observed_inputs(spec).get("arrivals"))
+        workload = workload.take(np.arange(len(workload)), arrived_at=times).with_notes(
+            f"{spec.trace_file}: no arrival times in a {read.format} trace; generated them "
+            f"({spec.arrival.process}, {spec.arrival.qps:g} req/s)")
+    return workload, read.format
+
+
+def clip(config: SimulationConfig, workload: Workload) -> Workload:
+    """Vidur's rule: prompts of requests over max_model_len are shortened (and counted)."""
+    prefill, decode, num_clipped, bad = clip_to_max_model_len(
+        workload.num_prefill_tokens, workload.num_decode_tokens, config.max_model_len)
+    if bad >= 0 and not config.workload.trace_file:
+        raise ConfigError(f"workload.output_tokens: {decode[bad]} output tokens reach max_model_len "
+                          f"{config.max_model_len}; lower the output length or raise max_model_len")
+    if bad >= 0:
+        raise TraceError(workload.source, f"num_decode_tokens {decode[bad]} alone reaches max_model_len "
+                         f"{config.max_model_len}; the prompt cannot be clipped to fit",
+                         row=bad + 1, column="num_decode_tokens")
+    if not num_clipped:
+        return workload
+    return workload.take(np.arange(len(workload)), num_prefill_tokens=prefill).with_notes(
+        f"{num_clipped} request(s) exceeded max_model_len {config.max_model_len}; "
+        "their prompts were shortened to fit (as Vidur does)")

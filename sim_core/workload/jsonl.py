@@ -1,0 +1,121 @@
+"""Read Mooncake-style JSON lines: {"timestamp": ms, "input_length": n, "output_length": n,
+"hash_ids": [...]} per line, in chunks (one chunk of parsed lines in memory at a time)."""
+
+from __future__ import annotations
+
+import json
+from contextlib import closing
+from pathlib import Path
+
+import numpy as np
+
+from sim_core.workload import hashes
+from sim_core.workload.formats import MOONCAKE_KEYS
+from sim_core.workload.model import take_ragged
+from sim_core.workload.problems import RowProblems
+
+CHUNK_LINES = 1 << 16
+
+
+def read_mooncake(path: Path, problems: RowProblems):
+    """Returns (columns by key as float64, rows (1-based line numbers), number of records,
+    (hash values, hash offsets) or None when no line has hash_ids)."""
+    parts, rows, hash_values, hash_lengths, any_hashes, count = {k: [] for k in MOONCAKE_KEYS}, [], [], [], False, 0
+    with closing(_chunks(path, problems)) as chunks:   # closed early when a check raises
+        for numbers, records in chunks:
+            count += len(records)
+            any_hashes = any_hashes or any("hash_ids" in r for r in records)
+            values, kept, flat, lengths = _parse_records(numbers, records, problems)
+            for key in MOONCAKE_KEYS:
+                parts[key].append(values[key])
+            rows.append(kept)
+            hash_values.append(flat)
+            hash_lengths.append(lengths)
+    if count == 0:
+        raise problems.fail("no JSON records in the file")
+    columns = {key: np.concatenate(v) for key, v in parts.items()}
+    ragged = (np.concatenate(hash_values), hashes.offsets_of(np.concatenate(hash_lengths))) if any_hashes else None
+    return columns, np.concatenate(rows), count, ragged
+
+
+def _parse_records(numbers: np.ndarray, records: list[dict], problems: RowProblems):
+    """One chunk: the numeric keys, the kept rows' line numbers, their hashes (flat, lengths)."""
+    keep = np.ones(len(records), dtype=bool)
+    values = {}
+    for key in MOONCAKE_KEYS:
+        values[key], ok = _numbers([r.get(key, _MISSING) for r in records], numbers, key, problems, keep)
+        keep &= ok   # so far: a row is counted at its first problem only
+    flat, lengths, ok = hashes.from_lists([r.get("hash_ids", []) for r in records], numbers, "hash_ids", problems,
+                                          keep)
+    flat, lengths = _keep_ragged(flat, lengths, ok, keep)
+    keep &= ok
+    return {key: v[keep] for key, v in values.items()}, numbers[keep], flat, lengths
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "missing"
+
+
+_MISSING = _Missing()
+
+
+def _chunks(path: Path, problems: RowProblems):
+    numbers, lines = [], []
+    with path.open(encoding="utf-8-sig") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                lines.append(line)
+                numbers.append(number)
+            if len(lines) == CHUNK_LINES:
+                yield np.array(numbers, dtype=np.int64), _parse_lines(lines, numbers, problems)
+                numbers, lines = [], []
+    if lines:
+        yield np.array(numbers, dtype=np.int64), _parse_lines(lines, numbers, problems)
+
+
+def _parse_lines(lines: list[str], numbers: list[int], problems: RowProblems) -> list[dict]:
+    """All lines as one JSON array (one parser call per chunk); line by line only to name a bad one."""
+    try:
+        records = json.loads("[" + ",".join(lines) + "]")
+    except json.JSONDecodeError:
+        records = None
+    if records is None or len(records) != len(lines) or set(map(type, records)) != {dict}:
+        records = [_parse_line(line, number, problems) for line, number in zip(lines, numbers)]
+    return records
+
+
+def _parse_line(line: str, number: int, problems: RowProblems) -> dict:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise problems.fail(f"not valid JSON: {exc.msg} at column {exc.colno}", row=number) from None
+    if not isinstance(record, dict):
+        raise problems.fail(f"expected a JSON object per line, got {type(record).__name__}", row=number)
+    return record
+
+
+def _numbers(raw: list, rows: np.ndarray, key: str, problems: RowProblems, alive: np.ndarray):
+    if set(map(type, raw)) <= {int, float}:   # the usual case: convert at C speed
+        values = np.array(raw, dtype=np.float64)
+    else:
+        numeric = [v if type(v) in (int, float) else np.nan for v in raw]
+        values = np.array(numeric, dtype=np.float64)
+
+    def describe(i: int) -> str:
+        value = raw[i]
+        if value is _MISSING:
+            return f"missing key '{key}'"
+        return f"value {json.dumps(value)[:40]} is not a finite number"
+    return values, problems.check(~np.isfinite(values) & alive, rows, key, describe, "value(s) not a finite number")
+
+
+def _keep_ragged(flat: np.ndarray, lengths: np.ndarray, ok: np.ndarray, keep: np.ndarray):
+    """Hash lists are returned for the `ok` rows; drop those of rows other checks removed."""
+    survivors = keep[ok]
+    if survivors.all():
+        return flat, lengths
+    offsets = hashes.offsets_of(lengths)
+    rows = np.flatnonzero(survivors)
+    values, new_offsets = take_ragged(flat, offsets, rows)
+    return values, np.diff(new_offsets)

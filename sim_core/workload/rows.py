@@ -1,0 +1,118 @@
+"""Parsed trace columns on their way to a Workload: row filtering kept aligned, row checks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim_core.workload.model import take_ragged
+from sim_core.workload.problems import RowProblems
+
+PROMPT, OUTPUT = "num_prefill_tokens", "num_decode_tokens"
+NON_NEGATIVE = ("session_id", "turn", "prefix_len")
+
+
+class ParsedRows:
+    """Columns by canonical name (float64 or int64 arrays), the 1-based file row of each, and
+    optional prefix-block hashes as (flat values, offsets). Every filter keeps them aligned."""
+
+    def __init__(self, columns: dict[str, np.ndarray], rows: np.ndarray, hashes=None) -> None:
+        self.columns, self.rows, self.hashes = columns, rows, hashes
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def keep(self, mask: np.ndarray) -> None:
+        if mask.all():
+            return
+        self.columns = {name: values[mask] for name, values in self.columns.items()}
+        self.rows = self.rows[mask]
+        if self.hashes is not None:
+            self.hashes = take_ragged(*self.hashes, np.flatnonzero(mask))
+
+    def reorder(self, order: np.ndarray) -> None:
+        self.columns = {name: values[order] for name, values in self.columns.items()}
+        self.rows = self.rows[order]
+        if self.hashes is not None:
+            self.hashes = take_ragged(*self.hashes, order)
+
+
+def check_tokens(parsed: ParsedRows, names: dict[str, str], problems: RowProblems, notes: list[str]) -> None:
+    """Token counts must be whole and non-negative; zero counts as one token (Vidur's rule,
+    said in a note). `names` maps canonical names to the file's column names."""
+    for canonical in (PROMPT, OUTPUT):
+        _whole_non_negative(parsed, canonical, names[canonical], problems)
+        values = parsed.columns[canonical]
+        zeros = int(np.count_nonzero(values == 0))
+        if zeros:
+            parsed.columns[canonical] = np.maximum(values, 1)
+            notes.append(f"{problems.file}: {zeros} row(s) had {names[canonical]} = 0; "
+                         "counted as 1 token, as Vidur does")
+        parsed.columns[canonical] = parsed.columns[canonical].astype(np.int64)
+
+
+def check_optional(parsed: ParsedRows, problems: RowProblems) -> None:
+    """Optional id columns must be whole numbers (ids, turns and prefix lengths non-negative)."""
+    for name in [n for n in parsed.columns if n not in (PROMPT, OUTPUT, "arrived_at")]:
+        if name in NON_NEGATIVE:
+            _whole_non_negative(parsed, name, name, problems)
+        else:
+            _whole(parsed, name, name, problems)
+        parsed.columns[name] = parsed.columns[name].astype(np.int64)
+
+
+def check_times(parsed: ParsedRows, column: str, problems: RowProblems) -> None:
+    values = parsed.columns["arrived_at"]
+    parsed.keep(problems.check(values < 0, parsed.rows, column,
+                               lambda i: f"arrival time {float(values[i])!r} is negative", "negative time(s)"))
+
+
+def _whole(parsed, canonical, column, problems) -> None:
+    values = parsed.columns[canonical]
+    parsed.keep(problems.check(values != np.floor(values), parsed.rows, column,
+                               lambda i: f"value {_shown(values[i])} is not a whole number", "fractional value(s)"))
+
+
+def _whole_non_negative(parsed, canonical, column, problems) -> None:
+    values = parsed.columns[canonical]
+    parsed.keep(problems.check(values != np.floor(values), parsed.rows, column,
+                               lambda i: f"value {_shown(values[i])} is not a whole number of tokens"
+                               if canonical in (PROMPT, OUTPUT, "prefix_len") else
+                               f"value {_shown(values[i])} is not a whole number", "fractional value(s)"))
+    values = parsed.columns[canonical]
+    parsed.keep(problems.check(values < 0, parsed.rows, column,
+                               lambda i: f"value {_shown(values[i])} is negative", "negative value(s)"))
+
+
+def _shown(value: float):
+    return int(value) if value == np.floor(value) else float(value)
+
+
+def sort_by_time(parsed: ParsedRows, name: str, column: str, notes: list[str]) -> None:
+    times = parsed.columns["arrived_at"]
+    if np.any(np.diff(times) < 0):
+        parsed.reorder(np.argsort(times, kind="stable"))
+        notes.append(f"{name}: rows were not sorted by {column}; sorted them (ties keep file order)")
+
+
+def handle_duplicates(parsed: ParsedRows, name: str, drop: bool, notes: list[str]) -> None:
+    """Rows equal to an earlier row in arrival time and both lengths are counted (and dropped
+    when asked); real traces can hold such rows legitimately, so they are kept by default."""
+    if len(parsed) < 2:
+        return
+    keys = [parsed.columns[k] for k in (OUTPUT, PROMPT, "arrived_at")]
+    order = np.lexsort(keys)   # stable: among equal rows the earliest comes first
+    same = np.ones(len(order) - 1, dtype=bool)
+    for values in keys:
+        same &= values[order[1:]] == values[order[:-1]]
+    repeated = np.zeros(len(parsed), dtype=bool)
+    repeated[order[1:][same]] = True
+    count = int(repeated.sum())
+    if not count:
+        return
+    if drop:
+        parsed.keep(~repeated)
+        notes.append(f"{name}: dropped {count} row(s) that repeat an earlier row's arrival time and "
+                     "lengths exactly (drop_duplicates)")
+    else:
+        notes.append(f"{name}: {count} row(s) repeat an earlier row's arrival time and lengths exactly; "
+                     "kept them (set drop_duplicates to remove them)")

@@ -1,0 +1,82 @@
+"""AppTest of the Workload page: renders, reports a good upload, rejects a bad one."""
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = str(ROOT / "pages" / "workload.py")
+AZURE = (ROOT / "tests" / "data" / "traces" / "azure_2023.csv").read_bytes()
+
+
+def page() -> AppTest:
+    return AppTest.from_file(PAGE, default_timeout=30).run()
+
+
+def upload(app: AppTest, name: str, content: bytes) -> AppTest:
+    app.radio(key="wl_source").set_value("Upload a trace").run()
+    app.file_uploader(key="wl_upload").upload(name, content, "text/csv")
+    return app.run()
+
+
+def report(app: AppTest) -> dict:
+    table = app.table[0].value
+    return dict(zip(table["item"], table["value"]))
+
+
+def test_the_page_renders_a_generated_workload_with_its_report():
+    app = page()
+    assert not app.exception
+    assert app.title[0].value == "Workload"
+    assert report(app)["format"] == "synthetic" and report(app)["requests"] == "500"
+
+
+def test_a_good_upload_shows_its_report_and_can_become_the_scenarios_workload():
+    app = upload(page(), "azure.csv", AZURE)
+    assert not app.exception and not app.error
+    rows = report(app)
+    assert rows["format"] == "azure" and rows["requests"] == "4"
+    app.button(key="wl_use").click().run()
+    workload = app.session_state["scenario"]["workload"]
+    assert workload["trace_file"].endswith("azure.csv") and Path(workload["trace_file"]).read_bytes() == AZURE
+    assert app.success[0].value == "The scenario now uses this workload (4 requests)."
+
+
+def test_a_bad_upload_names_row_and_column_and_keeps_the_old_scenario():
+    app = page()
+    before = app.session_state["scenario"]
+    app = upload(app, "bad.csv", b"arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,2\n1,ten,2\n")
+    assert not app.exception
+    assert app.error[0].value.endswith("bad.csv, row 2 (line 3), column 'num_prefill_tokens': value 'ten' is not a number")
+    assert len(app.button) == 0   # nothing to use
+    assert app.session_state["scenario"] == before
+
+
+def test_after_an_upload_the_generator_can_resample_its_lengths_and_replay_its_arrivals():
+    app = upload(page(), "azure.csv", AZURE)
+    app.radio(key="wl_source").set_value("Generate").run()
+    app.selectbox(key="wl_process").set_value("replay").run()
+    app.number_input(key="wl_count").set_value(3).run()
+    app.selectbox(key="wl_prompt_dist").set_value("empirical").run()
+    assert not app.exception and not app.error
+    rows = report(app)
+    assert rows["requests"] == "3" and rows["span"] == "4.315 s"
+
+
+def test_sessions_toggle_generates_conversations():
+    app = page()
+    app.toggle(key="wl_sessions").set_value(True).run()
+    assert not app.exception
+    assert report(app)["extra columns"] == "session_id, turn, prefix_group, prefix_len"
+
+
+def test_new_content_under_the_same_name_gets_a_new_path():
+    """The scenario names the uploaded file by path; a changed file must not reuse it."""
+    app = upload(page(), "t.csv", b"arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,2\n")
+    app.button(key="wl_use").click().run()
+    first = app.session_state["scenario"]["workload"]["trace_file"]
+    app.file_uploader(key="wl_upload").upload("t.csv", b"arrived_at,num_prefill_tokens,num_decode_tokens\n0,20,2\n")
+    app.run()
+    assert report(app)["prompt tokens"] == "20 .. 20 (mean 20)"
+    app.button(key="wl_use").click().run()
+    assert app.session_state["scenario"]["workload"]["trace_file"] != first
