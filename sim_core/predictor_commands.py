@@ -75,17 +75,11 @@ def _print_table(results, statistic: str, label: str) -> None:
 
 
 def _report(args) -> int:
-    from sim_core.predictor.accuracy import learned_accuracy, pooled
+    from sim_core.predictor.accuracy import learned_accuracy
 
     results = [r for profiles in _profile_sets(args) for r in learned_accuracy(profiles, args.estimator)]
-    if args.json:
-        print(json.dumps(pooled(results, "mape")))
-        return 0
-    _print_table(results, "mape", "MAPE %")
-    print(f"\nper operator ({args.estimator}, held-out rows of all profiles and TP degrees), MAPE %:")
-    for op, value in pooled(results, "mape").items():
-        print(f"  {op:26s} {value:6.2f}")
-    return 0
+    return _print_results(results, "mape", "MAPE %", args.json,
+                          f"per operator ({args.estimator}, held-out rows of all profiles and TP degrees), MAPE %:")
 
 
 def _pair(args):
@@ -99,16 +93,24 @@ def _pair(args):
 
 def _compare(args) -> int:
     from sim_core.config import PredictorConfig
-    from sim_core.predictor.accuracy import pooled, roofline_accuracy
+    from sim_core.predictor.accuracy import roofline_accuracy
 
     profiles, model, device = _pair(args)
     results = roofline_accuracy(profiles, model, device, PredictorConfig())
-    if args.json:
-        print(json.dumps(pooled(results, "median")))
+    return _print_results(results, "median", "median %", args.json, f"roofline vs measured, {args.model} on "
+                          f"{args.device}, median absolute percentage error per operator:")
+
+
+def _print_results(results, metric: str, header: str, as_json: bool, title: str) -> int:
+    """The pooled figure per operator as one JSON object, or the full table then the pooled lines."""
+    from sim_core.predictor.accuracy import pooled
+
+    if as_json:
+        print(json.dumps(pooled(results, metric)))
         return 0
-    _print_table(results, "median", "median %")
-    print(f"\nroofline vs measured, {args.model} on {args.device}, median absolute percentage error per operator:")
-    for op, value in pooled(results, "median").items():
+    _print_table(results, metric, header)
+    print(f"\n{title}")
+    for op, value in pooled(results, metric).items():
         print(f"  {op:26s} {value:6.2f}")
     return 0
 
