@@ -48,6 +48,10 @@ class Request:
     num_restarts: int = 0
     num_blocks: int = 0                               # KV blocks held (kept by the pool)
     blocks: list[int] = field(default_factory=list)   # their physical ids, when the pool tracks ids
+    priority: int = 0                # smaller is more urgent (the workload's priority column)
+    num_cached_tokens: int = 0       # prompt tokens found in a prefix cache, summed over admissions
+    num_lookup_tokens: int = 0       # prompt tokens looked up in a prefix cache, summed likewise
+    truncated: bool = False          # output cut where the request reached max_model_len
 
     def __post_init__(self) -> None:
         assert self.num_prefill_tokens >= 1 and self.num_decode_tokens >= 1
@@ -93,6 +97,23 @@ class Request:
             self.max_token_gap = gap
         return gap
 
+    @property
+    def num_known_tokens(self) -> int:
+        """Tokens whose ids exist now: the prompt, plus the outputs once decoding."""
+        return self.num_processed_tokens if self.is_prefill_complete else self.num_prefill_tokens
+
+    def recompute(self) -> None:
+        """Engine-style recompute preemption (vLLM v1, SGLang): the prompt and the outputs so
+        far become the new prompt, computed again from token 0 (unlike `restart`, a request
+        stopped mid-prompt keeps its whole prompt)."""
+        total = self.total_tokens
+        self.num_prefill_tokens = self.num_known_tokens
+        self.num_decode_tokens = total - self.num_prefill_tokens
+        self.num_processed_tokens = 0
+        self.scheduled = False
+        self.is_prefill_complete = False
+        self.num_restarts += 1
+
     def restart(self) -> None:
         """Recompute preemption: the tokens processed so far become the new prompt."""
         assert self.num_processed_tokens > 0, "only a request that has run can be restarted"
@@ -117,6 +138,7 @@ class Batch:
     formed_at: float = NOT_YET
     completed_at: float = NOT_YET
     shape: object = None          # BatchShape, set when the batch is formed
+    num_padding: int = 0          # dummy requests added to reach a CUDA-graph batch size (sglang)
 
     def __post_init__(self) -> None:
         assert self.requests and len(self.requests) == len(self.num_tokens)

@@ -256,7 +256,7 @@ class FastForward:
             self.sim.recorder.batches.add_chunk(
                 boundary - start, batch_id=np.arange(first.id + start, first.id + boundary), replica_id=replica,
                 formed_at=ends[start - 1: boundary - 1], num_requests=len(live), num_tokens=len(live),
-                num_prefill_tokens=0, request_ids=live, request_tokens=(1,) * len(live))
+                num_prefill_tokens=0, request_ids=live, request_tokens=(1,) * len(live), padded_size=len(live))
             start = boundary
 
 

@@ -13,6 +13,10 @@ import numpy as np
 GAPS_BEFORE_COMPACTING = 1 << 20   # raw token gaps kept before they are folded into counts
 RUNS_BEFORE_COMPACTING = 1 << 14   # fast-forward gap chunks kept likewise
 
+# block event deltas: +1 / -1 a request takes / lets go of a block (a shared block has one event
+# per holder); +2 / -2 a block gets / loses a prefix-cache key (request -1)
+CACHED, UNCACHED = 2, -2
+
 # request state-change codes
 QUEUED, ADMITTED, RESTARTED, FINISHED, REJECTED = range(5)
 STATE_NAMES = ("queued", "admitted", "restarted", "finished", "rejected")
@@ -68,7 +72,7 @@ class Recorder:
         self.states = Table({"time": f64, "replica": i64, "request": i64, "state": np.int8})
         self.batches = Table({"batch_id": i64, "replica_id": i64, "formed_at": f64, "num_requests": i64,
                               "num_tokens": i64, "num_prefill_tokens": i64, "request_ids": object,
-                              "request_tokens": object})
+                              "request_tokens": object, "padded_size": i64})
         self.stages = Table({"batch_id": i64, "replica_id": i64, "stage_id": i64, "start": f64, "end": f64})
         self.series = Table({"time": f64, "replica_id": i64, "kv_blocks_used": i64, "num_waiting": i64,
                              "num_running": i64})
@@ -82,7 +86,7 @@ class Recorder:
         self.keeps_blocks = level == "full"
         self.keeps_batches = level != "requests"
         if not self.keeps_blocks:
-            self.on_allocate = self.on_allocate_one = self.on_free = self._skip
+            self.on_allocate = self.on_allocate_one = self.on_free = self.on_cache = self._skip
             self.on_state = self.on_restart = self._skip
         if not self.keeps_batches:
             self.on_batch = self.on_batch_row = self.on_stage = self._series_row = self._skip
@@ -115,6 +119,10 @@ class Recorder:
         cols["block"].append(block)
         cols["delta"].append(1)
 
+    def on_cache(self, replica: int, blocks: list[int], delta: int) -> None:
+        """Blocks got (CACHED) or lost (UNCACHED) a prefix-cache key."""
+        self._block_rows(replica, -1, blocks, delta)
+
     def on_state(self, replica: int, request: int, state: int) -> None:
         cols = self.states.columns
         cols["time"].append(self.now)
@@ -129,11 +137,12 @@ class Recorder:
 
     def on_batch(self, batch) -> None:
         self.on_batch_row(batch.id, batch.replica_id, tuple(r.id for r in batch.requests),
-                          tuple(batch.num_tokens), batch.num_prefill_tokens)
+                          tuple(batch.num_tokens), batch.num_prefill_tokens, batch.num_padding)
 
     def on_batch_row(self, batch_id: int, replica: int, request_ids: tuple, request_tokens: tuple,
-                     num_prefill_tokens: int) -> None:
-        """A batch formed now (tuples may be shared between rows: they are never mutated)."""
+                     num_prefill_tokens: int, num_padding: int = 0) -> None:
+        """A batch formed now (tuples may be shared between rows: they are never mutated);
+        `padded_size` is the batch size the GPU runs (requests plus CUDA-graph padding)."""
         cols = self.batches.columns
         cols["batch_id"].append(batch_id)
         cols["replica_id"].append(replica)
@@ -143,6 +152,7 @@ class Recorder:
         cols["num_prefill_tokens"].append(num_prefill_tokens)
         cols["request_ids"].append(request_ids)
         cols["request_tokens"].append(request_tokens)
+        cols["padded_size"].append(len(request_ids) + num_padding)
 
     def on_stage(self, batch_id: int, replica: int, stage: int, start: float, end: float) -> None:
         cols = self.stages.columns

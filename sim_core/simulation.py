@@ -36,6 +36,8 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
     schedulers = [SCHEDULERS[config.scheduler.type](r, config.cluster.pipeline_parallel_size,
                                                      config.scheduler, limits, recorder)
                   for r in range(config.cluster.num_replicas)]
+    for scheduler in schedulers:
+        scheduler.attach_workload(workload, config.max_model_len)
     rejected = _rejections(schedulers[0], workload)
     rng = np.random.default_rng(config.seed)
     router = ROUTERS[config.cluster.global_scheduler](config.cluster.num_replicas, rng)

@@ -18,6 +18,12 @@ APPLIES: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
         "max_tokens_in_batch": ("vllm", "lightllm"),
         "chunk_size": ("sarathi",),
         "max_waiting_iters": ("lightllm",),
+        "max_num_seqs": ("vllm_v1",), "max_num_batched_tokens": ("vllm_v1",),
+        "long_prefill_token_threshold": ("vllm_v1",), "prioritize_prefill": ("vllm_v1",),
+        "scheduling_policy": ("vllm_v1",), "enable_prefix_caching": ("vllm_v1", "sglang"),
+        "max_prefill_tokens": ("sglang",), "chunked_prefill_size": ("sglang",),
+        "max_running_requests": ("sglang",), "cuda_graph_batch_sizes": ("sglang",),
+        "enable_overlap_schedule": ("sglang",),
     }),
     "predictor": ("type", {
         "base_s": ("linear",), "per_token_s": ("linear",),

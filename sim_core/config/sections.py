@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Strict = ConfigDict(extra="forbid", validate_assignment=True)
 
 GlobalSchedulerType = Literal["round_robin", "lor", "random"]
-ReplicaSchedulerType = Literal["vllm", "sarathi", "orca", "faster_transformer", "lightllm"]
+ReplicaSchedulerType = Literal["vllm", "sarathi", "orca", "faster_transformer", "lightllm", "vllm_v1", "sglang"]
+
+# SGLang v0.4's default CUDA-graph capture sizes (cuda_graph_max_bs 160)
+SGLANG_GRAPH_SIZES = (1, 2, 4, 8, *range(16, 161, 8))
 
 
 class ClusterConfig(BaseModel):
@@ -37,7 +40,9 @@ class SchedulerConfig(BaseModel):
     type: ReplicaSchedulerType = Field("vllm", description=(
         "Batching policy: vllm (prefill-first continuous batching, paged KV), sarathi (chunked "
         "prefill mixed with decodes), orca (iteration-level, reserves max_model_len per request), "
-        "faster_transformer (static batches), lightllm (token-level KV, separate prefill/decode)."))
+        "faster_transformer (static batches), lightllm (token-level KV, separate prefill/decode), "
+        "vllm_v1 (vLLM V1 engine: one token budget for decodes and prompt chunks, prefix caching), "
+        "sglang (SGLang: prefill batch else decode batch, radix prefix cache, CUDA-graph padding)."))
     batch_size_cap: int = Field(128, ge=1, le=65536, description=(
         "Most requests holding KV memory at once; a batch holds at most batch_size_cap // PP."))
     block_size: int = Field(16, ge=1, le=4096, description=(
@@ -55,6 +60,47 @@ class SchedulerConfig(BaseModel):
         "sarathi: token budget of one iteration shared by decodes and prefill chunks."))
     max_waiting_iters: int = Field(10, ge=0, le=1_000_000, description=(
         "lightllm: decode iterations after which a prefill batch is tried even while requests run."))
+    max_num_seqs: int = Field(256, ge=0, le=1_000_000, description=(
+        "vllm_v0/vllm_v1: most requests running (holding KV) at once; checked only when admitting "
+        "a request, never against one already running (0 = unbounded)."))
+    max_num_batched_tokens: int = Field(2048, ge=1, le=10_000_000, description=(
+        "vllm_v0/vllm_v1: token budget of one iteration, shared by running decodes (1 token each) "
+        "and prompt chunks."))
+    long_prefill_token_threshold: int = Field(0, ge=0, le=10_000_000, description=(
+        "vllm_v1: most prompt tokens one request may run in one iteration (longer prompts are "
+        "chunked; 0 = only the token budget limits them)."))
+    prioritize_prefill: bool = Field(False, description=(
+        "vllm_v1: hand the budget to prompt work first (running chunks, then new requests) and "
+        "let decodes fill what is left; lower TTFT, higher TBT."))
+    scheduling_policy: Literal["fcfs", "priority"] = Field("fcfs", description=(
+        "vllm_v1: fcfs (arrival order) or priority (the workload's priority column, smaller "
+        "first, ties by arrival): the admission order and, in reverse, the preemption victim."))
+    enable_prefix_caching: bool = Field(True, description=(
+        "vllm_v1/sglang: reuse the KV blocks of an identical prompt prefix (vllm_v1: hashed full "
+        "blocks kept after they are freed; sglang: a radix tree); cached tokens are not computed."))
+    max_prefill_tokens: int = Field(16384, ge=1, le=10_000_000, description=(
+        "sglang: prompt-token budget of one prefill batch (the first request may exceed it)."))
+    chunked_prefill_size: int = Field(8192, ge=0, le=10_000_000, description=(
+        "sglang: most prompt tokens in one prefill batch; a longer prompt runs in chunks over "
+        "consecutive prefill batches (0 = no chunking)."))
+    max_running_requests: int = Field(0, ge=0, le=1_000_000, description=(
+        "sglang: request slots: most requests decoding at once (0 = SGLang's default, "
+        "min(KV tokens // 2, 4096))."))
+    cuda_graph_batch_sizes: list[int] = Field(default_factory=lambda: list(SGLANG_GRAPH_SIZES), max_length=512,
+                                              description=(
+        "sglang: decode batch sizes with a captured CUDA graph; a decode batch runs (and is priced) "
+        "padded up to the next size, larger ones unpadded (empty = no CUDA graphs)."))
+    enable_overlap_schedule: bool = Field(True, description=(
+        "sglang: schedule the next batch and process the last one's outputs on the CPU while the "
+        "GPU runs, hiding that CPU time (pipeline_parallel_size 1; the linear cost model has no "
+        "CPU time)."))
+
+    @field_validator("cuda_graph_batch_sizes")
+    @classmethod
+    def _graph_sizes(cls, sizes: list[int]) -> list[int]:
+        if any(size < 1 or size > 65536 for size in sizes):
+            raise ValueError("batch sizes must be between 1 and 65536")
+        return sorted(set(sizes))
 
 
 class MemoryConfig(BaseModel):

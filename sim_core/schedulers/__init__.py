@@ -5,7 +5,9 @@ from sim_core.schedulers.faster_transformer import FasterTransformerScheduler
 from sim_core.schedulers.lightllm import LightLLMScheduler
 from sim_core.schedulers.orca import OrcaScheduler
 from sim_core.schedulers.sarathi import SarathiScheduler
+from sim_core.schedulers.sglang import SglangScheduler
 from sim_core.schedulers.vllm import VllmScheduler
+from sim_core.schedulers.vllm_v1 import VllmV1Scheduler
 
 SCHEDULERS: dict[str, type[ReplicaScheduler]] = {
     "vllm": VllmScheduler,
@@ -13,6 +15,8 @@ SCHEDULERS: dict[str, type[ReplicaScheduler]] = {
     "orca": OrcaScheduler,
     "faster_transformer": FasterTransformerScheduler,
     "lightllm": LightLLMScheduler,
+    "vllm_v1": VllmV1Scheduler,
+    "sglang": SglangScheduler,
 }
 
 __all__ = ["SCHEDULERS", "ReplicaLimits", "ReplicaScheduler"]

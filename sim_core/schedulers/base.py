@@ -59,6 +59,11 @@ class ReplicaScheduler:
         request.status = RequestStatus.WAITING
         self.waiting.append(request)
 
+    def attach_workload(self, workload, max_model_len: int) -> None:
+        """Called once before the run: policies that read optional workload columns (priority,
+        prefix keys) or max_model_len keep what they need."""
+        return
+
     def on_schedule(self) -> list[Batch]:
         """Form batches until `num_stages` are in flight or the policy has nothing to run."""
         batches = []

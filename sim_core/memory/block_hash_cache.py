@@ -1,0 +1,171 @@
+"""Block-hash prefix caching (vLLM v1's BlockPool): reference-counted blocks that keep their key
+after they are freed.
+
+Free blocks wait in a queue in eviction order (front first); a fresh pool queues 0, 1, 2, ...
+A block whose last holder lets go joins the back of the queue but keeps its key, so it is still
+a prefix hit (a hit takes it out of the queue again) until it reaches the front and is handed
+out as a new block, which drops its key: that is eviction, least recently freed first. A
+request frees its blocks last block first, so the tail of a sequence, the part least likely
+shared, is evicted before its head.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from sim_core.entities import Request
+
+
+class HashedBlockPool:
+    """`num_blocks` blocks of `block_size` tokens with reference counts and prefix-cache keys.
+
+    A request's block table is `request.blocks` (shared blocks appear in several tables).
+    `on_cache(blocks, delta)`, when given, is told of blocks that got (+2) or lost (-2) a key.
+    Methods never raise for ordinary backpressure: callers ask `can_allocate` first.
+    """
+
+    tracks_ids = True
+
+    def __init__(self, num_blocks: int, block_size: int, on_cache=None) -> None:
+        assert num_blocks >= 1
+        self.num_blocks, self.block_size = num_blocks, block_size
+        self._free: OrderedDict[int, None] = OrderedDict.fromkeys(range(num_blocks))
+        self._ref = [0] * num_blocks
+        self._key: list[int | None] = [None] * num_blocks
+        self._by_key: dict[int, dict[int, None]] = {}   # key -> blocks holding it, oldest first
+        self._num_keyed: dict[int, int] = {}             # request id -> leading table blocks with keys
+        self.num_holders = 0
+        self._on_cache = on_cache or (lambda blocks, delta: None)
+
+    @property
+    def num_free(self) -> int:
+        """Blocks nobody holds (cached ones included: they are evictable)."""
+        return len(self._free)
+
+    @property
+    def num_used(self) -> int:
+        return self.num_blocks - len(self._free)
+
+    def num_cached_free(self) -> int:
+        return sum(1 for block in self._free if self._key[block] is not None)
+
+    def ref_count(self, block: int) -> int:
+        return self._ref[block]
+
+    def key_of(self, block: int) -> int | None:
+        return self._key[block]
+
+    def free_order(self) -> list[int]:
+        """The free queue, front (next to be handed out) first."""
+        return list(self._free)
+
+    # ---- lookups and allocation -------------------------------------------------------------
+
+    def cached_prefix(self, keys: list[int]) -> list[int]:
+        """Blocks holding the longest cached prefix of `keys` (stops at the first miss); the
+        oldest block is taken when several hold a key. Does not change anything."""
+        blocks = []
+        for key in keys:
+            holders = self._by_key.get(key)
+            if not holders:
+                break
+            blocks.append(next(iter(holders)))
+        return blocks
+
+    def can_allocate(self, num: int, hits: list[int] = ()) -> bool:
+        """Whether `num` new blocks fit beside the `hits` a request is about to take (a hit that
+        is free cannot also be handed out as a new block)."""
+        return num <= len(self._free) - sum(1 for block in hits if not self._ref[block])
+
+    def allocate(self, request: Request, num: int, hits: list[int] = ()) -> list[int]:
+        """Give `request` the cached `hits` (first, once, as its table's head) and `num` new
+        blocks; returns every block taken, in table order (caller checked can_allocate)."""
+        taken = []
+        if not request.num_blocks:
+            self.num_holders += 1
+            self._num_keyed[request.id] = len(hits)
+        for block in hits:
+            if not self._ref[block]:
+                del self._free[block]
+            self._ref[block] += 1
+            taken.append(block)
+        evicted = []
+        for _ in range(num):
+            block, _ = self._free.popitem(last=False)
+            if self._key[block] is not None:
+                self._drop_key(block)
+                evicted.append(block)
+            self._ref[block] = 1
+            taken.append(block)
+        if evicted:
+            self._on_cache(evicted, -2)
+        request.blocks.extend(taken)
+        request.num_blocks += len(taken)
+        return taken
+
+    def allocate_one(self, request: Request) -> int:
+        """One new block for a request that already holds blocks."""
+        return self.allocate(request, 1)[0]
+
+    def cache_blocks(self, request: Request, keys: list[int], num_tokens: int) -> list[int]:
+        """Key the request's blocks that `num_tokens` tokens fill completely (those already
+        keyed are skipped); returns the blocks that got a key."""
+        full = min(num_tokens // self.block_size, len(keys), request.num_blocks)
+        start = self._num_keyed.get(request.id, 0)
+        keyed = []
+        for index in range(start, full):
+            block = request.blocks[index]
+            if self._key[block] is None:
+                self._key[block] = keys[index]
+                self._by_key.setdefault(keys[index], {})[block] = None
+                keyed.append(block)
+        if full > start:
+            self._num_keyed[request.id] = full
+        if keyed:
+            self._on_cache(keyed, 2)
+        return keyed
+
+    def free(self, request: Request) -> list[int]:
+        """Let go of all of `request`'s blocks, last first; returns its table."""
+        blocks = request.blocks
+        if blocks:
+            ref, free = self._ref, self._free
+            for block in reversed(blocks):
+                ref[block] -= 1
+                if not ref[block]:
+                    free[block] = None
+            self.num_holders -= 1
+            self._num_keyed.pop(request.id, None)
+            request.blocks, request.num_blocks = [], 0
+        return blocks
+
+    def _drop_key(self, block: int) -> None:
+        key = self._key[block]
+        holders = self._by_key[key]
+        del holders[block]
+        if not holders:
+            del self._by_key[key]
+        self._key[block] = None
+
+    # ---- invariants -------------------------------------------------------------------------
+
+    def check_integrity(self, holders: list[Request] | None = None) -> None:
+        """Assert: the free queue is exactly the unreferenced blocks; the key index matches the
+        blocks' keys; with `holders` (every request holding blocks), reference counts equal
+        the number of tables holding each block."""
+        assert all(self._ref[b] == 0 for b in self._free), "a referenced block is in the free queue"
+        assert sum(1 for r in self._ref if r == 0) == len(self._free), "an unreferenced block is lost"
+        assert all(r >= 0 for r in self._ref), "negative reference count"
+        indexed = {(key, b) for key, blocks in self._by_key.items() for b in blocks}
+        assert indexed == {(k, b) for b, k in enumerate(self._key) if k is not None}, "key index drifted"
+        assert all(self._by_key.values()), "an empty key entry"
+        if holders is None:
+            return
+        counts = [0] * self.num_blocks
+        for request in holders:
+            assert request.num_blocks == len(request.blocks), "block count drifted"
+            assert len(set(request.blocks)) == len(request.blocks), "a block twice in one table"
+            for block in request.blocks:
+                counts[block] += 1
+        assert counts == self._ref, "reference counts do not match the block tables"
+        assert sum(1 for r in holders if r.blocks) == self.num_holders, "holder count drifted"

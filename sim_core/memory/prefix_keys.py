@@ -1,0 +1,135 @@
+"""What each request's KV blocks hold, as keys a prefix cache can compare.
+
+The simulator has no token ids, so the content of a request is derived from the workload's
+optional prefix columns. A request's token stream is its prompt followed by its output; every
+position of it gets a *source*, and equal sources at equal positions mean equal tokens:
+
+* Mooncake `hash_ids` (when the row has any, block size H = `hash_block_size`): prompt
+  position i with j = i // H < len(hash_ids) has source (HASH, hash_ids[j]);
+* else a session turn whose session has an earlier row in the workload (the latest one, q):
+  its first L positions copy q's sources, L = its `prefix_len` (without that column: q's prompt
+  plus output), capped at its own prompt and at q's stream; so each turn extends the previous
+  context, and a system prompt shared by turn 0 (below) is shared by every later turn;
+* else a row with `prefix_group` g >= 0: its first min(prefix_len, prompt) positions have
+  source (GROUP, g) (requests of one group share their common leading positions);
+* every other position (new input, output) has source (REQUEST, row): unique to the request.
+A `prefix_len` without a session or group shares nothing (it does not say with whom).
+
+Block k covers positions [k * B, (k + 1) * B) for the cache's block size B. Its key is a 64-bit
+hash chaining block k-1's key with the runs of sources inside block k (each run's source and
+where it ends), as vLLM chains block hashes: equal keys mean equal prefixes up to and including
+the block (a false match needs a 64-bit hash collision). Only full blocks have keys.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+HASH, GROUP, REQUEST = 1, 2, 3
+ROOT = 0x5EED  # the parent key of block 0
+
+
+class PrefixKeys:
+    """Block keys of workload rows (request id = row); session rows are memoised, since later
+    turns copy them."""
+
+    def __init__(self, workload, block_size: int) -> None:
+        self.workload = workload
+        self.block_size = block_size
+        columns = workload.optional_columns()
+        self.group = columns.get("prefix_group")
+        self.prefix_len = columns.get("prefix_len")
+        self.previous = previous_turns(columns["session_id"]) if "session_id" in columns else None
+        self._session_runs: dict[int, list[tuple[int, tuple[int, int]]]] = {}
+
+    def stream_length(self, row: int) -> int:
+        return int(self.workload.num_prefill_tokens[row] + self.workload.num_decode_tokens[row])
+
+    def block_keys(self, row: int) -> list[int]:
+        """Keys of the full blocks of the row's stream (prompt + output), in order."""
+        runs = self.runs(row)
+        return chain_keys(runs, self.block_size, self.stream_length(row) // self.block_size)
+
+    def runs(self, row: int) -> list[tuple[int, tuple[int, int]]]:
+        """The row's stream as (end position, source) runs in order, covering [0, length)."""
+        if self.previous is None or self.previous[row] < 0:
+            return self._own_runs(row)
+        chain = [row]
+        while self.previous[chain[-1]] >= 0 and chain[-1] not in self._session_runs:
+            chain.append(int(self.previous[chain[-1]]))
+        for turn in reversed(chain):
+            if turn not in self._session_runs:
+                self._session_runs[turn] = self._turn_runs(turn)
+        return self._session_runs[row]
+
+    def _turn_runs(self, row: int) -> list[tuple[int, tuple[int, int]]]:
+        earlier = int(self.previous[row])
+        if earlier < 0 or self._has_hashes(row):
+            return self._own_runs(row)
+        before = self._session_runs[earlier]
+        prompt = int(self.workload.num_prefill_tokens[row])
+        shared = (int(self.prefix_len[row]) if self.prefix_len is not None
+                  else self.stream_length(earlier))
+        shared = min(shared, prompt, before[-1][0])
+        return truncate(before, shared) + [(self.stream_length(row), (REQUEST, row))]
+
+    def _has_hashes(self, row: int) -> bool:
+        return self.workload.hash_ids is not None and len(self.workload.hashes_of(row)) > 0
+
+    def _own_runs(self, row: int) -> list[tuple[int, tuple[int, int]]]:
+        """Runs of a row that copies no earlier turn: hash blocks, a group prefix, or nothing."""
+        prompt, end = int(self.workload.num_prefill_tokens[row]), self.stream_length(row)
+        runs: list[tuple[int, tuple[int, int]]] = []
+        if self._has_hashes(row):
+            size = self.workload.hash_block_size
+            for j, value in enumerate(self.workload.hashes_of(row).tolist()):
+                if j * size >= prompt:
+                    break
+                runs.append((min((j + 1) * size, prompt), (HASH, value)))
+        elif self.group is not None and self.prefix_len is not None and self.group[row] >= 0:
+            shared = min(int(self.prefix_len[row]), prompt)
+            if shared > 0:
+                runs.append((shared, (GROUP, int(self.group[row]))))
+        runs.append((end, (REQUEST, row)))
+        return runs
+
+
+def truncate(runs: list, length: int) -> list:
+    """The runs covering [0, length) (length at most the runs' end)."""
+    kept = []
+    for end, source in runs:
+        if length <= 0:
+            break
+        kept.append((min(end, length), source))
+        if end >= length:
+            break
+    return kept
+
+
+def chain_keys(runs: list, block_size: int, num_blocks: int) -> list[int]:
+    """Chained keys of blocks 0..num_blocks-1 over `runs` (which must cover them)."""
+    keys, parent, first = [], ROOT, 0
+    for k in range(num_blocks):
+        start, stop = k * block_size, (k + 1) * block_size
+        while runs[first][0] <= start:
+            first += 1
+        content, i = [], first
+        while True:
+            end, source = runs[i]
+            content.append((source, min(end, stop)))
+            if end >= stop:
+                break
+            i += 1
+        parent = hash((parent, tuple(content)))
+        keys.append(parent)
+    return keys
+
+
+def previous_turns(session: np.ndarray) -> np.ndarray:
+    """For each row, the latest earlier row of the same session (session ids >= 0), else -1."""
+    rows = np.arange(len(session), dtype=np.int64)
+    order = np.lexsort((rows, session))
+    previous = np.full(len(session), -1, dtype=np.int64)
+    same = (session[order][1:] == session[order][:-1]) & (session[order][1:] >= 0)
+    previous[order[1:][same]] = order[:-1][same]
+    return previous

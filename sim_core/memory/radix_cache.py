@@ -1,0 +1,161 @@
+"""A radix tree of cached prefixes (SGLang's RadixCache), over sequences of page keys.
+
+Each edge holds a run of keys and the KV block ids that hold them (one block per key). A
+request locks the path to the node where its match ends (`lock` / `unlock` count along the
+path); unlocked leaves can be evicted, least recently used first, and a parent whose last
+child goes becomes a leaf candidate in the same pass. Recency is a logical clock (every node
+touched by a match or an insert gets the next tick, root to leaf), so eviction order is
+deterministic. `evictable_size` + `protected_size` is the number of blocks in the tree.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+
+class RadixNode:
+    """A tree node: the edge from its parent (`key`, `value`), children by first key."""
+
+    __slots__ = ("children", "key", "last_access", "lock_ref", "parent", "value")
+
+    def __init__(self, key: list, value: list, parent: RadixNode | None, tick: int) -> None:
+        self.key, self.value, self.parent = key, value, parent
+        self.children: dict = {}
+        self.lock_ref = 0
+        self.last_access = tick
+
+    def __lt__(self, other: RadixNode) -> bool:
+        return self.last_access < other.last_access
+
+
+class RadixCache:
+    """Cached prefixes as a radix tree; values are KV block ids (the caller owns the pool)."""
+
+    def __init__(self) -> None:
+        self._tick = 0
+        self.root = RadixNode([], [], None, 0)
+        self.root.lock_ref = 1
+        self.evictable_size = 0   # blocks in unlocked nodes
+        self.protected_size = 0   # blocks in locked nodes
+
+    def _touch(self, node: RadixNode) -> None:
+        self._tick += 1
+        node.last_access = self._tick
+
+    def match_prefix(self, keys: list) -> tuple[list, RadixNode]:
+        """Blocks of the longest cached prefix of `keys` and the node where it ends (an edge
+        matched part way is split there). Touches the matched path; locks nothing."""
+        node, values, i = self.root, [], 0
+        self._touch(node)
+        while i < len(keys) and keys[i] in node.children:
+            child = node.children[keys[i]]
+            self._touch(child)
+            matched = _common_length(child.key, keys, i)
+            if matched < len(child.key):
+                child = self._split(child, matched)
+            values.extend(child.value)
+            node, i = child, i + matched
+        return values, node
+
+    def insert(self, keys: list, values: list) -> int:
+        """Cache `values` (blocks) under `keys`; returns how many leading keys were already
+        cached (the caller frees its own blocks for them). New nodes are unlocked."""
+        assert len(keys) == len(values)
+        node, i = self.root, 0
+        self._touch(node)
+        while i < len(keys) and keys[i] in node.children:
+            child = node.children[keys[i]]
+            self._touch(child)
+            matched = _common_length(child.key, keys, i)
+            if matched < len(child.key):
+                child = self._split(child, matched)
+            node, i = child, i + matched
+        if i < len(keys):
+            self._tick += 1
+            leaf = RadixNode(list(keys[i:]), list(values[i:]), node, self._tick)
+            node.children[keys[i]] = leaf
+            self.evictable_size += len(leaf.value)
+        return i
+
+    def _split(self, child: RadixNode, length: int) -> RadixNode:
+        """Cut `child`'s edge after `length` keys; returns the new upper node."""
+        self._tick += 1
+        upper = RadixNode(child.key[:length], child.value[:length], child.parent, self._tick)
+        upper.lock_ref = child.lock_ref
+        upper.children = {child.key[length]: child}
+        child.parent.children[child.key[0]] = upper
+        child.key, child.value, child.parent = child.key[length:], child.value[length:], upper
+        return upper
+
+    def lock(self, node: RadixNode) -> None:
+        """Protect the path from `node` to the root from eviction (one more holder)."""
+        while node is not self.root:
+            if node.lock_ref == 0:
+                self.evictable_size -= len(node.value)
+                self.protected_size += len(node.value)
+            node.lock_ref += 1
+            node = node.parent
+
+    def unlock(self, node: RadixNode) -> None:
+        """Undo one `lock(node)`."""
+        while node is not self.root:
+            assert node.lock_ref > 0, "unlock without lock"
+            if node.lock_ref == 1:
+                self.evictable_size += len(node.value)
+                self.protected_size -= len(node.value)
+            node.lock_ref -= 1
+            node = node.parent
+
+    def evict(self, num_blocks: int) -> list:
+        """Remove unlocked leaves, least recently used first, until at least `num_blocks`
+        blocks are freed or nothing more can go; returns the freed blocks in eviction order."""
+        leaves = [node for node in self._nodes() if not node.children and node is not self.root]
+        heapq.heapify(leaves)
+        freed: list = []
+        while len(freed) < num_blocks and leaves:
+            leaf = heapq.heappop(leaves)
+            if leaf.lock_ref > 0:
+                continue
+            freed.extend(leaf.value)
+            parent = leaf.parent
+            del parent.children[leaf.key[0]]
+            self.evictable_size -= len(leaf.value)
+            if not parent.children and parent is not self.root:
+                heapq.heappush(leaves, parent)
+        return freed
+
+    def _nodes(self):
+        stack = [self.root]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(node.children.values())
+
+    def blocks(self) -> list:
+        """Every block in the tree."""
+        return [block for node in self._nodes() for block in node.value]
+
+    def check_integrity(self) -> None:
+        """Assert the tree's shape and that evictable + protected sizes match its nodes."""
+        evictable = protected = 0
+        for node in self._nodes():
+            if node is self.root:
+                assert not node.key and node.lock_ref >= 1, "root changed"
+                continue
+            assert node.key and len(node.key) == len(node.value), "edge keys and blocks differ"
+            assert node.parent.children.get(node.key[0]) is node, "child filed under a wrong key"
+            assert node.lock_ref >= sum(c.lock_ref for c in node.children.values()), "lock not on the path"
+            if node.lock_ref:
+                protected += len(node.value)
+            else:
+                evictable += len(node.value)
+        assert (evictable, protected) == (self.evictable_size, self.protected_size), "sizes drifted"
+
+
+def _common_length(edge: list, keys: list, start: int) -> int:
+    """How many leading keys of `edge` equal keys[start:]."""
+    n = 0
+    limit = min(len(edge), len(keys) - start)
+    while n < limit and edge[n] == keys[start + n]:
+        n += 1
+    return n

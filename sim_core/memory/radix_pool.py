@@ -1,0 +1,202 @@
+"""SGLang's KV memory: a free list of blocks (pages) and a radix tree of cached prefixes.
+
+Every block is in exactly one place: the free list, the tree, or private to one request. A
+request's table is `request.blocks`:
+
+    [0, tree_len)            blocks of the tree path it has locked (its cached prefix)
+    [tree_len, num_blocks)   its private blocks (computed by it, not in the tree yet)
+
+The free list hands out its front and takes freed blocks at the back (a fresh pool gives 0, 1,
+2, ...). When it runs short, unlocked tree leaves are evicted (LRU) onto its back first. With
+caching off the tree stays empty and a request's blocks are all private (SGLang's ChunkCache).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from sim_core.entities import Request
+from sim_core.memory.radix_cache import RadixCache, RadixNode
+
+FREE = -1
+IN_TREE = -2
+
+
+class RadixKvPool:
+    """`num_blocks` KV blocks shared by requests and the radix tree.
+
+    `on_event(request_id, blocks, delta)` is told of every change a KV map draws: a request takes
+    (+1) or lets go of (-1) blocks, blocks get (+2) or lose (-2) a cache key (request -1).
+    """
+
+    tracks_ids = True
+
+    def __init__(self, num_blocks: int, block_size: int, caching: bool, on_event=None) -> None:
+        assert num_blocks >= 1
+        self.num_blocks, self.block_size, self.caching = num_blocks, block_size, caching
+        self.tree = RadixCache()
+        self._free = deque(range(num_blocks))
+        self._place = [FREE] * num_blocks          # FREE, IN_TREE, or the private owner's id
+        self._node: dict[int, RadixNode] = {}      # request id -> the tree node it has locked
+        self._tree_len: dict[int, int] = {}        # request id -> leading table blocks from the tree
+        self.num_holders = 0
+        self._event = on_event or (lambda request, blocks, delta: None)
+
+    @property
+    def num_free(self) -> int:
+        """Blocks that can be handed out now: free, or evictable from the tree."""
+        return len(self._free) + self.tree.evictable_size
+
+    @property
+    def num_used(self) -> int:
+        return self.num_blocks - self.num_free
+
+    @property
+    def num_free_list(self) -> int:
+        """Blocks on the free list (without evicting anything)."""
+        return len(self._free)
+
+    def evict_until(self, num: int) -> None:
+        """Evict unlocked tree leaves (LRU) until the free list holds `num` blocks or nothing
+        more can be evicted."""
+        if len(self._free) < num and self.tree.evictable_size:
+            evicted = self.tree.evict(num - len(self._free))
+            for block in evicted:
+                self._place[block] = FREE
+            self._free.extend(evicted)
+            self._event(-1, evicted, -2)
+
+    def can_allocate(self, num: int) -> bool:
+        return num <= self.num_free
+
+    def tree_len(self, request: Request) -> int:
+        return self._tree_len.get(request.id, 0)
+
+    # ---- matching and allocation ------------------------------------------------------------
+
+    def match(self, keys: list[int]) -> tuple[list[int], RadixNode]:
+        """Blocks of the longest cached prefix of `keys` and its node (locks nothing)."""
+        if not self.caching:
+            return [], self.tree.root
+        return self.tree.match_prefix(keys)
+
+    def lock(self, node: RadixNode) -> None:
+        self.tree.lock(node)
+
+    def unlock(self, node: RadixNode) -> None:
+        self.tree.unlock(node)
+
+    def admit(self, request: Request, hits: list[int], node: RadixNode) -> None:
+        """A request starts holding its cached prefix `hits` (the path to `node`, which the
+        caller has locked)."""
+        assert not request.num_blocks
+        self.num_holders += 1
+        self._node[request.id], self._tree_len[request.id] = node, len(hits)
+        request.blocks, request.num_blocks = list(hits), len(hits)
+        if hits:
+            self._event(request.id, hits, 1)
+
+    def allocate(self, request: Request, num: int) -> list[int]:
+        """`num` private blocks for an admitted request, evicting tree leaves when the free
+        list is short (caller checked can_allocate)."""
+        self.evict_until(num)
+        assert len(self._free) >= num, "eviction did not free enough blocks"
+        taken = [self._free.popleft() for _ in range(num)]
+        for block in taken:
+            self._place[block] = request.id
+        request.blocks.extend(taken)
+        request.num_blocks += num
+        self._event(request.id, taken, 1)
+        return taken
+
+    # ---- caching a request's blocks -----------------------------------------------------------
+
+    def insert(self, request: Request, keys: list[int], num_tokens: int) -> None:
+        """SGLang's cache_unfinished_req: the full blocks of the request's first `num_tokens`
+        computed tokens join the tree; blocks the tree already had (another request cached the
+        same content meanwhile) are freed and replaced in the table by the tree's; the lock
+        moves to the new end of the path."""
+        if not self.caching:
+            return
+        count = min(num_tokens // self.block_size, len(keys), request.num_blocks)
+        start = self._tree_len[request.id]
+        if count <= start:
+            return
+        present = self.tree.insert(keys[:count], request.blocks[:count])
+        table = request.blocks
+        if present > start:
+            duplicates = table[start:present]
+            self._release(request.id, duplicates)
+            self._event(request.id, duplicates, -1)
+        new = table[max(start, present):count]
+        for block in new:
+            self._place[block] = IN_TREE
+        if new:
+            self._event(-1, new, 2)
+        path, node = self.tree.match_prefix(keys[:count])
+        assert len(path) == count
+        if present > start:
+            self._event(request.id, path[start:present], 1)
+        table[:count] = path
+        self.tree.unlock(self._node[request.id])
+        self.tree.lock(node)
+        self._node[request.id], self._tree_len[request.id] = node, count
+
+    def free(self, request: Request) -> list[int]:
+        """Let go of everything: unlock the tree path (it stays cached, now evictable) and free
+        the private blocks; returns the table."""
+        blocks = request.blocks
+        if request.id in self._node:
+            self.tree.unlock(self._node.pop(request.id))
+            start = self._tree_len.pop(request.id)
+            self._release(request.id, blocks[start:])
+            self.num_holders -= 1
+            request.blocks, request.num_blocks = [], 0
+            if blocks:
+                self._event(request.id, blocks, -1)
+        return blocks
+
+    def _release(self, owner: int, blocks: list[int]) -> None:
+        for block in blocks:
+            assert self._place[block] == owner, "freeing a block the request does not own"
+            self._place[block] = FREE
+        self._free.extend(blocks)
+
+    # ---- invariants ---------------------------------------------------------------------------
+
+    def check_integrity(self, holders: list[Request] | None = None) -> None:
+        """Assert: free + tree + private == total with every block in one place; the tree is
+        whole; with `holders`, every table is a locked tree path then private blocks, and each
+        node's lock count equals the holders whose path runs through it."""
+        self.tree.check_integrity()
+        tree = self.tree.blocks()
+        assert len(set(tree)) == len(tree) and all(self._place[b] == IN_TREE for b in tree), "tree blocks misplaced"
+        assert all(self._place[b] == FREE for b in self._free) and len(set(self._free)) == len(self._free)
+        private = sum(1 for p in self._place if p >= 0)
+        assert len(self._free) + len(tree) + private == self.num_blocks, "free + tree + private != total"
+        if holders is None:
+            return
+        expected: dict[int, int] = {}
+        for request in holders:
+            start = self._tree_len[request.id]
+            node = self._node[request.id]
+            path = _path_blocks(node)
+            assert request.blocks[:start] == path, "table head is not the locked tree path"
+            assert all(self._place[b] == request.id for b in request.blocks[start:]), "private block misplaced"
+            assert request.num_blocks == len(request.blocks)
+            while node.parent is not None:
+                expected[id(node)] = expected.get(id(node), 0) + 1
+                node = node.parent
+        for node in self.tree._nodes():
+            if node is not self.tree.root:
+                assert node.lock_ref == expected.get(id(node), 0), "lock count != holders on the path"
+        assert private == sum(r.num_blocks - self._tree_len[r.id] for r in holders), "a private block has no holder"
+        assert len(holders) == self.num_holders == len(self._node), "holder count drifted"
+
+
+def _path_blocks(node: RadixNode) -> list[int]:
+    parts = []
+    while node.parent is not None:
+        parts.append(node.value)
+        node = node.parent
+    return [block for part in reversed(parts) for block in part]

@@ -1,0 +1,111 @@
+"""What the engine-era schedulers (vllm_v1, sglang) share on top of the base.
+
+`running` holds every admitted request in admission order, including those in a batch now
+(their ids are in `busy`): the engines keep one running list and never reorder it. Preemption
+is the engines' recompute: the prompt and the outputs so far become the new prompt
+(`Request.recompute`). With prefix caching on, a request's block keys come from the workload's
+prefix columns (`memory/prefix_keys.py`), computed once while it is alive.
+"""
+
+from __future__ import annotations
+
+from sim_core.entities import Batch, Request, RequestStatus
+from sim_core.memory.prefix_keys import PrefixKeys
+from sim_core.schedulers.base import ReplicaScheduler
+
+
+class EngineScheduler(ReplicaScheduler):
+    """Base of vllm_v1 and sglang: ordered running list, busy set, keys, hit accounting."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.busy: set[int] = set()
+        self.caching = self.config.enable_prefix_caching
+        self.prefix: PrefixKeys | None = None
+        self._keys: dict[int, list[int]] = {}
+        self._priority = None
+        self.max_model_len = 0
+
+    def attach_workload(self, workload, max_model_len: int) -> None:
+        self._priority = workload.priority
+        self.max_model_len = max_model_len
+        if self.caching:
+            self.prefix = PrefixKeys(workload, self.block_size)
+
+    def add_request(self, request: Request) -> None:
+        if self._priority is not None:
+            request.priority = int(self._priority[request.id])
+        super().add_request(request)
+
+    # ---- helpers for the policies -----------------------------------------------------------
+
+    def keys(self, request: Request) -> list[int]:
+        """Block keys of the request's token stream (prefix caching on)."""
+        keys = self._keys.get(request.id)
+        if keys is None:
+            keys = self._keys[request.id] = self.prefix.block_keys(request.id)
+        return keys
+
+    @staticmethod
+    def kv_tokens(request: Request) -> int:
+        """Tokens whose KV is computed: while decoding, the newest output token is not yet."""
+        return request.num_processed_tokens - 1 if request.is_prefill_complete else request.num_processed_tokens
+
+    def runnable(self) -> list[Request]:
+        """Running requests not in a batch now, in running order."""
+        busy = self.busy
+        return [r for r in self.running if r.id not in busy] if busy else list(self.running)
+
+    def launch(self, requests: list[Request], num_tokens: list[int], num_padding: int = 0) -> Batch | None:
+        batch = self.make_batch(requests, num_tokens)
+        if batch is not None:
+            batch.num_padding = num_padding
+            self.busy.update(r.id for r in requests)
+        return batch
+
+    @staticmethod
+    def count_hit(request: Request, cached_tokens: int) -> None:
+        """Hit accounting (per admission): cached tokens are not scheduled but are part of the
+        prompt (and of prompt throughput)."""
+        request.num_cached_tokens += cached_tokens
+        request.num_lookup_tokens += request.num_prefill_tokens
+
+    def requeue(self, request: Request, front: bool) -> None:
+        """Recompute preemption: free the request's blocks and queue it again (at the front,
+        or at the back)."""
+        self.running.remove(request)
+        self.release(request)
+        request.recompute()
+        request.status = RequestStatus.WAITING
+        if front:
+            self.waiting.appendleft(request)
+        else:
+            self.waiting.append(request)
+        self.num_preemptions += 1
+        self.recorder.on_restart(self.replica_id, request.id)
+
+    def finish(self, request: Request) -> None:
+        self.running.remove(request)
+        self.release(request)
+        self._keys.pop(request.id, None)
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    def on_batch_end(self, batch: Batch) -> None:
+        self.num_running_batches -= 1
+        for request in batch.requests:
+            self.busy.discard(request.id)
+        self.after_batch(batch)
+
+    def after_batch(self, batch: Batch) -> None:
+        for request in batch.requests:
+            if request.completed:
+                self.finish(request)
+
+    def on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
+        # fast-forward freed the blocks of members that finished inside the run
+        for request in first.requests:
+            if request.completed and request not in last.requests:
+                self.running.remove(request)
+                self.busy.discard(request.id)
+                self._keys.pop(request.id, None)

@@ -1,0 +1,241 @@
+"""`sglang` (SGLang v0.4 scheduler): a prefill batch when one can be formed, else a decode batch.
+
+Each iteration (`Scheduler.get_next_batch_to_run`):
+
+1. Prefill, unless (the running batch is marked full or nobody waits) and no prompt is half
+   done: with fewer than max_running_requests decoding, the prompt in chunked prefill (if any)
+   continues first, then waiting requests in FCFS order join while `PrefillAdder` admits them
+   (see sglang_adder.py; a request's cached prefix comes from the radix tree, at most its
+   prompt - 1 tokens, and is locked while it runs). A request that does not fit ends the list.
+2. Otherwise every running request decodes one token. When the free and evictable blocks
+   cannot give each request its next block, requests are retracted (recompute, back of the
+   queue): sorted by (outputs so far, -prompt length) descending, the last first, until the free
+   tokens cover 20 decode steps of those left (at least one is retracted; the last one stays).
+   new_token_ratio then becomes (outputs so far + 20 per request) / output budgets of those
+   left; otherwise it decays from 0.7 to 0.098 over 600 decode batches (reset when idle).
+3. A decode batch is padded to the next CUDA-graph batch size (cuda_graph_batch_sizes, when
+   the batch is not larger than the largest); the padded size is what the GPU runs and prices.
+
+After its prefill a request's prompt joins the radix tree (its lock moves to the new node);
+when it finishes, its whole sequence (minus the last token) does, and its lock is released.
+A request whose prompt + output would pass max_model_len is cut there (`truncated`).
+"""
+
+from __future__ import annotations
+
+from math import ceil
+
+from sim_core.entities import Batch, Request, RequestStatus
+from sim_core.memory.radix_pool import RadixKvPool
+from sim_core.schedulers.cuda_graph import padded_size
+from sim_core.schedulers.engine import EngineScheduler
+from sim_core.schedulers.sglang_adder import CLIP_MAX_NEW_TOKENS, CONTINUE, NO_TOKEN, PrefillAdder
+
+INIT_NEW_TOKEN_RATIO = 0.7
+MIN_NEW_TOKEN_RATIO = INIT_NEW_TOKEN_RATIO * 0.14
+NEW_TOKEN_RATIO_DECAY = (INIT_NEW_TOKEN_RATIO - MIN_NEW_TOKEN_RATIO) / 600
+RETRACT_DECODE_STEPS = 20
+MAX_DEFAULT_RUNNING = 4096
+
+
+class SglangScheduler(EngineScheduler):
+    label = "SGLang (v0.4)"
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        cfg, replica, recorder = self.config, self.replica_id, self.recorder
+        self.pool = RadixKvPool(self.limits.num_blocks, self.block_size, self.caching,
+                                lambda request, blocks, delta: _record(recorder, replica, request, blocks, delta))
+        tokens = self.limits.num_blocks * self.block_size
+        self.max_running = cfg.max_running_requests or max(1, min(tokens // 2, MAX_DEFAULT_RUNNING))
+        self.chunk_tokens = cfg.chunked_prefill_size or None
+        self.graph_sizes = cfg.cuda_graph_batch_sizes
+        self.overlap_schedule = cfg.enable_overlap_schedule and self.num_stages == 1
+        self.chunked: Request | None = None
+        self.batch_is_full = False
+        self.new_token_ratio = INIT_NEW_TOKEN_RATIO
+
+    def add_request(self, request: Request) -> None:
+        super().add_request(request)
+        room = self.max_model_len - request.num_prefill_tokens
+        if self.max_model_len and request.num_decode_tokens > room:
+            request.num_decode_tokens = request.initial_decode_tokens = room
+            request.truncated = True
+
+    def next_batch(self) -> Batch | None:
+        batch = self._prefill_batch() or self._decode_batch()
+        if batch is None and not self.busy:
+            self.new_token_ratio = INIT_NEW_TOKEN_RATIO   # idle
+        return batch
+
+    def release(self, request: Request) -> None:
+        self.pool.free(request)   # the pool records the blocks let go
+
+    # ---- prefill ------------------------------------------------------------------------------
+
+    def _prefill_batch(self) -> Batch | None:
+        chunked = self.chunked if self.chunked is not None and self.chunked.id not in self.busy else None
+        if (self.batch_is_full or not self.waiting) and chunked is None:
+            return None
+        if len(self.running) >= self.max_running:
+            self.batch_is_full = True
+            return None
+        adder = PrefillAdder(self.pool, self.block_size, self._running_reserve(),
+                             self.config.max_prefill_tokens, self.chunk_tokens)
+        requests, num_tokens = [], []
+        if chunked is not None:
+            remaining = chunked.num_prefill_tokens - chunked.num_processed_tokens
+            tokens = adder.add_chunked(remaining, chunked.initial_decode_tokens)
+            if tokens == remaining:
+                self.chunked = None   # its last chunk
+            if tokens:
+                requests.append(chunked)
+                num_tokens.append(tokens)
+        self._add_waiting(adder, requests, num_tokens)
+        for request, tokens in zip(requests, num_tokens):
+            self._allocate_for(request, request.num_processed_tokens + tokens)
+        return self.launch(requests, num_tokens)
+
+    def _add_waiting(self, adder: PrefillAdder, requests: list, num_tokens: list) -> None:
+        waiting = self.waiting
+        while waiting:
+            if len(self.running) + len(requests) >= self.max_running:
+                self.batch_is_full = True
+                return
+            request = waiting[0]
+            hits, node = self._match(request)
+            extend = request.num_prefill_tokens - len(hits) * self.block_size
+            tokens, state = adder.add_one(extend, request.initial_decode_tokens,
+                                          lambda: self.pool.lock(node), lambda: self.pool.unlock(node))
+            if tokens:
+                waiting.popleft()
+                self._admit(request, hits, node)
+                requests.append(request)
+                num_tokens.append(tokens)
+                if tokens < extend:
+                    self.chunked = request
+            if state != CONTINUE:
+                self.batch_is_full = self.batch_is_full or state == NO_TOKEN
+                return
+
+    def _match(self, request: Request):
+        if not self.caching:
+            return [], self.pool.tree.root
+        keys = self.keys(request)
+        return self.pool.match(keys[: (request.num_prefill_tokens - 1) // self.block_size])
+
+    def _admit(self, request: Request, hits: list[int], node) -> None:
+        self.pool.admit(request, hits, node)
+        request.num_processed_tokens = len(hits) * self.block_size
+        request.status = RequestStatus.RUNNING
+        if self.caching:
+            self.count_hit(request, request.num_processed_tokens)
+
+    def _allocate_for(self, request: Request, num_tokens: int) -> None:
+        needed = ceil(num_tokens / self.block_size) - request.num_blocks
+        if needed > 0:
+            self.pool.allocate(request, needed)
+
+    def _running_reserve(self) -> float:
+        """Tokens the running requests are expected to still generate (their KV to come)."""
+        return sum(min(r.total_tokens - r.num_known_tokens, CLIP_MAX_NEW_TOKENS) * self.new_token_ratio
+                   for r in self.running)
+
+    # ---- decode ---------------------------------------------------------------------------------
+
+    def _decode_batch(self) -> Batch | None:
+        requests = self.runnable()
+        if not requests:
+            return None
+        needed = self._decode_blocks(requests)
+        self.pool.evict_until(needed)
+        if needed > self.pool.num_free_list:
+            requests = self._retract(requests)
+            if not requests:
+                return None
+        else:
+            self.new_token_ratio = max(self.new_token_ratio - NEW_TOKEN_RATIO_DECAY, MIN_NEW_TOKEN_RATIO)
+        for request in requests:
+            self._allocate_for(request, request.num_processed_tokens)
+        padding = padded_size(len(requests), self.graph_sizes) - len(requests)
+        return self.launch(requests, [1] * len(requests), padding)
+
+    def _decode_blocks(self, requests: list[Request]) -> int:
+        """Blocks the next decode step takes: one per request whose next token starts a block."""
+        size = self.block_size
+        return sum(1 for r in requests if r.num_processed_tokens > size * r.num_blocks)
+
+    def _retract(self, requests: list[Request]) -> list[Request]:
+        order = sorted(requests, key=lambda r: (self._outputs(r), -r.initial_prefill_tokens), reverse=True)
+        first = True
+        while first or self._free_tokens(len(order)) < RETRACT_DECODE_STEPS * len(order):
+            if len(order) == 1:
+                break
+            first = False
+            self._retract_one(order.pop())
+        if self._decode_blocks(order) > self.pool.num_free:   # not even the last fits: SGLang fails here
+            self._retract_one(order.pop())
+        if order:
+            decoded = sum(self._outputs(r) for r in order)
+            budget = sum(r.initial_decode_tokens for r in order)
+            self.new_token_ratio = min(1.0, (decoded + RETRACT_DECODE_STEPS * len(order)) / budget)
+        keep = set(map(id, order))
+        return [r for r in requests if id(r) in keep]
+
+    def _free_tokens(self, num_requests: int) -> int:
+        """Free-list tokens after evicting the tree toward 20 decode steps of `num_requests`."""
+        self.pool.evict_until(ceil(RETRACT_DECODE_STEPS * num_requests / self.block_size))
+        return self.pool.num_free_list * self.block_size
+
+    def _retract_one(self, request: Request) -> None:
+        self.requeue(request, front=False)
+        self.batch_is_full = False
+
+    @staticmethod
+    def _outputs(request: Request) -> int:
+        return request.num_known_tokens - request.initial_prefill_tokens
+
+    # ---- batch ends ------------------------------------------------------------------------------
+
+    def after_batch(self, batch: Batch) -> None:
+        for request in batch.requests:
+            if request.completed:
+                self._finish(request)
+            elif batch.num_prefill_tokens and request.is_prefill_complete:
+                self._cache(request, request.num_prefill_tokens)   # cache_unfinished_req
+                self.running.append(request)
+            elif not request.is_prefill_complete:
+                self._cache(request, request.num_processed_tokens)  # a chunk
+
+    def _finish(self, request: Request) -> None:
+        self._cache(request, request.total_tokens - 1)   # cache_finished_req
+        if request in self.running:
+            self.running.remove(request)
+        if request is self.chunked:
+            self.chunked = None
+        self.pool.free(request)
+        self._keys.pop(request.id, None)
+        self.batch_is_full = False
+
+    def _cache(self, request: Request, num_tokens: int) -> None:
+        if self.caching:
+            self.pool.insert(request, self.keys(request), num_tokens)
+
+    def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
+        if self.max_model_len and num_prefill_tokens >= self.max_model_len:
+            return f"its prompt of {num_prefill_tokens} tokens reaches max_model_len {self.max_model_len}"
+        if self.max_model_len:
+            num_decode_tokens = min(num_decode_tokens, self.max_model_len - num_prefill_tokens)
+        peak = ceil(max(num_prefill_tokens, num_prefill_tokens + num_decode_tokens - 1) / self.block_size)
+        if peak > self.limits.num_blocks:
+            return f"at its longest it needs {peak} KV blocks but the replica has {self.limits.num_blocks}"
+        return None
+
+
+def _record(recorder, replica: int, request: int, blocks: list[int], delta: int) -> None:
+    if delta == 1:
+        recorder.on_allocate(replica, request, blocks)
+    elif delta == -1:
+        recorder.on_free(replica, request, blocks)
+    else:
+        recorder.on_cache(replica, blocks, delta)

@@ -1,0 +1,32 @@
+"""One iteration's schedule while a policy builds it: requests, their tokens, the budget left."""
+
+from __future__ import annotations
+
+from sim_core.entities import Request
+
+
+class Step:
+    """Requests scheduled so far in this iteration (in order) and the token budget left."""
+
+    __slots__ = ("budget", "num_tokens", "preempted", "requests")
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.requests: list[Request] = []
+        self.num_tokens: list[int] = []
+        self.preempted = False
+
+    def __contains__(self, request: Request) -> bool:
+        return any(r is request for r in self.requests)
+
+    def add(self, request: Request, num_tokens: int) -> None:
+        self.requests.append(request)
+        self.num_tokens.append(num_tokens)
+        self.budget -= num_tokens
+
+    def remove(self, request: Request) -> None:
+        """Take a request back out (it was preempted later in the same step); its tokens
+        return to the budget."""
+        index = next(i for i, r in enumerate(self.requests) if r is request)
+        self.budget += self.num_tokens.pop(index)
+        del self.requests[index]

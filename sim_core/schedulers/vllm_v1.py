@@ -1,0 +1,168 @@
+"""`vllm_v1` (vLLM V1 engine, v0.8+): one token budget for everything, running first.
+
+Each iteration (vLLM's `Scheduler.schedule`), with budget = max_num_batched_tokens:
+
+1. Running requests, in admission order, while budget is left: each gets n = the tokens it
+   lags behind (a decode: 1), cut to long_prefill_token_threshold (when > 0) and to the budget.
+   It needs KV slots for its computed tokens plus n; when the free blocks do not cover them,
+   the tail of running (priority policy: the largest (priority, arrival)) is preempted
+   (recompute: blocks freed, outputs folded into the prompt, back to the head of the waiting
+   queue) until they do, or until the request itself is the victim, which ends this phase.
+2. Only if nothing was preempted: waiting requests in FCFS (priority: (priority, arrival))
+   order, while budget is left and fewer than max_num_seqs are running (0 = unbounded): with
+   prefix caching its cached full blocks (at most prompt - 1 tokens: at least one token is
+   always computed) are taken as computed, the rest is clamped as in 1; if its blocks do not fit
+   beside the free ones it stays, and so does everyone behind it (head-of-line blocking).
+With prioritize_prefill the order is: running prompt chunks, admissions, then running decodes
+with what is left (a preemption in the last phase may take back a request admitted this step).
+
+Blocks (vLLM's KVCacheManager): ceil((computed + n) / block_size) per request, no watermark.
+With prefix caching, full blocks get chained keys as soon as they are scheduled and stay
+cached after they are freed (`memory/block_hash_cache.py`).
+"""
+
+from __future__ import annotations
+
+from math import ceil
+
+from sim_core.entities import Batch, Request, RequestStatus
+from sim_core.memory.block_hash_cache import HashedBlockPool
+from sim_core.schedulers.base import UNBOUNDED
+from sim_core.schedulers.engine import EngineScheduler
+from sim_core.schedulers.step import Step
+from sim_core.schedulers.waiting import PriorityQueue
+
+
+class VllmV1Scheduler(EngineScheduler):
+    label = "vLLM V1 engine (v0.8+)"
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        cfg = self.config
+        self.max_seqs = cfg.max_num_seqs or UNBOUNDED
+        self.by_priority = cfg.scheduling_policy == "priority"
+        if self.by_priority:
+            self.waiting = PriorityQueue()
+        if self.caching:
+            replica, recorder = self.replica_id, self.recorder
+            self.pool = HashedBlockPool(self.limits.num_blocks, self.block_size,
+                                        lambda blocks, delta: recorder.on_cache(replica, blocks, delta))
+
+    def next_batch(self) -> Batch | None:
+        step = Step(self.config.max_num_batched_tokens)
+        runnable = self.runnable()
+        if self.config.prioritize_prefill:
+            self._run(step, [r for r in runnable if not r.is_prefill_complete])
+            if not step.preempted:
+                self._admit(step)
+            self._run(step, [r for r in runnable if r.is_prefill_complete])
+        else:
+            self._run(step, runnable)
+            if not step.preempted:
+                self._admit(step)
+        return self.launch(step.requests, step.num_tokens)
+
+    def clamp(self, num_tokens: int, budget: int) -> int:
+        threshold = self.config.long_prefill_token_threshold
+        if 0 < threshold < num_tokens:
+            num_tokens = threshold
+        return min(num_tokens, budget)
+
+    # ---- phase 1: running requests -----------------------------------------------------------
+
+    def _run(self, step: Step, candidates: list[Request]) -> None:
+        for request in candidates:
+            if step.budget <= 0:
+                return
+            if request.status != RequestStatus.RUNNING or request in step:
+                continue  # preempted earlier in this step
+            n = self.clamp(request.num_known_tokens - self.kv_tokens(request), step.budget)
+            if n <= 0:
+                continue
+            if not self._fit(step, request, n):
+                return
+
+    def _fit(self, step: Step, request: Request, n: int) -> bool:
+        """Find blocks for `n` more tokens of a running request, preempting as needed; False
+        when the request itself was preempted."""
+        needed = max(0, ceil((self.kv_tokens(request) + n) / self.block_size) - request.num_blocks)
+        while needed > self.pool.num_free:
+            victim = self._victim()
+            if victim in step:
+                step.remove(victim)
+            self.requeue(victim, front=True)
+            step.preempted = True
+            if victim is request:
+                return False
+        self._take(request, needed, n)
+        step.add(request, n)
+        return True
+
+    def _victim(self) -> Request:
+        candidates = self.runnable()
+        if self.by_priority:
+            return max(candidates, key=lambda r: (r.priority, r.arrived_at))
+        return candidates[-1]
+
+    # ---- phase 2: waiting requests -----------------------------------------------------------
+
+    def _admit(self, step: Step) -> None:
+        waiting = self.waiting
+        while waiting and step.budget > 0 and len(self.running) < self.max_seqs:
+            request = waiting[0]
+            hits = self._cached_prefix(request)
+            computed = len(hits) * self.block_size
+            n = self.clamp(request.num_prefill_tokens - computed, step.budget)
+            needed = ceil((computed + n) / self.block_size) - len(hits)
+            fits = self.pool.can_allocate(needed, hits) if self.caching else self.pool.can_allocate(needed)
+            if not fits:
+                return
+            waiting.popleft()
+            request.num_processed_tokens = computed
+            if self.caching:
+                self.count_hit(request, computed)
+            self._take(request, needed, n, hits)
+            self.running.append(request)
+            step.add(request, n)
+
+    def _cached_prefix(self, request: Request) -> list[int]:
+        if not self.caching:
+            return []
+        keys = self.keys(request)
+        return self.pool.cached_prefix(keys[: (request.num_prefill_tokens - 1) // self.block_size])
+
+    def _take(self, request: Request, needed: int, n: int, hits: list[int] = ()) -> None:
+        """Blocks for `n` more tokens: the cached `hits` and `needed` new ones; with caching,
+        key the blocks those tokens fill."""
+        if self.caching:
+            if needed or hits:
+                taken = self.pool.allocate(request, needed, hits)
+                self.recorder.on_allocate(self.replica_id, request.id, taken)
+            self.pool.cache_blocks(request, self.keys(request),
+                                   min(self.kv_tokens(request) + n, request.num_known_tokens))
+        elif needed:
+            self.allocate(request, needed)
+        request.status = RequestStatus.RUNNING
+
+    # ---- fast-forward and rejection ------------------------------------------------------------
+
+    growth = "paged"
+
+    def steady_past_completions(self, batch: Batch) -> bool:
+        return not self.waiting and len(batch.requests) == len(self.running)
+
+    def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
+        # Decodes re-form unchanged while everyone running is in the batch (the budget covers
+        # them) and no admission can start: it failed now on budget, slots or memory, none of
+        # which loosens before a completion (KV only shrinks while decoding). Caching changes
+        # keys at block boundaries, which a run does not replay.
+        if preempted or batch.num_prefill_tokens or self.caching or len(batch.requests) != len(self.running):
+            return 0
+        return UNBOUNDED
+
+    def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
+        peak = ceil(max(num_prefill_tokens, num_prefill_tokens + num_decode_tokens - 1) / self.block_size)
+        if peak > self.limits.num_blocks:
+            return (f"at its longest it needs {peak} KV blocks but the replica has {self.limits.num_blocks} "
+                    "(vLLM needs the KV cache to hold a whole request)")
+        return None
