@@ -42,9 +42,21 @@ def test_breakdown_names_the_operators_and_sums_to_the_stage_time():
     shape = BatchShape(4, 515, ((512, 0),), 3, 3 * 700)
     parts = predictor.breakdown(shape, 0)
     assert {"attn_pre_proj", "attn_prefill", "attn_decode", "mlp_up_proj", "tp_all_reduce", "pp_send_recv",
-            "cpu_overhead"} <= set(parts)
+            "cpu_schedule", "cpu_prepare_inputs", "cpu_sample", "cpu_process_outputs"} <= set(parts)
     assert sum(parts.values()) == pytest.approx(predictor.stage_time(shape, 0), rel=1e-12)
     assert "lm_head" in predictor.breakdown(shape, 1) and "pp_send_recv" not in predictor.breakdown(shape, 1)
+
+
+def test_cpu_overhead_is_split_into_the_four_host_phases_of_an_iteration():
+    cpu = {"cpu_schedule_s": 0.001, "cpu_schedule_per_request_s": 0.0001, "cpu_prepare_inputs_s": 0.002,
+           "cpu_prepare_inputs_per_request_s": 0.0, "cpu_sample_s": 0.0005, "cpu_sample_per_request_s": 0.00002,
+           "cpu_process_outputs_s": 0.003, "cpu_process_outputs_per_request_s": 0.00001}
+    predictor = build_predictor(parse_config({"predictor": cpu}))
+    # 10 requests: schedule 1 ms + 10 x 0.1 ms, prepare 2 ms, sample 0.5 ms + 10 x 20 us, process 3 ms + 10 x 10 us
+    assert predictor.cpu_times(10) == pytest.approx({"cpu_schedule": 0.002, "cpu_prepare_inputs": 0.002,
+                                                    "cpu_sample": 0.0007, "cpu_process_outputs": 0.0031})
+    parts = predictor.breakdown(BatchShape(10, 10, (), 10, 5000), 0)
+    assert parts["cpu_schedule"] == pytest.approx(0.002) and parts["cpu_process_outputs"] == pytest.approx(0.0031)
 
 
 def test_decode_run_times_equal_stage_time_bit_for_bit():

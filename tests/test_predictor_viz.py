@@ -9,7 +9,8 @@ from sim_core.viz import decode_frame, decode_lines, error_bars, memory_bars, op
 def test_prefill_frame_has_every_operator_per_size_and_sums_to_stage_time():
     predictor = build_predictor(parse_config({}))
     frame = prefill_frame({"roofline": predictor}, [128, 1024])
-    assert frame.groupby("tokens")["operator"].count().tolist() == [15, 15]
+    # 10 per-layer operators, prefill and decode attention, emb, lm_head and the 4 CPU phases
+    assert frame.groupby("tokens")["operator"].count().tolist() == [18, 18]
     total = frame[frame["tokens"] == 1024]["ms"].sum()
     assert abs(total - predictor.stage_time(__import__("sim_core").predictor.BatchShape(1, 1024, ((1024, 0),)), 0) * 1e3) < 1e-9
     figure = operator_lines(frame, top=3)

@@ -12,6 +12,8 @@ _BOUNDED = ("uniform", "zipf", "lognormal")
 _LENGTH = ("distribution", {"value": ("fixed",), "min": _BOUNDED, "max": _BOUNDED, "theta": ("zipf",),
                             "mean": ("lognormal",), "sigma": ("lognormal",), "trace_file": ("empirical",)})
 
+CPU_PHASES = ("schedule", "prepare_inputs", "sample", "process_outputs")  # host work per iteration
+
 APPLIES: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
     "scheduler": ("type", {
         "watermark_blocks_fraction": ("vllm", "sarathi"),
@@ -28,7 +30,7 @@ APPLIES: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
     "predictor": ("type", {
         "base_s": ("linear",), "per_token_s": ("linear",),
         "compute_efficiency": ("roofline",), "memory_efficiency": ("roofline",), "link_efficiency": ("roofline",),
-        "cpu_overhead_per_iteration_s": ("roofline", "learned"), "cpu_overhead_per_request_s": ("roofline", "learned"),
+        **{f"cpu_{phase}{per}_s": ("roofline", "learned") for phase in CPU_PHASES for per in ("", "_per_request")},
         "profiles_dir": ("learned",), "estimator": ("learned",), "cache_dir": ("learned",),
     }),
     "memory": ("planner", {"framework_reserve_gib": ("detailed",)}),

@@ -138,10 +138,26 @@ class PredictorConfig(BaseModel):
         "roofline: achieved fraction of peak memory bandwidth (default: the device's own factor)."))
     link_efficiency: float = Field(0.7, gt=0.0, le=1.0, description=(
         "roofline: achieved fraction of link bandwidth in all-reduce and send/recv."))
-    cpu_overhead_per_iteration_s: float = Field(0.004, ge=0.0, le=10.0, description=(
-        "roofline/learned: host time per iteration (schedule, prepare inputs, sample)."))
-    cpu_overhead_per_request_s: float = Field(0.00002, ge=0.0, le=10.0, description=(
-        "roofline/learned: extra host time per request in the batch (input prep, output processing)."))
+    cpu_schedule_s: float = Field(0.0005, ge=0.0, le=10.0, description=(
+        "roofline/learned: host seconds per iteration spent in the scheduler (queues, block "
+        "tables)."))
+    cpu_schedule_per_request_s: float = Field(0.000005, ge=0.0, le=10.0, description=(
+        "roofline/learned: extra scheduler seconds per request in the batch."))
+    cpu_prepare_inputs_s: float = Field(0.0015, ge=0.0, le=10.0, description=(
+        "roofline/learned: host seconds per iteration building the model inputs (token ids, "
+        "positions, attention metadata) and copying them to the GPU."))
+    cpu_prepare_inputs_per_request_s: float = Field(0.000005, ge=0.0, le=10.0, description=(
+        "roofline/learned: extra input-preparation seconds per request in the batch."))
+    cpu_sample_s: float = Field(0.001, ge=0.0, le=10.0, description=(
+        "roofline/learned: host seconds per iteration in sampling (logits processing, sampler "
+        "launch and synchronisation)."))
+    cpu_sample_per_request_s: float = Field(0.000005, ge=0.0, le=10.0, description=(
+        "roofline/learned: extra sampling seconds per request in the batch."))
+    cpu_process_outputs_s: float = Field(0.001, ge=0.0, le=10.0, description=(
+        "roofline/learned: host seconds per iteration processing model outputs (appending "
+        "tokens, stop checks, detokenisation hand-off)."))
+    cpu_process_outputs_per_request_s: float = Field(0.000005, ge=0.0, le=10.0, description=(
+        "roofline/learned: extra output-processing seconds per request in the batch."))
     profiles_dir: str | None = Field(None, description=(
         "learned: folder in Vidur's layout (compute/<device>/<org>/<model>/{mlp,attention}.csv, "
         "network/<node>/{all_reduce,send_recv}.csv); operators it lacks are priced by the roofline."))

@@ -40,7 +40,7 @@ class LearnedPredictor(RooflinePredictor):
         from sim_core.predictor.shape import BatchShape
 
         return [n for s in range(self.pp) for n in self.breakdown(BatchShape(1, 1, (), 1, 1), s)
-                if n != "cpu_overhead"]
+                if not n.startswith("cpu_")]
 
     def kernel_times(self, tokens):
         times = super().kernel_times(tokens)

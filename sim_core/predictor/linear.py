@@ -27,5 +27,9 @@ class LinearPredictor:
         (bitwise equal to stage_time of each)."""
         return self.base_s + self.per_token_s * num_requests
 
+    def cpu_times(self, requests) -> dict[str, float]:
+        """No separate host time: the linear model's base_s stands for everything."""
+        return dict.fromkeys(("cpu_schedule", "cpu_prepare_inputs", "cpu_sample", "cpu_process_outputs"), 0.0)
+
     def breakdown(self, shape: BatchShape, stage_id: int) -> dict[str, float]:
         return {"base": self.base_s, "tokens": self.per_token_s * shape.total_tokens}

@@ -21,6 +21,7 @@ import numpy as np
 
 from sim_core.catalog import DeviceSpec, ModelSpec
 from sim_core.config import PredictorConfig
+from sim_core.config.applicability import CPU_PHASES
 from sim_core.predictor import operators as ops
 from sim_core.predictor.grid import GridPredictor
 
@@ -101,11 +102,17 @@ class RooflinePredictor(GridPredictor):
     def request_ops(self, requests, stage):
         extra = {}
         if stage == 0:
-            extra["cpu_overhead"] = (self.cfg.cpu_overhead_per_iteration_s
-                                     + self.cfg.cpu_overhead_per_request_s * requests)
+            extra.update(self.cpu_times(requests))
         if stage == self.pp - 1:
             extra["lm_head"] = self.roofs.kernel(ops.lm_head(self.model, self.tp, requests))
         return extra
+
+    def cpu_times(self, requests) -> dict:
+        """Host seconds of an iteration with `requests` requests, per phase (`cpu_<phase>`):
+        schedule, prepare inputs, sample, process outputs. Charged on the first stage."""
+        cfg = self.cfg
+        return {f"cpu_{phase}": getattr(cfg, f"cpu_{phase}_s") + getattr(cfg, f"cpu_{phase}_per_request_s") * requests
+                for phase in CPU_PHASES}
 
     def prefill_attention(self, chunk, context):
         cost = ops.prefill_attention(self.shape, chunk, context)
