@@ -58,7 +58,11 @@ def summarize(requests: pd.DataFrame, gaps: np.ndarray, weighted_gaps, kv_area, 
                                / makespan if makespan > 0 else float("nan")),
         "num_preemptions": int(requests["num_restarts"].sum()),
         "num_requests_preempted": int((requests["num_restarts"] > 0).sum()),
+        "num_truncated": int(requests["truncated"].sum()) if "truncated" in requests else 0,
+        "prompt_tokens_per_s": (float(finished["num_prefill_tokens"].sum()) / makespan
+                                if makespan > 0 else float("nan")),
     }
+    summary.update(prefix_cache_figures(requests))
     for name in ("ttft", "e2e", "scheduling_delay"):
         for p, value in zip(PERCENTILES, quantiles(finished[name].to_numpy(), PERCENTILES)):
             summary[f"{name}_p{p}_s"] = value
@@ -70,3 +74,13 @@ def summarize(requests: pd.DataFrame, gaps: np.ndarray, weighted_gaps, kv_area, 
     summary["kv_utilization_mean"] = (float(np.mean(kv_area)) / capacity) if capacity > 0 else 0.0
     summary["kv_utilization_peak"] = float(max(kv_peak)) / num_blocks if num_blocks else 0.0
     return summary
+
+
+def prefix_cache_figures(requests: pd.DataFrame) -> dict:
+    """Prefix-cache hits over every admission: cached prompt tokens (computed by nobody, yet
+    counted in prompt throughput) and their share of the prompt tokens looked up (0 when no
+    cache was consulted)."""
+    if "num_cached_tokens" not in requests:
+        return {"prefix_cached_tokens": 0, "prefix_hit_rate": 0.0}
+    cached, looked_up = int(requests["num_cached_tokens"].sum()), int(requests["num_lookup_tokens"].sum())
+    return {"prefix_cached_tokens": cached, "prefix_hit_rate": cached / looked_up if looked_up else 0.0}

@@ -3,6 +3,9 @@
 The simulator writes a request's final figures here when it retires the request (after it
 finished, or at the end of the run); rows never written keep the defaults of a request that
 never arrived (rejected up front): replica -1, times -1, no restarts, no token gap.
+`num_decode_tokens` is the output actually served: less than the workload's for a request cut
+at max_model_len (`truncated`, sglang). `num_cached_tokens` / `num_lookup_tokens`: prompt
+tokens found in / looked up in a prefix cache, summed over the request's admissions.
 """
 
 from __future__ import annotations
@@ -18,11 +21,15 @@ class RequestLog:
     __slots__ = (
         "completed_at",
         "finished",
+        "num_cached_tokens",
+        "num_lookup_tokens",
         "num_restarts",
+        "num_served_decode",
         "prefill_completed_at",
         "replica_id",
         "scheduled_at",
         "tbt_max",
+        "truncated",
     )
 
     def __init__(self, num_requests: int) -> None:
@@ -33,6 +40,10 @@ class RequestLog:
         self.completed_at = np.full(num_requests, -1.0)
         self.num_restarts = np.zeros(num_requests, dtype=np.int64)
         self.tbt_max = np.full(num_requests, np.nan)
+        self.num_cached_tokens = np.zeros(num_requests, dtype=np.int64)
+        self.num_lookup_tokens = np.zeros(num_requests, dtype=np.int64)
+        self.truncated = np.zeros(num_requests, dtype=bool)
+        self.num_served_decode = np.zeros(num_requests, dtype=np.int64)   # kept for truncated rows
 
     def record(self, request: Request) -> None:
         """Store the request's figures as they are now (call when it is done or the run ends)."""
@@ -44,6 +55,11 @@ class RequestLog:
         self.completed_at[rid] = request.completed_at
         self.num_restarts[rid] = request.num_restarts
         self.tbt_max[rid] = request.max_token_gap
+        self.num_cached_tokens[rid] = request.num_cached_tokens
+        self.num_lookup_tokens[rid] = request.num_lookup_tokens
+        if request.truncated:
+            self.truncated[rid] = True
+            self.num_served_decode[rid] = request.initial_decode_tokens
 
     def rows(self, workload, rejected: dict[int, str]) -> dict:
         """Columns for `metrics.request_table` (status and reasons as lists of str)."""
@@ -53,9 +69,11 @@ class RequestLog:
             if not self.finished[rid]:
                 reasons[rid] = reason
         return {"request_id": np.arange(n, dtype=np.int64), "arrived_at": workload.arrived_at,
-                "num_prefill_tokens": workload.num_prefill_tokens, "num_decode_tokens": workload.num_decode_tokens,
+                "num_prefill_tokens": workload.num_prefill_tokens,
+                "num_decode_tokens": np.where(self.truncated, self.num_served_decode, workload.num_decode_tokens),
                 "replica_id": self.replica_id,
                 "status": np.where(self.finished, "finished", "rejected").tolist(),
                 "scheduled_at": self.scheduled_at, "prefill_completed_at": self.prefill_completed_at,
                 "completed_at": self.completed_at, "num_restarts": self.num_restarts, "tbt_max": self.tbt_max,
-                "reject_reason": reasons}
+                "reject_reason": reasons, "num_cached_tokens": self.num_cached_tokens,
+                "num_lookup_tokens": self.num_lookup_tokens, "truncated": self.truncated}

@@ -16,7 +16,8 @@ from __future__ import annotations
 from sim_core.entities import Request, RequestStatus
 from sim_core.fastforward import FastForward
 from sim_core.kernel import EventKernel
-from sim_core.predictor import BatchShape, shape_of
+from sim_core.overlap import OverlapClock
+from sim_core.predictor import BatchShape, padded, shape_of
 from sim_core.record import ADMITTED, FINISHED, QUEUED, Recorder
 from sim_core.request_log import RequestLog
 from sim_core.stage import Stage
@@ -41,6 +42,8 @@ class Simulator:
         self._admitted: list[int] = []  # workload rows that arrive (the others were rejected)
         self.single_stage = all(s.num_stages == 1 for s in schedulers)
         self.fast = FastForward(self) if fast_forward and self.single_stage else None
+        overlapping = any(getattr(s, "overlap_schedule", False) for s in schedulers)
+        self.overlap = OverlapClock(predictor, len(schedulers)) if overlapping else None
 
     def run(self, admitted: list[int], after_event=None, progress=None) -> None:
         """Simulate the requests whose indices are in `admitted` (the rest were rejected);
@@ -133,8 +136,10 @@ class Simulator:
     def batch_shape(self, batch) -> BatchShape:
         """What the cost model sees of a batch about to run (token totals, or full detail)."""
         if self.predictor.needs_context:
-            return shape_of(batch.requests, batch.num_tokens)
-        return BatchShape(len(batch.num_tokens), sum(batch.num_tokens))
+            shape = shape_of(batch.requests, batch.num_tokens)
+        else:
+            shape = BatchShape(len(batch.num_tokens), sum(batch.num_tokens))
+        return padded(shape, batch.num_padding) if batch.num_padding else shape
 
     def on_batch_end(self, replica: int, batch) -> None:
         now, gaps, record = self.kernel.now, self.recorder.token_gaps, self.recorder
@@ -164,7 +169,7 @@ class Simulator:
         state = self.stages[replica][stage]
         batch = state.start_next(self.kernel.now)
         if batch is not None:
-            duration = self.predictor.stage_time(batch.shape, stage)
+            duration = self.stage_time(replica, batch, stage)
             self.kernel.at(self.kernel.now + duration, self.on_stage_end, replica, stage, batch)
 
     def _start_stage(self, replica: int, state: Stage, batch) -> None:
@@ -172,7 +177,13 @@ class Simulator:
         assert not state.busy
         now = self.kernel.now
         state.busy, state.started_at = True, now
-        self.kernel.at(now + self.predictor.stage_time(batch.shape, 0), self.on_stage_end, replica, 0, batch)
+        self.kernel.at(now + self.stage_time(replica, batch, 0), self.on_stage_end, replica, 0, batch)
+
+    def stage_time(self, replica: int, batch, stage: int) -> float:
+        """How long `batch` runs on `stage` of `replica` starting now."""
+        if self.overlap is not None and self.schedulers[replica].overlap_schedule:
+            return self.overlap.iteration_time(replica, batch.shape, self.kernel.now)
+        return self.predictor.stage_time(batch.shape, stage)
 
     def on_stage_end(self, replica: int, stage: int, batch) -> None:
         state = self.stages[replica][stage]

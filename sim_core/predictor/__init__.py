@@ -5,9 +5,9 @@ from __future__ import annotations
 from sim_core.config import SimulationConfig
 from sim_core.predictor.linear import LinearPredictor
 from sim_core.predictor.roofline import RooflinePredictor
-from sim_core.predictor.shape import BatchShape, shape_of
+from sim_core.predictor.shape import BatchShape, padded, shape_of
 
-__all__ = ["BatchShape", "LinearPredictor", "RooflinePredictor", "build_predictor", "shape_of"]
+__all__ = ["BatchShape", "LinearPredictor", "RooflinePredictor", "build_predictor", "padded", "shape_of"]
 
 
 def build_predictor(config: SimulationConfig):

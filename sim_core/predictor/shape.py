@@ -39,3 +39,10 @@ def shape_of(requests, num_tokens) -> BatchShape:
         else:
             chunks.append((tokens, request.num_processed_tokens))
     return BatchShape(len(num_tokens), sum(num_tokens), tuple(chunks), num_decodes, context)
+
+
+def padded(shape: BatchShape, num_padding: int) -> BatchShape:
+    """The shape a GPU runs for `shape` plus `num_padding` dummy decodes (one token each, no
+    KV context): CUDA-graph padding."""
+    return BatchShape(shape.num_requests + num_padding, shape.total_tokens + num_padding, shape.prefill_chunks,
+                      shape.num_decodes + num_padding, shape.decode_context)

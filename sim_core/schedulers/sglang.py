@@ -63,7 +63,11 @@ class SglangScheduler(EngineScheduler):
             request.truncated = True
 
     def next_batch(self) -> Batch | None:
-        batch = self._prefill_batch() or self._decode_batch()
+        while True:   # a decode step that retracted everyone tries the queue again at once
+            retracted = self.num_preemptions
+            batch = self._prefill_batch() or self._decode_batch()
+            if batch is not None or self.num_preemptions == retracted:
+                break
         if batch is None and not self.busy:
             self.new_token_ratio = INIT_NEW_TOKEN_RATIO   # idle
         return batch
@@ -85,7 +89,7 @@ class SglangScheduler(EngineScheduler):
         requests, num_tokens = [], []
         if chunked is not None:
             remaining = chunked.num_prefill_tokens - chunked.num_processed_tokens
-            tokens = adder.add_chunked(remaining, chunked.initial_decode_tokens)
+            tokens = adder.add_chunked(remaining, self._outputs_left(chunked))
             if tokens == remaining:
                 self.chunked = None   # its last chunk
             if tokens:
@@ -105,7 +109,7 @@ class SglangScheduler(EngineScheduler):
             request = waiting[0]
             hits, node = self._match(request)
             extend = request.num_prefill_tokens - len(hits) * self.block_size
-            tokens, state = adder.add_one(extend, request.initial_decode_tokens,
+            tokens, state = adder.add_one(extend, self._outputs_left(request),
                                           lambda: self.pool.lock(node), lambda: self.pool.unlock(node))
             if tokens:
                 waiting.popleft()
@@ -138,8 +142,12 @@ class SglangScheduler(EngineScheduler):
 
     def _running_reserve(self) -> float:
         """Tokens the running requests are expected to still generate (their KV to come)."""
-        return sum(min(r.total_tokens - r.num_known_tokens, CLIP_MAX_NEW_TOKENS) * self.new_token_ratio
-                   for r in self.running)
+        return sum(min(self._outputs_left(r), CLIP_MAX_NEW_TOKENS) * self.new_token_ratio for r in self.running)
+
+    @staticmethod
+    def _outputs_left(request: Request) -> int:
+        """max_new_tokens minus the outputs it has (a retracted request keeps its outputs)."""
+        return request.total_tokens - request.num_known_tokens
 
     # ---- decode ---------------------------------------------------------------------------------
 
@@ -174,6 +182,8 @@ class SglangScheduler(EngineScheduler):
             first = False
             self._retract_one(order.pop())
         if self._decode_blocks(order) > self.pool.num_free:   # not even the last fits: SGLang fails here
+            if self.busy:
+                return []     # PP > 1: wait for the batch in flight
             self._retract_one(order.pop())
         if order:
             decoded = sum(self._outputs(r) for r in order)

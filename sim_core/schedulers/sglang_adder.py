@@ -3,7 +3,9 @@
 Three budgets (v0.4 `schedule_policy.PrefillAdder`):
 * total: KV tokens free or evictable, minus what running requests are expected to still
   generate (each min(outputs left, 4096) x new_token_ratio) and, per request added, its prompt
-  tokens to compute (rounded up to whole blocks) plus min(max_new_tokens, 4096);
+  tokens to compute (rounded up to whole blocks) plus min(outputs left, 4096) (outputs left:
+  max_new_tokens less the outputs a retracted request already has, as SGLang counts since
+  late v0.4; counting them twice could keep a retracted request out forever);
 * input: max_prefill_tokens of prompt tokens (the first request may exceed it);
 * chunk: chunked_prefill_size; a prompt longer than what is left of it runs its first
   block-aligned chunk now, and its remainder continues in the next prefill batches.

@@ -8,13 +8,14 @@ from sim_core.entities import Request
 class Step:
     """Requests scheduled so far in this iteration (in order) and the token budget left."""
 
-    __slots__ = ("budget", "num_tokens", "preempted", "requests")
+    __slots__ = ("blocked", "budget", "num_tokens", "preempted", "requests")
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
         self.requests: list[Request] = []
         self.num_tokens: list[int] = []
         self.preempted = False
+        self.blocked = False   # a request waits for blocks held by a batch in flight (PP > 1)
 
     def __contains__(self, request: Request) -> bool:
         return any(r is request for r in self.requests)

@@ -5,7 +5,7 @@ Each iteration (vLLM's `Scheduler.schedule`), with budget = max_num_batched_toke
 1. Running requests, in admission order, while budget is left: each gets n = the tokens it
    lags behind (a decode: 1), cut to long_prefill_token_threshold (when > 0) and to the budget.
    It needs KV slots for its computed tokens plus n; when the free blocks do not cover them,
-   the tail of running (priority policy: the largest (priority, arrival)) is preempted
+   the tail of running (priority policy: the largest (priority, arrival, id)) is preempted
    (recompute: blocks freed, outputs folded into the prompt, back to the head of the waiting
    queue) until they do, or until the request itself is the victim, which ends this phase.
 2. Only if nothing was preempted: waiting requests in FCFS (priority: (priority, arrival))
@@ -15,6 +15,8 @@ Each iteration (vLLM's `Scheduler.schedule`), with budget = max_num_batched_toke
    beside the free ones it stays, and so does everyone behind it (head-of-line blocking).
 With prioritize_prefill the order is: running prompt chunks, admissions, then running decodes
 with what is left (a preemption in the last phase may take back a request admitted this step).
+With pipeline parallelism, requests in a batch in flight are neither scheduled nor preempted; a
+request that would have to preempt itself while others are in flight waits for them instead.
 
 Blocks (vLLM's KVCacheManager): ceil((computed + n) / block_size) per request, no watermark.
 With prefix caching, full blocks get chained keys as soon as they are scheduled and stay
@@ -49,18 +51,26 @@ class VllmV1Scheduler(EngineScheduler):
                                         lambda blocks, delta: recorder.on_cache(replica, blocks, delta))
 
     def next_batch(self) -> Batch | None:
+        # A step that preempted everyone it reached schedules nothing; vLLM's engine loop would
+        # call schedule() again at once (no GPU work in between): so do we.
+        while True:
+            step = self._step()
+            if step.requests or not step.preempted:
+                return self.launch(step.requests, step.num_tokens)
+
+    def _step(self) -> Step:
         step = Step(self.config.max_num_batched_tokens)
         runnable = self.runnable()
         if self.config.prioritize_prefill:
             self._run(step, [r for r in runnable if not r.is_prefill_complete])
-            if not step.preempted:
+            if not (step.preempted or step.blocked):
                 self._admit(step)
             self._run(step, [r for r in runnable if r.is_prefill_complete])
         else:
             self._run(step, runnable)
-            if not step.preempted:
+            if not (step.preempted or step.blocked):
                 self._admit(step)
-        return self.launch(step.requests, step.num_tokens)
+        return step
 
     def clamp(self, num_tokens: int, budget: int) -> int:
         threshold = self.config.long_prefill_token_threshold
@@ -88,6 +98,9 @@ class VllmV1Scheduler(EngineScheduler):
         needed = max(0, ceil((self.kv_tokens(request) + n) / self.block_size) - request.num_blocks)
         while needed > self.pool.num_free:
             victim = self._victim()
+            if victim is request and self.busy:
+                step.blocked = True   # PP > 1: wait for the batch in flight rather than give up
+                return False
             if victim in step:
                 step.remove(victim)
             self.requeue(victim, front=True)
@@ -101,7 +114,7 @@ class VllmV1Scheduler(EngineScheduler):
     def _victim(self) -> Request:
         candidates = self.runnable()
         if self.by_priority:
-            return max(candidates, key=lambda r: (r.priority, r.arrived_at))
+            return max(candidates, key=lambda r: (r.priority, r.arrived_at, r.id))
         return candidates[-1]
 
     # ---- phase 2: waiting requests -----------------------------------------------------------

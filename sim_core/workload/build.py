@@ -63,7 +63,10 @@ def _trace_workload(spec, rng: np.random.Generator) -> tuple[Workload, str]:
 
 
 def clip(config: SimulationConfig, workload: Workload) -> Workload:
-    """Vidur's rule: prompts of requests over max_model_len are shortened (and counted)."""
+    """Vidur's rule: prompts of requests over max_model_len are shortened (and counted). Not
+    for sglang, which cuts the output where a request reaches max_model_len instead."""
+    if config.scheduler.type == "sglang":
+        return workload
     prefill, decode, num_clipped, bad = clip_to_max_model_len(
         workload.num_prefill_tokens, workload.num_decode_tokens, config.max_model_len)
     if bad >= 0 and not config.workload.trace_file:

@@ -1,0 +1,35 @@
+"""Overlap scheduling (SGLang's overlap loop): the CPU schedules iteration i and processes the
+outputs of iteration i-1 while the GPU runs, so that host time hides behind GPU time.
+
+Without overlap an iteration takes the predictor's stage time T_i, which holds the four CPU
+phases of the host loop (`cpu_times`: schedule, prepare inputs, sample, process outputs) and
+the GPU work G_i = T_i - (sum of the CPU phases). With overlap, iteration i's schedule and
+process-outputs time runs while the GPU is still busy with iteration i-1:
+
+    time_i = T_i - min(cpu_schedule_i + cpu_process_outputs_i, G_(i-1))
+
+when iteration i starts the instant iteration i-1 ends on the same replica (back to back).
+After an idle gap nothing is hidden: there was no GPU work to hide behind. Preparing inputs and
+sampling stay on the critical path. The CPU phases are priced for the batch's (padded) size.
+"""
+
+from __future__ import annotations
+
+
+class OverlapClock:
+    """Prices first-stage iterations of replicas that overlap (pipeline parallelism 1)."""
+
+    def __init__(self, predictor, num_replicas: int) -> None:
+        self.predictor = predictor
+        self._last = [(-1.0, 0.0)] * num_replicas   # (end time, GPU seconds) of the last iteration
+
+    def iteration_time(self, replica: int, shape, now: float) -> float:
+        """Seconds of the iteration of `shape` starting at `now` (remembered for the next)."""
+        full = self.predictor.stage_time(shape, 0)
+        cpu = self.predictor.cpu_times(shape.num_requests)
+        gpu = full - sum(cpu.values())
+        end, previous_gpu = self._last[replica]
+        hidden = min(cpu["cpu_schedule"] + cpu["cpu_process_outputs"], previous_gpu) if end == now else 0.0
+        duration = full - hidden
+        self._last[replica] = (now + duration, gpu)
+        return duration

@@ -1,0 +1,182 @@
+"""The two prefix caches on their own: SGLang's radix tree and vLLM v1's block-hash pool."""
+
+from sim_core.entities import Request
+from sim_core.memory.block_hash_cache import HashedBlockPool
+from sim_core.memory.radix_cache import RadixCache
+from sim_core.memory.radix_pool import RadixKvPool
+
+
+def request(rid: int) -> Request:
+    return Request(rid, 0.0, 8, 4)
+
+
+# ---- radix tree ----------------------------------------------------------------------------
+
+
+def test_match_returns_the_longest_cached_prefix_and_splits_the_edge_where_it_ends():
+    """[1 2 3 4] is cached; [1 2 3 9] matches 3 keys, which splits the edge into [1 2 3] + [4]."""
+    tree = RadixCache()
+    assert tree.insert([1, 2, 3, 4], [10, 11, 12, 13]) == 0
+    values, node = tree.match_prefix([1, 2, 3, 9])
+    assert values == [10, 11, 12] and node.key == [1, 2, 3]
+    assert [child.key for child in node.children.values()] == [[4]]
+    assert tree.match_prefix([7])[0] == [] and tree.match_prefix([])[0] == []
+    tree.check_integrity()
+
+
+def test_insert_reports_how_much_was_already_cached_and_keeps_the_first_blocks():
+    """Inserting [1 2 5 6] over [1 2 3 4] finds 2 keys present: they keep blocks 10 and 11, and
+    only 5 and 6 add blocks (22, 23); the caller frees its own 20 and 21."""
+    tree = RadixCache()
+    tree.insert([1, 2, 3, 4], [10, 11, 12, 13])
+    assert tree.insert([1, 2, 5, 6], [20, 21, 22, 23]) == 2
+    assert tree.match_prefix([1, 2, 5, 6])[0] == [10, 11, 22, 23]
+    assert sorted(tree.blocks()) == [10, 11, 12, 13, 22, 23]
+    assert (tree.evictable_size, tree.protected_size) == (6, 0)
+    tree.check_integrity()
+
+
+def test_locked_paths_are_never_evicted_and_parents_go_after_their_last_child():
+    """With [1 2 5 6] locked, only the [3] and [4] branch can go: [4] first (a leaf), then [3]
+    once it has become a leaf; [1 2] is on the locked path. After unlocking, [5 6] goes, then
+    its parent [1 2]."""
+    tree = RadixCache()
+    tree.insert([1, 2, 3, 4], [10, 11, 12, 13])
+    tree.insert([1, 2, 5, 6], [20, 21, 22, 23])
+    tree.match_prefix([1, 2, 3])                    # splits [3 4] into [3] + [4]
+    _, node = tree.match_prefix([1, 2, 5, 6])
+    tree.lock(node)
+    assert (tree.evictable_size, tree.protected_size) == (2, 4)
+    assert tree.evict(1) == [13]
+    assert tree.evict(5) == [12]                     # nothing else is unlocked
+    tree.check_integrity()
+    tree.unlock(node)
+    assert tree.evict(10) == [22, 23, 10, 11]
+    assert tree.blocks() == [] and (tree.evictable_size, tree.protected_size) == (0, 0)
+    tree.check_integrity()
+
+
+def test_eviction_takes_the_least_recently_used_leaf_first():
+    """Leaves A, B, C inserted in that order; matching A makes it the most recent: eviction
+    order is B, C, A (whole leaves, even when fewer blocks were asked for)."""
+    tree = RadixCache()
+    tree.insert([1, 2], [0, 1])      # A
+    tree.insert([3, 4], [2, 3])      # B
+    tree.insert([5], [4])            # C
+    tree.match_prefix([1, 2])
+    assert tree.evict(1) == [2, 3]
+    assert tree.evict(1) == [4]
+    assert tree.evict(1) == [0, 1]
+    assert tree.evict(1) == []
+
+
+def test_two_holders_lock_a_shared_path_twice():
+    tree = RadixCache()
+    tree.insert([1, 2, 3], [5, 6, 7])
+    _, short = tree.match_prefix([1, 2])
+    _, long = tree.match_prefix([1, 2, 3])
+    tree.lock(short)
+    tree.lock(long)
+    assert (short.lock_ref, long.lock_ref) == (2, 1)
+    assert tree.evict(9) == []
+    tree.unlock(long)
+    assert tree.evict(9) == [7]
+    tree.unlock(short)
+    tree.check_integrity()
+
+
+# ---- SGLang's pool: free list + tree --------------------------------------------------------
+
+
+def test_radix_pool_shares_a_cached_prefix_and_frees_duplicates_on_insert():
+    """Pool of 8 blocks. Request 0 computes keys [a b c] into blocks 0 1 2 and caches them.
+    Request 1 matches [a b] (blocks 0 1, locked) and takes private block 3. Request 2, admitted
+    with no match, computes [a b c d] itself in blocks 4 5 6 7: when it caches, the tree already
+    has [a b c], so its 3 duplicates are freed and its table points at 0 1 2, then its own 7."""
+    pool = RadixKvPool(8, 1, caching=True)
+    first, second, third = request(0), request(1), request(2)
+    pool.admit(first, [], pool.tree.root)
+    assert pool.allocate(first, 3) == [0, 1, 2]
+    pool.insert(first, ["a", "b", "c"], 3)
+    hits, node = pool.match(["a", "b"])
+    pool.lock(node)
+    pool.admit(second, hits, node)
+    assert pool.allocate(second, 1) == [3] and second.blocks == [0, 1, 3]
+    pool.admit(third, [], pool.tree.root)
+    assert pool.allocate(third, 4) == [4, 5, 6, 7]
+    pool.insert(third, ["a", "b", "c", "d"], 4)
+    assert third.blocks == [0, 1, 2, 7]
+    assert pool.num_free_list == 3 and list(pool._free) == [4, 5, 6]
+    pool.check_integrity([first, second, third])
+    pool.free(first)
+    pool.free(second)
+    pool.free(third)
+    assert (pool.tree.evictable_size, pool.num_free_list) == (4, 4)   # a b c d cached, unlocked
+    pool.check_integrity([])
+
+
+def test_radix_pool_evicts_lru_leaves_when_the_free_list_runs_short():
+    """[x y z] cached in blocks 0 1 2, unlocked, and split by a match into [x] + [y z]: a
+    request needing 3 blocks with 1 free evicts the leaf [y z] (blocks 1 2) onto the back of the
+    free list, then takes the front 3; [x] stays cached."""
+    pool = RadixKvPool(4, 1, caching=True)
+    old, new = request(0), request(1)
+    pool.admit(old, [], pool.tree.root)
+    pool.allocate(old, 3)
+    pool.insert(old, ["x", "y", "z"], 3)
+    pool.free(old)
+    pool.match(["x"])                     # [x] becomes the most recent once split off
+    pool.admit(new, [], pool.tree.root)
+    assert pool.allocate(new, 3) == [3, 1, 2]
+    assert pool.tree.blocks() == [0]
+    pool.check_integrity([new])
+
+
+# ---- vLLM v1's block-hash pool ------------------------------------------------------------
+
+
+def test_freed_blocks_stay_hits_until_the_queue_hands_them_out_again():
+    """4 blocks of 2 tokens. A caches keys k0 k1 in blocks 0 1 and finishes: freed last block
+    first, so the queue is 2 3 1 0. B hits both and takes block 2 new. Then C takes 3 and 1:
+    block 1 is evicted (its key dropped), so a later lookup hits only block 0."""
+    pool = HashedBlockPool(4, 2)
+    a, b, c = request(0), request(1), request(2)
+    assert pool.allocate(a, 2) == [0, 1]
+    assert pool.cache_blocks(a, [100, 101], 4) == [0, 1]
+    pool.free(a)
+    assert pool.free_order() == [2, 3, 1, 0]
+    hits = pool.cached_prefix([100, 101, 102])
+    assert hits == [0, 1] and pool.can_allocate(1, hits) and not pool.can_allocate(3, hits)
+    assert pool.allocate(b, 1, hits) == [0, 1, 2]
+    assert pool.free_order() == [3]
+    pool.free(b)
+    assert pool.free_order() == [3, 2, 1, 0]
+    assert pool.allocate(c, 2) == [3, 2]
+    assert pool.allocate(c, 1) == [1]
+    assert pool.key_of(1) is None and pool.cached_prefix([100, 101]) == [0]
+    pool.check_integrity([c])
+
+
+def test_a_shared_block_is_referenced_once_per_holder():
+    pool = HashedBlockPool(3, 4)
+    a, b = request(0), request(1)
+    pool.allocate(a, 1)
+    pool.cache_blocks(a, [7], 4)
+    pool.allocate(b, 1, pool.cached_prefix([7]))
+    assert (a.blocks, b.blocks, pool.ref_count(0)) == ([0], [0, 1], 2)
+    pool.check_integrity([a, b])
+    pool.free(a)
+    assert pool.ref_count(0) == 1 and pool.free_order() == [2]
+    pool.check_integrity([b])
+
+
+def test_only_full_blocks_get_keys_and_partial_ones_later():
+    """5 tokens in blocks of 2 fill 2 blocks; after 2 more tokens the third gets its key."""
+    pool = HashedBlockPool(4, 2)
+    a = request(0)
+    pool.allocate(a, 3)
+    assert pool.cache_blocks(a, [1, 2, 3], 5) == [0, 1]
+    assert pool.cache_blocks(a, [1, 2, 3], 6) == [2]
+    assert pool.num_cached_free() == 0
+    pool.free(a)
+    assert pool.num_cached_free() == 3
