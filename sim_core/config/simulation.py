@@ -86,6 +86,9 @@ def _check_scheduler(config: SimulationConfig) -> None:
         if config.cluster.pipeline_parallel_size != 1:
             raise ValueError("cluster.pipeline_parallel_size: lightllm supports only 1 "
                              f"(got {config.cluster.pipeline_parallel_size})")
+    if sched.type == "sglang" and sched.chunked_prefill_size % sched.block_size:
+        raise ValueError(f"scheduler.chunked_prefill_size: sglang needs a multiple of block_size "
+                         f"({sched.block_size}, SGLang's page size) or 0; got {sched.chunked_prefill_size}")
     if sched.block_size > config.max_model_len:
         raise ValueError(f"scheduler.block_size: {sched.block_size} exceeds max_model_len {config.max_model_len}")
     reserve = config.max_model_len // sched.block_size

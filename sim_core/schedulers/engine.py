@@ -72,17 +72,24 @@ class EngineScheduler(ReplicaScheduler):
 
     def requeue(self, request: Request, front: bool) -> None:
         """Recompute preemption: free the request's blocks and queue it again (at the front,
-        or at the back)."""
+        or at the back). A request admitted in the step being formed, which never ran, is simply
+        taken back (no restart, its cache lookup undone)."""
         self.running.remove(request)
         self.release(request)
-        request.recompute()
+        if request.scheduled:
+            request.recompute()
+            self.num_preemptions += 1
+            self.recorder.on_restart(self.replica_id, request.id)
+        else:
+            if self.caching:
+                request.num_cached_tokens -= request.num_processed_tokens
+                request.num_lookup_tokens -= request.num_prefill_tokens
+            request.num_processed_tokens = 0
         request.status = RequestStatus.WAITING
         if front:
             self.waiting.appendleft(request)
         else:
             self.waiting.append(request)
-        self.num_preemptions += 1
-        self.recorder.on_restart(self.replica_id, request.id)
 
     def finish(self, request: Request) -> None:
         self.running.remove(request)

@@ -18,7 +18,8 @@ Each iteration (`Scheduler.get_next_batch_to_run`):
 
 After its prefill a request's prompt joins the radix tree (its lock moves to the new node);
 when it finishes, its whole sequence (minus the last token) does, and its lock is released.
-A request whose prompt + output would pass max_model_len is cut there (`truncated`).
+A request whose prompt + output would pass max_model_len (or the KV pool less one token) is cut
+there (`truncated`); a prompt that reaches it is rejected.
 """
 
 from __future__ import annotations
@@ -55,10 +56,16 @@ class SglangScheduler(EngineScheduler):
         self.batch_is_full = False
         self.new_token_ratio = INIT_NEW_TOKEN_RATIO
 
+    @property
+    def max_request_len(self) -> int:
+        """SGLang's max_req_len: prompt + output fit max_model_len and, one token to spare, the
+        KV pool (so that a request alone always passes admission)."""
+        return min(self.max_model_len, self.limits.num_blocks * self.block_size - 1)
+
     def add_request(self, request: Request) -> None:
         super().add_request(request)
-        room = self.max_model_len - request.num_prefill_tokens
-        if self.max_model_len and request.num_decode_tokens > room:
+        room = self.max_request_len - request.num_prefill_tokens
+        if request.num_decode_tokens > room:
             request.num_decode_tokens = request.initial_decode_tokens = room
             request.truncated = True
 
@@ -78,7 +85,9 @@ class SglangScheduler(EngineScheduler):
     # ---- prefill ------------------------------------------------------------------------------
 
     def _prefill_batch(self) -> Batch | None:
-        chunked = self.chunked if self.chunked is not None and self.chunked.id not in self.busy else None
+        chunked = self.chunked
+        if chunked is not None and chunked.id in self.busy:
+            return None   # PP > 1: its previous chunk is in flight; one chunked prompt at a time
         if (self.batch_is_full or not self.waiting) and chunked is None:
             return None
         if len(self.running) >= self.max_running:
@@ -232,13 +241,10 @@ class SglangScheduler(EngineScheduler):
             self.pool.insert(request, self.keys(request), num_tokens)
 
     def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
-        if self.max_model_len and num_prefill_tokens >= self.max_model_len:
-            return f"its prompt of {num_prefill_tokens} tokens reaches max_model_len {self.max_model_len}"
-        if self.max_model_len:
-            num_decode_tokens = min(num_decode_tokens, self.max_model_len - num_prefill_tokens)
-        peak = ceil(max(num_prefill_tokens, num_prefill_tokens + num_decode_tokens - 1) / self.block_size)
-        if peak > self.limits.num_blocks:
-            return f"at its longest it needs {peak} KV blocks but the replica has {self.limits.num_blocks}"
+        if num_prefill_tokens >= self.max_request_len:
+            return (f"its prompt of {num_prefill_tokens} tokens reaches SGLang's request limit "
+                    f"{self.max_request_len} (max_model_len {self.max_model_len}, KV pool "
+                    f"{self.limits.num_blocks * self.block_size} tokens minus one)")
         return None
 
 
