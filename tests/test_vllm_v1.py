@@ -73,7 +73,7 @@ def test_a_block_shortage_preempts_the_tail_of_running():
         [(round(ends[-1], 9), [0], [1])]
     assert column(result, "num_restarts") == [0, 1, 0]
     restarted = result.state_events[result.state_events["state"] == "restarted"]
-    assert restarted[["time", "request"]].values.tolist() == [[round(ends[-1], 9), 1]]
+    assert [[round(t, 9), r] for t, r in zip(restarted["time"], restarted["request"])] == [[round(ends[-1], 9), 1]]
     assert batches[6] == (round(ends[-1] + cost(1), 9), [0], [1])
     assert column(result, "num_prefill_tokens") == [4, 4, 1]   # the table keeps the trace's prompt
 
