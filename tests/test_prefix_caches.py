@@ -180,3 +180,56 @@ def test_only_full_blocks_get_keys_and_partial_ones_later():
     assert pool.num_cached_free() == 0
     pool.free(a)
     assert pool.num_cached_free() == 3
+
+
+# ---- block keys from the workload's prefix columns ------------------------------------------
+
+
+def _keys(block_size: int, **columns):
+    import numpy as np
+
+    from sim_core.memory.prefix_keys import PrefixKeys
+    from sim_core.workload import Workload
+
+    prompt, output = columns.pop("prompt"), columns.pop("output")
+    n = len(prompt)
+    hashes = columns.pop("hashes", None)
+    if hashes is not None:
+        columns["hash_ids"] = np.array([h for row in hashes for h in row], dtype=np.int64)
+        columns["hash_offsets"] = np.concatenate(([0], np.cumsum([len(row) for row in hashes]))).astype(np.int64)
+        columns["hash_block_size"] = 4
+    workload = Workload(np.zeros(n), np.array(prompt), np.array(output), "t",
+                        **{k: (np.array(v) if isinstance(v, list) else v) for k, v in columns.items()})
+    keys = PrefixKeys(workload, block_size)
+    return [keys.block_keys(row) for row in range(n)]
+
+
+def test_a_group_prefix_is_shared_up_to_the_shorter_prefix_len():
+    """Blocks of 4: group 5 prefixes of 8 and 12 tokens share 2 blocks; the third block of row 0
+    holds its own tokens. Row 2 (group -1) and row 3 (another group) share nothing."""
+    a, b, c, d = _keys(4, prompt=[12, 12, 12, 12], output=[4, 4, 4, 4], prefix_group=[5, 5, -1, 6],
+                       prefix_len=[8, 12, 12, 12])
+    assert len(a) == 4 and a[:2] == b[:2] and a[2] != b[2]
+    assert not set(c) & set(a + b) and not set(d) & set(a + b + c)
+
+
+def test_a_session_turn_extends_the_previous_turn_including_its_output():
+    """Turn 0: 8-token prompt + 4 outputs (3 blocks of 4). Turn 1's first 12 tokens are that
+    whole conversation (prefix_len 12), so its first 3 keys are turn 0's 3 keys."""
+    turn0, other, turn1 = _keys(4, prompt=[8, 8, 20], output=[4, 4, 2], session_id=[3, 4, 3],
+                                prefix_len=[0, 0, 12])
+    assert turn1[:3] == turn0 and turn1[3] not in turn0
+    assert not set(other) & set(turn0)
+
+
+def test_mooncake_hash_ids_decide_equal_blocks():
+    """Hash blocks of 4 tokens, cache blocks of 2: rows with hashes [5 6] and [5 7] share the
+    two cache blocks of hash 5 only; the keys chain, so block 3 differs although it sits at the
+    same place."""
+    a, b = _keys(2, prompt=[8, 8], output=[2, 2], hashes=[[5, 6], [5, 7]])
+    assert a[:2] == b[:2] and a[2] != b[2] and a[3] != b[3]
+
+
+def test_a_prefix_len_without_a_group_or_session_shares_nothing():
+    a, b = _keys(4, prompt=[8, 8], output=[1, 1], prefix_len=[8, 8])
+    assert not set(a) & set(b)

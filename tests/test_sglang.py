@@ -172,3 +172,15 @@ def test_overlap_in_a_run_shortens_back_to_back_iterations_by_the_hidden_cpu_tim
     assert overlapped[0] == plain[0]                          # nothing before the first
     assert plain[1] - overlapped[1] == pytest.approx(min(0.005, gpu), abs=1e-12)
     assert gpu > 0.005 and plain[1] - overlapped[1] == pytest.approx(0.005, abs=1e-12)
+
+
+def test_the_gantt_hatches_padded_batches_and_names_the_gpu_batch_size():
+    """Three decodes padded to 4: the decode bars are hatched and their hover data holds 4."""
+    from sim_core.viz.gantt import pipeline_gantt
+
+    result = simulate([(0.0, 4, 3)] * 3, "sglang", scheduler={"cuda_graph_batch_sizes": [1, 2, 4, 8]})
+    traces = {trace.name: trace for trace in pipeline_gantt(result).data}
+    assert list(traces["decode"].marker.pattern.shape) == ["/", "/"]
+    assert list(traces["prefill"].marker.pattern.shape) == [""]
+    assert [row[5] for row in traces["decode"].customdata] == [4, 4]
+    assert "GPU batch %{customdata[5]}" in traces["decode"].hovertemplate

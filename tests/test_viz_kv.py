@@ -76,3 +76,31 @@ def test_the_map_has_play_pause_a_frame_per_step_and_opens_on_the_fullest_frame(
     names = [trace.get("name") for trace in figure["data"]]
     assert "replica 0 KV use" in names and "replica 0 preemption" in names
     assert {"free", "prefill", "decode"} <= set(names)
+
+
+def test_shared_and_cached_blocks_get_their_own_states():
+    """Request 1 takes blocks 0 1 and keys block 0; request 2 shares block 0 and takes 2. At 1.5
+    block 0 has two holders (SHARED); once both let go (t=3) block 0 is CACHED and block 1
+    (never keyed) FREE; at t=4 block 0 loses its key when request 3 takes it anew."""
+    from sim_core.viz.kv_blocks import CACHED, SHARED, block_holders, replica_frames
+
+    events = pd.DataFrame({
+        "time":    [0.0, 0.0, 0.0, 1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 4.0],
+        "request": [1,   1,   -1,  2,   2,   1,   1,   2,   2,   -1,  3],
+        "block":   [0,   1,   0,   0,   2,   0,   1,   0,   2,   0,   0],
+        "delta":   [1,   1,   2,   1,   1,   -1,  -1,  -1,  -1,  -2,  1],
+        "replica": [0] * 11})
+    times = np.array([0.5, 1.5, 2.5, 3.5, 4.5])
+    owners, holders, cached, by_two = block_holders(events, 3, times, selected=2)
+    assert owners.tolist() == [[1, 1, -1], [2, 1, 2], [2, -1, 2], [-1, -1, -1], [3, -1, -1]]
+    assert holders.tolist() == [[1, 1, 0], [2, 1, 1], [1, 0, 1], [0, 0, 0], [1, 0, 0]]
+    assert cached[:, 0].tolist() == [True, True, True, True, False]
+    assert by_two.tolist() == [[False] * 3, [True, False, True], [True, False, True], [False] * 3, [False] * 3]
+
+    class Run:
+        block_events, num_blocks = events, 3
+        requests = pd.DataFrame({"prefill_completed_at": [np.nan, 0.0, 0.0, 0.0]})
+    states = replica_frames(Run, 0, times).states
+    assert states.tolist() == [[DECODE, DECODE, FREE], [SHARED, DECODE, DECODE], [DECODE, FREE, DECODE],
+                               [CACHED, FREE, FREE], [DECODE, FREE, FREE]]
+    assert super_cells(states, 3).tolist() == [[67], [100], [67], [0], [33]]

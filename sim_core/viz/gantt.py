@@ -26,7 +26,7 @@ def gantt_frame(result, start: float | None = None, end: float | None = None) ->
         stages = stages[stages["start"] < end]
     stages = stages.head(MAX_BARS)
     batches = result.batches[["replica_id", "batch_id", "num_requests", "num_tokens", "num_prefill_tokens",
-                              "request_ids"]]
+                              "request_ids", "padded_size"]]
     frame = stages.merge(batches, on=["replica_id", "batch_id"], how="left")
     frame["kind"] = batch_kind(frame["num_prefill_tokens"].to_numpy(), frame["num_tokens"].to_numpy(),
                                frame["num_requests"].to_numpy())
@@ -43,8 +43,9 @@ def _ids_text(ids) -> str:
 def pipeline_gantt(result, start: float | None = None, end: float | None = None,
                    selected: int | None = None) -> go.Figure:
     """Horizontal bars on a numeric time axis (seconds), one trace per batch kind; gaps on a
-    stage row are pipeline bubbles. Hover shows batch id, requests and token counts. Batches
-    carrying the selected request are outlined."""
+    stage row are pipeline bubbles. Hover shows batch id, requests, the GPU batch size (with
+    CUDA-graph padding; padded bars are hatched) and token counts. Batches carrying the selected
+    request are outlined."""
     frame = gantt_frame(result, start, end)
     rows = sorted(frame["row"].unique(), key=lambda r: [int(x) for x in r.split() if x.isdigit()], reverse=True)
     figure = go.Figure()
@@ -54,12 +55,13 @@ def pipeline_gantt(result, start: float | None = None, end: float | None = None,
             continue
         figure.add_trace(go.Bar(
             name=kind, orientation="h", y=part["row"], base=part["start"], x=part["end"] - part["start"],
-            marker={"color": color, "line": {"width": 0}},
+            marker={"color": color, "line": {"width": 0},   # hatched: padded to a CUDA-graph size
+                    "pattern": {"shape": np.where(part["padded_size"] > part["num_requests"], "/", "")}},
             customdata=np.stack([part["batch_id"], part["num_requests"], part["num_tokens"],
-                                 part["num_prefill_tokens"], part["requests"]], axis=1),
-            hovertemplate=("batch %{customdata[0]}<br>%{base:.4f} s + %{x:.4f} s<br>%{customdata[1]} requests, "
-                           "%{customdata[2]} tokens (%{customdata[3]} prompt)<br>ids: %{customdata[4]}"
-                           "<extra>%{y}</extra>")))
+                                 part["num_prefill_tokens"], part["requests"], part["padded_size"]], axis=1),
+            hovertemplate=("batch %{customdata[0]}<br>%{base:.4f} s + %{x:.4f} s<br>%{customdata[1]} requests "
+                           "(GPU batch %{customdata[5]}), %{customdata[2]} tokens (%{customdata[3]} prompt)"
+                           "<br>ids: %{customdata[4]}<extra>%{y}</extra>")))
     if selected is not None:
         mine = frame[[selected in ids for ids in frame["request_ids"]]]
         figure.add_trace(go.Bar(name=f"request {selected}", orientation="h", y=mine["row"], base=mine["start"],

@@ -81,21 +81,73 @@ def owner_states(owners: np.ndarray, times: np.ndarray, requests: pd.DataFrame,
     return states
 
 
+def block_holders(events: pd.DataFrame, num_blocks: int, times: np.ndarray, selected: int | None = None):
+    """Holders of possibly shared blocks, from one replica's block events (in the order they
+    happened; delta +1/-1 a request takes/lets go of a block, +2/-2 the block gets/loses a
+    prefix-cache key). Per instant and block: the owner shown (the holder that took it last,
+    -1 when nobody holds it), the number of holders, whether it is cached, and whether
+    `selected` holds it. Returns (owners int32, holders int32, cached bool, by_selected bool)."""
+    shape = (len(times), num_blocks)
+    owners, counts = np.full(shape, -1, dtype=np.int32), np.zeros(shape, dtype=np.int32)
+    cached, mine = np.zeros(shape, dtype=bool), np.zeros(shape, dtype=bool)
+    delta = events["delta"].to_numpy()
+    position = np.arange(len(events))
+    seen = np.searchsorted(events["time"].to_numpy(), times, side="right")   # events seen per instant
+    holds = np.abs(delta) == 1
+    acquired, released, block, request = _hold_intervals(events[holds], position[holds])
+    keyed = ~holds
+    key_pos, key_block, key_delta = position[keyed], events["block"].to_numpy()[keyed], delta[keyed]
+    for f, bound in enumerate(seen.tolist()):
+        open_ = (acquired < bound) & (released >= bound)
+        counts[f] = np.bincount(block[open_], minlength=num_blocks)
+        latest = np.full(num_blocks, -1, dtype=np.int64)
+        np.maximum.at(latest, block[open_], np.flatnonzero(open_))
+        owners[f][latest >= 0] = request[latest[latest >= 0]]
+        if selected is not None:
+            mine[f][block[open_ & (request == selected)]] = True
+        last_key = np.full(num_blocks, -1, dtype=np.int64)
+        upto = key_pos < bound
+        np.maximum.at(last_key, key_block[upto], np.flatnonzero(upto))
+        cached[f][last_key >= 0] = key_delta[last_key[last_key >= 0]] > 0
+    return owners, counts, cached, mine
+
+
+def _hold_intervals(holds: pd.DataFrame, positions: np.ndarray):
+    """Each +1 event as an interval of event positions [taken, let go) (let go: a huge number
+    while still held), with its block and request, in the order the blocks were taken."""
+    request, block, delta = (holds[c].to_numpy() for c in ("request", "block", "delta"))
+    order = np.lexsort((positions, block, request))
+    pairs = (request[order][1:] == request[order][:-1]) & (block[order][1:] == block[order][:-1])
+    release = np.full(len(order), np.iinfo(np.int64).max)
+    release[:-1][pairs & (delta[order][1:] < 0)] = positions[order][1:][pairs & (delta[order][1:] < 0)]
+    taken = delta[order] > 0
+    keep = order[taken]
+    arrival = np.argsort(positions[keep], kind="stable")
+    return (positions[keep][arrival], release[taken][arrival], block[keep][arrival], request[keep][arrival])
+
+
 def replica_frames(result, replica: int, times: np.ndarray, selected: int | None = None) -> BlockFrames:
-    """Sampled block owners and states of one replica of a run recorded with `record: full`."""
+    """Sampled block owners and states of one replica of a run recorded with `record: full`:
+    blocks held by several requests are SHARED, unheld blocks that keep a prefix-cache key
+    CACHED."""
     events = result.block_events
     mine = events[events["replica"] == replica]
-    owners = block_owners(mine, result.num_blocks, times)
-    return BlockFrames(times, owners, owner_states(owners, times, result.requests, selected))
+    owners, counts, cached, by_selected = block_holders(mine, result.num_blocks, times, selected)
+    states = owner_states(owners, times, result.requests, None)
+    states[counts > 1] = SHARED
+    states[(counts == 0) & cached] = CACHED
+    if selected is not None:
+        states[by_selected] = SELECTED
+    return BlockFrames(times, owners, states)
 
 
 def super_cells(states: np.ndarray, group: int) -> np.ndarray:
-    """Percent of blocks in use per group of `group` consecutive blocks, shape (F, ceil(B/group)),
+    """Percent of blocks in use (held by a request) per group of `group` consecutive blocks, shape (F, ceil(B/group)),
     int8 in 0..100 (the last group counts only the blocks it has)."""
     frames, blocks = states.shape
     cells = -(-blocks // group)
     padded = np.zeros((frames, cells * group), dtype=np.int16)
-    padded[:, :blocks] = states != FREE
+    padded[:, :blocks] = (states != FREE) & (states != CACHED)   # cached blocks are free to reuse
     sizes = np.full(cells, group, dtype=np.int16)
     sizes[-1] = blocks - group * (cells - 1)
     used = padded.reshape(frames, cells, group).sum(axis=2)

@@ -9,6 +9,7 @@ from plotly.subplots import make_subplots
 
 from sim_core.viz.decimate import step_peaks
 from sim_core.viz.kv_blocks import (
+    CACHED,
     STATE_COLORS,
     STATE_NAMES,
     preemptions,
@@ -64,7 +65,7 @@ def kv_map_figure(result, start: float = 0.0, end: float | None = None, max_fram
 def peak_frame(z: np.ndarray, percent: bool) -> int:
     """Index of the frame with the most blocks in use (the first on ties); `z` holds state
     codes (any code > 0 is a used block) or, when `percent`, the share in use per super-cell."""
-    used = np.where(z > 0, z.astype(np.int32), 0) if percent else (z > 0)
+    used = np.where(z > 0, z.astype(np.int32), 0) if percent else (z > 0) & (z != CACHED)
     return int(np.argmax(used.reshape(len(z), -1).sum(axis=1)))
 
 
