@@ -18,6 +18,9 @@ from pydantic import BaseModel
 from pages.state import ERROR_KEY, WIDGET_PREFIX, get_path, scenario, try_scenario, with_path
 from sim_core.config import SimulationConfig
 from sim_core.config.applicability import applies
+from sim_core.schedulers import scheduler_label
+
+OPTION_LABELS = {"scheduler.type": scheduler_label}   # choices shown with what they mirror
 
 
 def _default(info):
@@ -112,7 +115,7 @@ def bound(path: str, place: str = "form", label: str | None = None, options: lis
         choices = [*choices, current]
     if choices is not None:
         common["args"] = (key, path, lambda v: v)
-        return st.selectbox(label, choices, **common)
+        return st.selectbox(label, choices, format_func=OPTION_LABELS.get(path, str), **common)
     if annotation is bool:
         common["args"] = (key, path, bool)
         return st.toggle(label, **common)

@@ -33,7 +33,11 @@ with tabs[0]:
         bound("name")
 with tabs[1]:
     section("scheduler", [n for n in ("type", "batch_size_cap", "block_size", "watermark_blocks_fraction",
-                                      "max_tokens_in_batch", "chunk_size", "max_waiting_iters")])
+                                      "max_tokens_in_batch", "chunk_size", "max_waiting_iters",
+                                      "max_num_seqs", "max_num_batched_tokens", "long_prefill_token_threshold",
+                                      "prioritize_prefill", "scheduling_policy", "enable_prefix_caching",
+                                      "max_prefill_tokens", "chunked_prefill_size", "max_running_requests",
+                                      "cuda_graph_batch_sizes", "enable_overlap_schedule")])
 with tabs[2]:
     bound("scheduler.num_blocks", label="KV blocks per replica (empty: the planner decides)")
     section("memory")
@@ -54,7 +58,8 @@ with tabs[4]:
             st.rerun()
         section("workload", ["num_requests", "seed"])
         for part, title in (("arrival", "Arrivals"), ("prompt_tokens", "Prompt lengths"),
-                            ("output_tokens", "Output lengths"), ("sessions", "Multi-turn sessions")):
+                            ("output_tokens", "Output lengths"), ("sessions", "Multi-turn sessions"),
+                            ("shared_prefix", "Shared prompt prefix")):
             st.markdown(f"**{title}**")
             section(f"workload.{part}", columns=4)
     st.markdown("**Scaling**")

@@ -137,3 +137,15 @@ def test_generated_sessions_round_trip_through_the_canonical_file(tmp_path):
     back = read_trace(tmp_path / "s.csv").workload
     assert back.optional_columns().keys() == {"session_id", "turn", "prefix_group", "prefix_len"}
     assert np.array_equal(back.turn, generated.turn) and np.array_equal(back.arrived_at, generated.arrived_at)
+
+
+def test_a_shared_prefix_goes_before_every_prompt_and_names_its_group():
+    """tokens 300 over 3 groups: each prompt is the generated length plus 300, its prefix_len is
+    300 and its group one of 0..2; without it the workload has no prefix columns and the same
+    lengths."""
+    base = {"num_requests": 60, "prompt_tokens": {"distribution": "uniform", "min": 10, "max": 50}}
+    plain = build_workload(parse_config({"workload": base}))
+    shared = build_workload(parse_config({"workload": {**base, "shared_prefix": {"tokens": 300, "num_groups": 3}}}))
+    assert (shared.num_prefill_tokens == plain.num_prefill_tokens + 300).all()
+    assert (shared.prefix_len == 300).all() and set(shared.prefix_group.tolist()) == {0, 1, 2}
+    assert plain.prefix_group is None and (shared.arrived_at == plain.arrived_at).all()

@@ -3,8 +3,8 @@ truncation, overlap. Costs are linear: 10 ms + 1 ms per token (conftest) unless 
 
 import numpy as np
 import pytest
-
 from conftest import batches_of, column, cost, simulate
+
 from sim_core import parse_config, run_simulation
 from sim_core.overlap import OverlapClock
 from sim_core.predictor import BatchShape, build_predictor

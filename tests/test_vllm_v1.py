@@ -3,8 +3,8 @@
 Costs are linear: 10 ms + 1 ms per token per iteration (conftest)."""
 
 import numpy as np
-
 from conftest import batches_of, column, cost, simulate
+
 from sim_core import parse_config, run_simulation
 from sim_core.workload import Workload
 

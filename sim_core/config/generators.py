@@ -101,3 +101,16 @@ class SessionConfig(BaseModel):
         if self.min_turns > self.max_turns:
             raise ValueError(f"min_turns ({self.min_turns}) must not exceed max_turns ({self.max_turns})")
         return self
+
+
+class SharedPrefixConfig(BaseModel):
+    """Prompt prefixes shared by many requests (system prompts), for prefix-caching workloads."""
+
+    model_config = Strict
+
+    tokens: int = Field(0, ge=0, le=1_000_000, description=(
+        "Tokens of a prefix (a system prompt) put before every generated prompt; requests with the "
+        "same prefix group share it exactly (0 = none). Without sessions; sessions have "
+        "system_prompt_tokens."))
+    num_groups: int = Field(1, ge=1, le=1_000_000, description=(
+        "How many distinct prefixes the requests draw from (uniformly): fewer means more sharing."))

@@ -12,11 +12,12 @@ from sim_core.config.generators import (
     ArrivalConfig,
     LengthConfig,
     SessionConfig,
+    SharedPrefixConfig,
     TraceFormat,
 )
 from sim_core.config.sections import Strict
 
-__all__ = ["ArrivalConfig", "LengthConfig", "SessionConfig", "WorkloadConfig"]
+__all__ = ["ArrivalConfig", "LengthConfig", "SessionConfig", "SharedPrefixConfig", "WorkloadConfig"]
 
 
 class WorkloadConfig(BaseModel):
@@ -64,6 +65,8 @@ class WorkloadConfig(BaseModel):
         default_factory=lambda: LengthConfig(distribution="uniform", min=16, max=512),
         description="Synthetic output (decode) length distribution.")
     sessions: SessionConfig = Field(default_factory=SessionConfig, description="Synthetic multi-turn conversations.")
+    shared_prefix: SharedPrefixConfig = Field(default_factory=SharedPrefixConfig, description=(
+        "Synthetic shared prompt prefixes (system prompts): the prefix_group and prefix_len columns."))
     seed: int | None = Field(None, ge=0, le=2**32 - 1, description=(
         "Seed of the generator and of sampling; defaults to the scenario's seed."))
     time_scale_factor: float = Field(1.0, gt=0.0, le=1e6, description=(

@@ -19,4 +19,12 @@ SCHEDULERS: dict[str, type[ReplicaScheduler]] = {
     "sglang": SglangScheduler,
 }
 
-__all__ = ["SCHEDULERS", "ReplicaLimits", "ReplicaScheduler"]
+
+
+def scheduler_label(name: str) -> str:
+    """`name` with the engine (and version) it mirrors, for the UI: "vllm_v1 · vLLM V1 engine (v0.8+)"."""
+    policy = SCHEDULERS.get(name)
+    return f"{name} · {policy.label}" if policy is not None else name
+
+
+__all__ = ["SCHEDULERS", "ReplicaLimits", "ReplicaScheduler", "scheduler_label"]

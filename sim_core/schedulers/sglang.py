@@ -30,7 +30,12 @@ from sim_core.entities import Batch, Request, RequestStatus
 from sim_core.memory.radix_pool import RadixKvPool
 from sim_core.schedulers.cuda_graph import padded_size
 from sim_core.schedulers.engine import EngineScheduler
-from sim_core.schedulers.sglang_adder import CLIP_MAX_NEW_TOKENS, CONTINUE, NO_TOKEN, PrefillAdder
+from sim_core.schedulers.sglang_adder import (
+    CLIP_MAX_NEW_TOKENS,
+    CONTINUE,
+    NO_TOKEN,
+    PrefillAdder,
+)
 
 INIT_NEW_TOKEN_RATIO = 0.7
 MIN_NEW_TOKEN_RATIO = INIT_NEW_TOKEN_RATIO * 0.14
@@ -119,7 +124,7 @@ class SglangScheduler(EngineScheduler):
             hits, node = self._match(request)
             extend = request.num_prefill_tokens - len(hits) * self.block_size
             tokens, state = adder.add_one(extend, self._outputs_left(request),
-                                          lambda: self.pool.lock(node), lambda: self.pool.unlock(node))
+                                          lambda node=node: self.pool.lock(node), lambda node=node: self.pool.unlock(node))
             if tokens:
                 waiting.popleft()
                 self._admit(request, hits, node)

@@ -1,4 +1,5 @@
-"""A seeded synthetic workload: arrivals and lengths, or multi-turn conversations."""
+"""A seeded synthetic workload: arrivals and lengths (optionally behind shared prompt prefixes),
+or multi-turn conversations."""
 
 from __future__ import annotations
 
@@ -19,9 +20,21 @@ def generate_columns(spec: WorkloadConfig, rng: np.random.Generator) -> dict[str
     if spec.sessions.enabled:
         return generate_sessions(spec, spec.num_requests, rng, observed)
     n = spec.num_requests
-    return {"arrived_at": generate_arrivals(spec.arrival, n, rng, observed.get("arrivals")),
-            "num_prefill_tokens": generate_lengths(spec.prompt_tokens, n, rng, observed.get("prompt")),
-            "num_decode_tokens": generate_lengths(spec.output_tokens, n, rng, observed.get("output"))}
+    columns = {"arrived_at": generate_arrivals(spec.arrival, n, rng, observed.get("arrivals")),
+               "num_prefill_tokens": generate_lengths(spec.prompt_tokens, n, rng, observed.get("prompt")),
+               "num_decode_tokens": generate_lengths(spec.output_tokens, n, rng, observed.get("output"))}
+    return with_shared_prefix(columns, spec.shared_prefix, rng)
+
+
+def with_shared_prefix(columns: dict, spec, rng: np.random.Generator) -> dict:
+    """Put a group's prefix of `spec.tokens` tokens before each prompt (a uniform group of
+    `spec.num_groups` per request): the prefix_group and prefix_len columns say which."""
+    if not spec.tokens:
+        return columns
+    n = len(columns["arrived_at"])
+    group = rng.integers(0, spec.num_groups, n).astype(np.int64)
+    return {**columns, "num_prefill_tokens": columns["num_prefill_tokens"] + spec.tokens,
+            "prefix_group": group, "prefix_len": np.full(n, spec.tokens, dtype=np.int64)}
 
 
 def observed_inputs(spec: WorkloadConfig) -> dict[str, np.ndarray]:
