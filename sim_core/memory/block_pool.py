@@ -18,7 +18,7 @@ class BlockPool:
     ordinary backpressure: callers ask `can_allocate` first.
     """
 
-    __slots__ = ("_free", "_owner", "num_blocks", "num_holders")
+    __slots__ = ("num_blocks", "_free", "_owner", "num_holders")
     tracks_ids = True
 
     def __init__(self, num_blocks: int) -> None:
