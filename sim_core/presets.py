@@ -98,6 +98,43 @@ PRESETS: tuple[Preset, ...] = (
 )
 
 
+_SYSTEM_PROMPTS = {"num_requests": 300, "arrival": {"process": "poisson", "qps": 6.0},
+                   "prompt_tokens": {"distribution": "uniform", "min": 64, "max": 256},
+                   "output_tokens": {"distribution": "uniform", "min": 32, "max": 256},
+                   "shared_prefix": {"tokens": 1536, "num_groups": 4}}
+_CHAT = {"num_requests": 300, "arrival": {"process": "poisson", "qps": 1.0},
+         "prompt_tokens": {"distribution": "uniform", "min": 32, "max": 256},
+         "output_tokens": {"distribution": "uniform", "min": 32, "max": 256},
+         "sessions": {"enabled": True, "min_turns": 2, "max_turns": 8, "think_time_s": 3.0,
+                      "system_prompt_tokens": 512, "num_system_prompts": 2}}
+
+PRESETS += (
+    Preset("vLLM V1 engine (v0.8+): one token budget",
+           "vllm_v1 gives every running request its token first (a decode needs 1) and spends the rest "
+           "of max_num_batched_tokens (2,048) on prompt chunks: no decode waits for a whole prompt. "
+           "Same workload as \"Full prefill stalls decodes (vLLM)\", the v0-style prefill-first policy.",
+           "Overview: compare the worst-TBT CDF with the vLLM preset; Pipeline: mixed bars.",
+           _scenario("vLLM V1: unified token budget, long prompts", cluster=_ONE_REPLICA,
+                     scheduler={"type": "vllm_v1", "enable_prefix_caching": False}, workload=_LONG_PROMPTS)),
+    Preset("vLLM V1 engine (v0.8+): prefix caching of system prompts",
+           "Every prompt starts with one of 4 system prompts of 1,536 tokens. vllm_v1 hashes full KV "
+           "blocks and keeps them after they are freed, so a prompt computes only what follows its "
+           "cached prefix: most prompt tokens are never computed.",
+           "Overview: prefix hit rate and TTFT; turn enable_prefix_caching off to compare; KV cache: "
+           "shared blocks and cached-but-free blocks.",
+           _scenario("vLLM V1: prefix caching, shared system prompts", cluster=_ONE_REPLICA,
+                     scheduler={"type": "vllm_v1"}, workload=_SYSTEM_PROMPTS)),
+    Preset("SGLang (v0.4): radix cache on multi-turn chat",
+           "Each turn of a conversation resends the whole conversation so far. SGLang's radix tree keeps "
+           "every finished turn (prompt and answer), so the next turn only computes its new input; "
+           "decode batches are padded to CUDA-graph sizes and CPU work overlaps the GPU.",
+           "Overview: prefix hit rate; KV cache: shared and cached blocks; Pipeline: hatched (padded) "
+           "decode bars.",
+           _scenario("SGLang: radix cache, multi-turn chat", cluster=_ONE_REPLICA, max_model_len=8192,
+                     scheduler={"type": "sglang"}, workload=_CHAT)),
+)
+
+
 def preset(name: str) -> Preset:
     """The preset called `name` (KeyError if none)."""
     for item in PRESETS:
