@@ -23,5 +23,9 @@ def format_summary(result) -> str:
                      f"p99 {_ms(s[f'{key}_p99_s']):>12}")
     lines.append(f"preemptions: {s['num_preemptions']} ({s['num_requests_preempted']} requests) | KV utilization: "
                  f"mean {s['kv_utilization_mean']:.1%}, peak {s['kv_utilization_peak']:.1%}")
+    if c.scheduler.type in ("vllm_v1", "sglang"):
+        hits = f"{s['prefix_hit_rate']:.1%}" if c.scheduler.enable_prefix_caching else "off"
+        lines.append(f"prefix cache: hit rate {hits} ({s['prefix_cached_tokens']} cached prompt tokens) | "
+                     f"prompt {s['prompt_tokens_per_s']:.1f} tok/s | truncated: {s['num_truncated']}")
     lines += [f"note: {note}" for note in result.notes]
     return "\n".join(lines)

@@ -46,6 +46,7 @@ def _stage_events(result) -> list[dict]:
     ids = dict(zip(keys, batches["request_ids"]))
     tokens = dict(zip(keys, batches["request_tokens"]))
     prefill = dict(zip(keys, batches["num_prefill_tokens"].tolist()))
+    padded = dict(zip(keys, batches["padded_size"].tolist()))
     events = []
     for batch, replica, stage, start, end in zip(stages["batch_id"].tolist(), stages["replica_id"].tolist(),
                                                 stages["stage_id"].tolist(), stages["start"].tolist(),
@@ -55,7 +56,8 @@ def _stage_events(result) -> list[dict]:
             "name": f"batch {batch} ({len(ids[key])} req)", "cat": "batch", "ph": "X",
             "ts": start * US, "dur": (end - start) * US, "pid": replica, "tid": stage,
             "args": {"batch_id": batch, "num_tokens": sum(tokens[key]), "num_prefill_tokens": prefill[key],
-                     "request_ids": list(ids[key]), "request_tokens": list(tokens[key])}})
+                     "request_ids": list(ids[key]), "request_tokens": list(tokens[key]),
+                     "padded_size": padded[key]}})
     return events
 
 

@@ -107,6 +107,10 @@ class HashedBlockPool:
         """One new block for a request that already holds blocks."""
         return self.allocate(request, 1)[0]
 
+    def allocate_each(self, requests: list[Request]) -> list[int]:
+        """One new block to each request in order (fast-forward's bulk growth); returns them."""
+        return [self.allocate(request, 1)[0] for request in requests]
+
     def cache_blocks(self, request: Request, keys: list[int], num_tokens: int) -> list[int]:
         """Key the request's blocks that `num_tokens` tokens fill completely (those already
         keyed are skipped); returns the blocks that got a key."""

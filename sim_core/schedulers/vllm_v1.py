@@ -162,16 +162,27 @@ class VllmV1Scheduler(EngineScheduler):
     growth = "paged"
 
     def steady_past_completions(self, batch: Batch) -> bool:
-        return not self.waiting and len(batch.requests) == len(self.running)
+        # with caching a request's blocks are keyed as it frees them (see release), so runs end
+        # at the first completion
+        return not self.caching and not self.waiting and len(batch.requests) == len(self.running)
 
     def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
         # Decodes re-form unchanged while everyone running is in the batch (the budget covers
         # them) and no admission can start: it failed now on budget, slots or memory, none of
-        # which loosens before a completion (KV only shrinks while decoding). Caching changes
-        # keys at block boundaries, which a run does not replay.
-        if preempted or batch.num_prefill_tokens or self.caching or len(batch.requests) != len(self.running):
+        # which loosens before a completion (KV only shrinks while decoding). With caching the
+        # blocks a run fills get their keys at the next formation (or as they are freed): no
+        # lookup happens in between, so decisions are the same, but the key events would carry
+        # the wrong times, so runs need a record level without block events.
+        if preempted or batch.num_prefill_tokens or len(batch.requests) != len(self.running):
+            return 0
+        if self.caching and self.recorder.keeps_blocks:
             return 0
         return UNBOUNDED
+
+    def release(self, request: Request) -> None:
+        if self.caching:   # blocks filled in a fast-forwarded run are keyed before they go
+            self.pool.cache_blocks(request, self.keys(request), self.kv_tokens(request))
+        super().release(request)
 
     def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
         peak = ceil(max(num_prefill_tokens, num_prefill_tokens + num_decode_tokens - 1) / self.block_size)
