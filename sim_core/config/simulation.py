@@ -28,8 +28,8 @@ class SimulationConfig(BaseModel):
     device: str = Field("a100-80gb", description="Device catalog id (or a key of `devices`).")
     max_model_len: int = Field(4096, ge=2, le=10_000_000, description=(
         "Most tokens (prompt + output) one request may hold; longer trace rows have their prompt "
-        "clipped as Vidur does. Orca and FasterTransformer reserve max_model_len // block_size "
-        "blocks per request."))
+        "clipped as Vidur does (sglang instead cuts the output where a request reaches it). Orca "
+        "and FasterTransformer reserve max_model_len // block_size blocks per request."))
     cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="Replicas and parallelism.")
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig, description="Replica scheduler.")
     memory: MemoryConfig = Field(default_factory=MemoryConfig, description="KV-capacity planning.")
