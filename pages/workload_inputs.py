@@ -5,10 +5,12 @@ from __future__ import annotations
 import streamlit as st
 
 from sim_core.config import ArrivalConfig, LengthConfig, SessionConfig, WorkloadConfig
+from sim_core.config.generators import SharedPrefixConfig
 
 PROCESSES = ["poisson", "gamma", "static", "bursty", "diurnal"]
 DISTRIBUTIONS = ["uniform", "fixed", "zipf", "lognormal"]
 WL, AR, LN, SE = (c.model_fields for c in (WorkloadConfig, ArrivalConfig, LengthConfig, SessionConfig))
+SP = SharedPrefixConfig.model_fields
 
 
 def generator_spec(trace: str | None) -> dict:
@@ -37,6 +39,12 @@ def generator_spec(trace: str | None) -> dict:
                                       help=SE["system_prompt_tokens"].description)
         spec["sessions"] = {"enabled": True, "min_turns": turns[0], "max_turns": turns[1],
                             "think_time_s": think, "system_prompt_tokens": int(system)}
+    elif st.toggle("Shared system prompts", key="wl_shared", help=SP["tokens"].description):
+        cols = st.columns(2)
+        tokens = cols[0].number_input("Prefix tokens", 1, 65_536, 512, key="wl_prefix_tokens", help=SP["tokens"].description)
+        groups = cols[1].number_input("Distinct prefixes", 1, 10_000, 4, key="wl_prefix_groups",
+                                      help=SP["num_groups"].description)
+        spec["shared_prefix"] = {"tokens": int(tokens), "num_groups": int(groups)}
     return spec
 
 

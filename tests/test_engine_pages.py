@@ -39,3 +39,16 @@ def test_scenario_page_lists_engine_labels_and_shows_only_the_chosen_engines_kno
     shown = [w.key for kind in ("number_input", "toggle", "text_input", "selectbox") for w in app.get(kind)]
     assert "w:form:scheduler.cuda_graph_batch_sizes" in shown and "w:form:scheduler.max_running_requests" in shown
     assert "w:form:scheduler.max_num_seqs" not in shown        # a vllm_v1 knob
+
+
+def test_the_workload_page_generates_shared_system_prompts():
+    from streamlit.testing.v1 import AppTest
+
+    from app_helpers import ROOT
+
+    app = AppTest.from_file(str(ROOT / "pages" / "workload.py"), default_timeout=30).run()
+    app.toggle(key="wl_shared").set_value(True).run()
+    app.number_input(key="wl_prefix_tokens").set_value(300).run()
+    assert not app.exception
+    table = app.table[0].value
+    assert dict(zip(table["item"], table["value"]))["extra columns"] == "prefix_group, prefix_len"
