@@ -4,7 +4,8 @@ shared and cached blocks, the Scenario page the engines' knobs with their labels
 import copy
 import json
 
-from app_helpers import TINY, chart_specs, open_app
+from app_helpers import ROOT, TINY, chart_specs, open_app
+from streamlit.testing.v1 import AppTest
 
 from sim_core import parse_config, run_simulation
 
@@ -42,10 +43,6 @@ def test_scenario_page_lists_engine_labels_and_shows_only_the_chosen_engines_kno
 
 
 def test_the_workload_page_generates_shared_system_prompts():
-    from streamlit.testing.v1 import AppTest
-
-    from app_helpers import ROOT
-
     app = AppTest.from_file(str(ROOT / "pages" / "workload.py"), default_timeout=30).run()
     app.toggle(key="wl_shared").set_value(True).run()
     app.number_input(key="wl_prefix_tokens").set_value(300).run()
