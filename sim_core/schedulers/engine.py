@@ -116,3 +116,16 @@ class EngineScheduler(ReplicaScheduler):
                 self.running.remove(request)
                 self.busy.discard(request.id)
                 self._keys.pop(request.id, None)
+
+
+def pool_event_recorder(recorder, replica: int):
+    """The `on_event(request, blocks, delta)` a pool reports to: +1/-1 a request takes/lets go of
+    blocks, +2/-2 blocks get/lose a prefix-cache key."""
+    def record(request: int, blocks: list[int], delta: int) -> None:
+        if delta == 1:
+            recorder.on_allocate(replica, request, blocks)
+        elif delta == -1:
+            recorder.on_free(replica, request, blocks)
+        else:
+            recorder.on_cache(replica, blocks, delta)
+    return record

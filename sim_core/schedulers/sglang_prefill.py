@@ -1,0 +1,175 @@
+"""SGLang's request lifecycle around the radix cache and its prefill batch (the decode side and
+the choice between the two are in sglang.py).
+
+Prefill, unless (the running batch is marked full or nobody waits) and no prompt is half done:
+with fewer than max_running_requests decoding, the prompt in chunked prefill (if any) continues
+first, then waiting requests in FCFS order join while `PrefillAdder` admits them (see
+sglang_adder.py; a request's cached prefix comes from the radix tree, at most its prompt - 1
+tokens, and is locked while it runs). A request that does not fit ends the list.
+
+After its prefill a request's prompt joins the radix tree (its lock moves to the new node);
+when it finishes, its whole sequence (minus the last token) does, and its lock is released.
+A request whose prompt + output would pass max_model_len (or the KV pool less one token) is cut
+there (`truncated`); a prompt that reaches it is rejected.
+"""
+
+from __future__ import annotations
+
+from math import ceil
+
+from sim_core.entities import Batch, Request, RequestStatus
+from sim_core.memory.radix_pool import RadixKvPool
+from sim_core.schedulers.engine import EngineScheduler, pool_event_recorder
+from sim_core.schedulers.sglang_adder import (
+    CLIP_MAX_NEW_TOKENS,
+    CONTINUE,
+    NO_TOKEN,
+    PrefillAdder,
+)
+from sim_core.schedulers.sglang_retract import INIT_NEW_TOKEN_RATIO
+
+MAX_DEFAULT_RUNNING = 4096
+
+
+class SglangPrefill(EngineScheduler):
+    """SGLang's state, admission into prefill batches, caching into the tree, finishing."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        cfg, replica, recorder = self.config, self.replica_id, self.recorder
+        self.pool = RadixKvPool(self.limits.num_blocks, self.block_size, self.caching,
+                                pool_event_recorder(recorder, replica))
+        tokens = self.limits.num_blocks * self.block_size
+        self.max_running = cfg.max_running_requests or max(1, min(tokens // 2, MAX_DEFAULT_RUNNING))
+        self.chunk_tokens = cfg.chunked_prefill_size or None
+        self.graph_sizes = cfg.cuda_graph_batch_sizes
+        self.overlap_schedule = cfg.enable_overlap_schedule and self.num_stages == 1
+        self.chunked: Request | None = None
+        self.batch_is_full = False
+        self.new_token_ratio = INIT_NEW_TOKEN_RATIO
+
+    @property
+    def max_request_len(self) -> int:
+        """SGLang's max_req_len: prompt + output fit max_model_len and, one token to spare, the
+        KV pool (so that a request alone always passes admission)."""
+        return min(self.max_model_len, self.limits.num_blocks * self.block_size - 1)
+
+    def add_request(self, request: Request) -> None:
+        super().add_request(request)
+        room = self.max_request_len - request.num_prefill_tokens
+        if request.num_decode_tokens > room:
+            request.num_decode_tokens = request.initial_decode_tokens = room
+            request.truncated = True
+
+    def release(self, request: Request) -> None:
+        self.pool.free(request)   # the pool records the blocks let go
+
+    # ---- prefill ------------------------------------------------------------------------------
+
+    def _prefill_batch(self) -> Batch | None:
+        chunked = self.chunked
+        if chunked is not None and chunked.id in self.busy:
+            return None   # PP > 1: its previous chunk is in flight; one chunked prompt at a time
+        if (self.batch_is_full or not self.waiting) and chunked is None:
+            return None
+        if len(self.running) >= self.max_running:
+            self.batch_is_full = True
+            return None
+        adder = PrefillAdder(self.pool, self.block_size, self._running_reserve(),
+                             self.config.max_prefill_tokens, self.chunk_tokens)
+        requests, num_tokens = [], []
+        if chunked is not None:
+            remaining = chunked.num_prefill_tokens - chunked.num_processed_tokens
+            tokens = adder.add_chunked(remaining, self._outputs_left(chunked))
+            if tokens == remaining:
+                self.chunked = None   # its last chunk
+            if tokens:
+                requests.append(chunked)
+                num_tokens.append(tokens)
+        self._add_waiting(adder, requests, num_tokens)
+        for request, tokens in zip(requests, num_tokens):
+            self._allocate_for(request, request.num_processed_tokens + tokens)
+        return self.launch(requests, num_tokens)
+
+    def _add_waiting(self, adder: PrefillAdder, requests: list, num_tokens: list) -> None:
+        waiting = self.waiting
+        while waiting:
+            if len(self.running) + len(requests) >= self.max_running:
+                self.batch_is_full = True
+                return
+            request = waiting[0]
+            hits, node = self._match(request)
+            extend = request.num_prefill_tokens - len(hits) * self.block_size
+            tokens, state = adder.add_one(extend, self._outputs_left(request),
+                                          lambda node=node: self.pool.lock(node), lambda node=node: self.pool.unlock(node))
+            if tokens:
+                waiting.popleft()
+                self._admit(request, hits, node)
+                requests.append(request)
+                num_tokens.append(tokens)
+                if tokens < extend:
+                    self.chunked = request
+            if state != CONTINUE:
+                self.batch_is_full = self.batch_is_full or state == NO_TOKEN
+                return
+
+    def _match(self, request: Request):
+        if not self.caching:
+            return [], self.pool.tree.root
+        keys = self.keys(request)
+        return self.pool.match(keys[: (request.num_prefill_tokens - 1) // self.block_size])
+
+    def _admit(self, request: Request, hits: list[int], node) -> None:
+        self.pool.admit(request, hits, node)
+        request.num_processed_tokens = len(hits) * self.block_size
+        request.status = RequestStatus.RUNNING
+        if self.caching:
+            self.count_hit(request, request.num_processed_tokens)
+
+    def _allocate_for(self, request: Request, num_tokens: int) -> None:
+        needed = ceil(num_tokens / self.block_size) - request.num_blocks
+        if needed > 0:
+            self.pool.allocate(request, needed)
+
+    def _running_reserve(self) -> float:
+        """Tokens the running requests are expected to still generate (their KV to come)."""
+        return sum(min(self._outputs_left(r), CLIP_MAX_NEW_TOKENS) * self.new_token_ratio for r in self.running)
+
+    @staticmethod
+    def _outputs_left(request: Request) -> int:
+        """max_new_tokens minus the outputs it has (a retracted request keeps its outputs)."""
+        return request.total_tokens - request.num_known_tokens
+
+    # ---- batch ends ------------------------------------------------------------------------------
+
+    def after_batch(self, batch: Batch) -> None:
+        for request in batch.requests:
+            if request.completed:
+                self._finish(request)
+            elif batch.num_prefill_tokens and request.is_prefill_complete:
+                self._cache(request, request.num_prefill_tokens)   # cache_unfinished_req
+                self.running.append(request)
+            elif not request.is_prefill_complete:
+                self._cache(request, request.num_processed_tokens)  # a chunk
+
+    def _finish(self, request: Request) -> None:
+        self._cache(request, request.total_tokens - 1)   # cache_finished_req
+        if request in self.running:
+            self.running.remove(request)
+        if request is self.chunked:
+            self.chunked = None
+        self.pool.free(request)
+        self._keys.pop(request.id, None)
+        self.batch_is_full = False
+
+    def _cache(self, request: Request, num_tokens: int) -> None:
+        if self.caching:
+            self.pool.insert(request, self.keys(request), num_tokens)
+
+    def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
+        if num_prefill_tokens >= self.max_request_len:
+            return (f"its prompt of {num_prefill_tokens} tokens reaches SGLang's request limit "
+                    f"{self.max_request_len} (max_model_len {self.max_model_len}, KV pool "
+                    f"{self.limits.num_blocks * self.block_size} tokens minus one)")
+        return None
+
