@@ -170,17 +170,23 @@ class VllmV1Scheduler(EngineScheduler):
         # Decodes re-form unchanged while everyone running is in the batch (the budget covers
         # them) and no admission can start: it failed now on budget, slots or memory, none of
         # which loosens before a completion (KV only shrinks while decoding). With caching the
-        # blocks a run fills get their keys at the next formation (or as they are freed): no
-        # lookup happens in between, so decisions are the same, but the key events would carry
-        # the wrong times, so runs need a record level without block events.
+        # blocks a run fills get their keys when it ends (on_steady_decode), before any lookup,
+        # so decisions are the same; the key events would carry the run's end time, so runs
+        # need a record level without block events.
         if preempted or batch.num_prefill_tokens or len(batch.requests) != len(self.running):
             return 0
         if self.caching and self.recorder.keeps_blocks:
             return 0
         return UNBOUNDED
 
+    def on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
+        super().on_steady_decode(first, last, num_iterations)
+        if self.caching:   # the keys formations 1..k-1 would have given (tokens up to the last one)
+            for request in last.requests:
+                self.pool.cache_blocks(request, self.keys(request), request.num_processed_tokens)
+
     def release(self, request: Request) -> None:
-        if self.caching:   # blocks filled in a fast-forwarded run are keyed before they go
+        if self.caching:   # no-op stepwise; keeps a run's blocks cached whatever frees them
             self.pool.cache_blocks(request, self.keys(request), self.kv_tokens(request))
         super().release(request)
 
