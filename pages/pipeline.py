@@ -9,6 +9,7 @@ from pages.state import result, scenario, selected_request
 from sim_core.config import config_to_yaml, parse_config
 from sim_core.export import chrome_trace
 from sim_core.viz.gantt import pipeline_gantt, stage_busy
+from sim_core.viz.operators import operator_time_figure
 
 through_app()
 
@@ -21,6 +22,14 @@ st.plotly_chart(pipeline_gantt(run, *window, selected=selected_request()), key="
 busy = stage_busy(run, *window)
 st.caption("Busy share per stage in the window (1 - busy = bubbles and idle time): "
            + ", ".join(f"replica {r} stage {s}: {share:.0%}" for (r, s), share in busy.items()))
+
+st.subheader("Where the stage time goes")
+if run.operator_times.empty:
+    st.caption("This run kept no batch tables (engine.record: requests).")
+else:
+    st.caption(f"Seconds per {run.config.predictor.type} cost-model operator over the whole run, all replicas "
+               "and stages (layer operators times the layers of each stage; CPU = host time per iteration).")
+    st.plotly_chart(operator_time_figure(run.operator_times), key="pp_operators")
 
 st.subheader("Downloads")
 cols = st.columns(3)

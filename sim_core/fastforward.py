@@ -40,6 +40,7 @@ class DecodeRun:
     first: Batch
     started_at: float
     ends: np.ndarray            # end times of iterations 0..planned-1
+    context: np.ndarray         # KV tokens the live members hold at the start of each iteration
     remaining: list[int]        # per member: iterations left; it finishes after iteration remaining-1
     num_iterations: int         # iterations that will run (shrinks when a request arrives)
     token: int
@@ -69,16 +70,18 @@ class FastForward:
         if limit < 2:
             return False
         now = self.sim.kernel.now
-        ends = self._end_times(batch, remaining, limit, now)
+        ends, context = self._end_times(batch, remaining, limit, now)
         self._tokens += 1
-        self.runs[replica] = DecodeRun(batch, now, ends, remaining, limit, self._tokens, len(scheduler.waiting))
+        self.runs[replica] = DecodeRun(batch, now, ends, context, remaining, limit, self._tokens,
+                                       len(scheduler.waiting))
         stage = self.sim.stages[replica][0]
         stage.busy, stage.started_at = True, now
         self.sim.kernel.at(float(ends[-1]), self.on_run_end, replica, self._tokens)
         return True
 
-    def _end_times(self, batch: Batch, remaining: list[int], limit: int, now: float) -> np.ndarray:
-        """End time of each iteration: sequential sums of the stage times, as stepwise."""
+    def _end_times(self, batch: Batch, remaining: list[int], limit: int, now: float) -> tuple[np.ndarray, np.ndarray]:
+        """End time of each iteration (sequential sums of the stage times, as stepwise) and the
+        KV context its members hold (zeros when the cost model does not read it)."""
         order = np.sort(np.asarray(remaining, dtype=np.int64))
         iterations = np.arange(limit, dtype=np.int64)
         first_live = np.searchsorted(order, iterations, side="right")  # members finished before j
@@ -91,7 +94,7 @@ class FastForward:
             context = suffix[first_live] + counts * iterations
         durations = self.sim.predictor.decode_run_times(counts, context, 0)
         durations[0] += now
-        return np.cumsum(durations)
+        return np.cumsum(durations), context
 
     def on_request_routed(self, replica: int) -> None:
         """A request joined the replica's queue: end the run at the first iteration ending at or
@@ -248,6 +251,7 @@ class FastForward:
         """Batch rows of formations 1..k-1, one chunk per set of live members."""
         k, first, ends = run.num_iterations, run.first, run.ends
         ids, lefts = [m.id for m in first.requests], run.remaining
+        with_context = self.sim.predictor.needs_context  # as BatchShape: decodes counted only then
         boundaries = sorted({left for left in lefts if 1 < left < k})
         boundaries.append(k)
         start = 1
@@ -256,7 +260,8 @@ class FastForward:
             self.sim.recorder.batches.add_chunk(
                 boundary - start, batch_id=np.arange(first.id + start, first.id + boundary), replica_id=replica,
                 formed_at=ends[start - 1: boundary - 1], num_requests=len(live), num_tokens=len(live),
-                num_prefill_tokens=0, request_ids=live, request_tokens=(1,) * len(live))
+                num_prefill_tokens=0, num_decodes=len(live) if with_context else 0,
+                decode_context=run.context[start:boundary], request_ids=live, request_tokens=(1,) * len(live))
             start = boundary
 
 

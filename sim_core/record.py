@@ -67,8 +67,8 @@ class Recorder:
         self.blocks = Table({"time": f64, "replica": i64, "request": i64, "block": i64, "delta": np.int8})
         self.states = Table({"time": f64, "replica": i64, "request": i64, "state": np.int8})
         self.batches = Table({"batch_id": i64, "replica_id": i64, "formed_at": f64, "num_requests": i64,
-                              "num_tokens": i64, "num_prefill_tokens": i64, "request_ids": object,
-                              "request_tokens": object})
+                              "num_tokens": i64, "num_prefill_tokens": i64, "num_decodes": i64,
+                              "decode_context": i64, "request_ids": object, "request_tokens": object})
         self.stages = Table({"batch_id": i64, "replica_id": i64, "stage_id": i64, "start": f64, "end": f64})
         self.series = Table({"time": f64, "replica_id": i64, "kv_blocks_used": i64, "num_waiting": i64,
                              "num_running": i64})
@@ -128,12 +128,15 @@ class Recorder:
     # ---- batches, stages, series -----------------------------------------------------------
 
     def on_batch(self, batch) -> None:
+        shape = batch.shape
         self.on_batch_row(batch.id, batch.replica_id, tuple(r.id for r in batch.requests),
-                          tuple(batch.num_tokens), batch.num_prefill_tokens)
+                          tuple(batch.num_tokens), batch.num_prefill_tokens, shape.num_decodes, shape.decode_context)
 
     def on_batch_row(self, batch_id: int, replica: int, request_ids: tuple, request_tokens: tuple,
-                     num_prefill_tokens: int) -> None:
-        """A batch formed now (tuples may be shared between rows: they are never mutated)."""
+                     num_prefill_tokens: int, num_decodes: int, decode_context: int) -> None:
+        """A batch formed now (tuples may be shared between rows: they are never mutated).
+        `num_decodes` and `decode_context` are the cost model's view (BatchShape): zero for
+        models that do not read the KV context."""
         cols = self.batches.columns
         cols["batch_id"].append(batch_id)
         cols["replica_id"].append(replica)
@@ -141,6 +144,8 @@ class Recorder:
         cols["num_requests"].append(len(request_ids))
         cols["num_tokens"].append(sum(request_tokens))
         cols["num_prefill_tokens"].append(num_prefill_tokens)
+        cols["num_decodes"].append(num_decodes)
+        cols["decode_context"].append(decode_context)
         cols["request_ids"].append(request_ids)
         cols["request_tokens"].append(request_tokens)
 

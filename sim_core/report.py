@@ -23,5 +23,9 @@ def format_summary(result) -> str:
                      f"p99 {_ms(s[f'{key}_p99_s']):>12}")
     lines.append(f"preemptions: {s['num_preemptions']} ({s['num_requests_preempted']} requests) | KV utilization: "
                  f"mean {s['kv_utilization_mean']:.1%}, peak {s['kv_utilization_peak']:.1%}")
+    if not result.operator_times.empty:
+        top = result.operator_times.head(5)
+        lines.append("stage time by operator: " + ", ".join(f"{name} {share:.0%}" for name, share in
+                                                           zip(top["operator"], top["share"])))
     lines += [f"note: {note}" for note in result.notes]
     return "\n".join(lines)

@@ -10,7 +10,9 @@ import pandas as pd
 from sim_core.config import SimulationConfig
 from sim_core.memory import MemoryPlan
 from sim_core.metrics import request_table, summarize
+from sim_core.predictor.accounting import operator_times
 from sim_core.record import STATE_NAMES, Recorder
+
 
 @dataclass
 class SimulationResult:
@@ -24,6 +26,8 @@ class SimulationResult:
         block_events: every block allocation (+1) and release (-1) with its physical id.
         state_events: request state changes (queued, admitted, restarted, finished, rejected).
         summary: headline figures (see `metrics.summarize`).
+        operator_times: seconds of stage time per cost-model operator over the whole run, with
+            its share (see `predictor.accounting`); empty at `engine.record: requests`.
     """
 
     config: SimulationConfig
@@ -37,6 +41,7 @@ class SimulationResult:
     num_blocks: int
     memory_plan: MemoryPlan | None
     notes: list[str] = field(default_factory=list)
+    operator_times: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def build_result(config, workload, simulator, recorder: Recorder, rejected: dict[int, str],
@@ -56,7 +61,7 @@ def build_result(config, workload, simulator, recorder: Recorder, rejected: dict
         timeseries=_sorted(recorder.series, ["time", "replica_id"]),
         block_events=_sorted(recorder.blocks, ["time", "replica"]),
         state_events=_state_frame(recorder), summary=summary, num_blocks=num_blocks,
-        memory_plan=plan, notes=notes)
+        memory_plan=plan, notes=notes, operator_times=operator_times(simulator.predictor, batches, stages))
 
 
 def _sorted(table, keys: list[str]) -> pd.DataFrame:

@@ -13,7 +13,7 @@ LATENCIES = (("ttft", "TTFT"), ("tpot", "TPOT (mean TBT)"), ("tbt_max", "worst T
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#9c755f")
 
 
-def cdf_points(values: np.ndarray, max_points: int = 800) -> tuple[np.ndarray, np.ndarray]:
+def cdf_points(values: np.ndarray, max_points: int = 300) -> tuple[np.ndarray, np.ndarray]:
     """(sorted values, cumulative fraction) of the finite values, thinned to about max_points
     evenly spaced quantiles (the last point, the maximum, is always kept)."""
     values = np.sort(values[np.isfinite(values)])
@@ -81,7 +81,7 @@ def queue_figure(result) -> go.Figure:
     for replica, rows in series.groupby("replica_id"):
         times = rows["time"].to_numpy()
         for column, dash in (("num_waiting", "solid"), ("num_running", "dot")):
-            xs, ys = step_peaks(times, rows[column].to_numpy(np.int32))
+            xs, ys = step_peaks(times, rows[column].to_numpy(np.int32), max_points=600)
             figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=f"replica {replica} {column[4:]}",
                                         line={"shape": "hv", "dash": dash, "color": PALETTE[int(replica) % 8]}))
     figure.update_layout(height=300, xaxis_title="time (s)", yaxis_title="requests",

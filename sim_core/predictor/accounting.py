@@ -1,0 +1,74 @@
+"""Where a run's GPU time went: seconds per operator, summed over every stage execution.
+
+Computed once from the batch and stage tables when the result is built, so the hot loop pays
+nothing. For the grid predictors (roofline, learned) every token- and request-dependent
+operator is priced from each stage's counts (a count histogram dotted with the operator's
+table), decode attention from each batch's decodes and KV context; prefill attention is what
+remains of each prefilling stage's recorded duration (it depends on each chunk's own context,
+which the tables do not keep). Rows sum to the total stage time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sim_core.predictor.linear import LinearPredictor
+
+COLUMNS = ["operator", "seconds", "share"]
+
+
+def operator_times(predictor, batches: pd.DataFrame, stages: pd.DataFrame) -> pd.DataFrame:
+    """One row per operator, largest first: seconds over all stage executions and share of the
+    total. Empty when the run kept no batch tables (`engine.record: requests`)."""
+    if not len(stages) or not len(batches):
+        return pd.DataFrame({"operator": pd.Series(dtype=str), "seconds": pd.Series(dtype=float),
+                             "share": pd.Series(dtype=float)})
+    rows = _stage_rows(batches, stages)
+    if isinstance(predictor, LinearPredictor):
+        totals = {"base": len(rows) * predictor.base_s, "tokens": predictor.per_token_s * float(rows["num_tokens"].sum())}
+    else:
+        totals = _grid_totals(predictor, rows)
+    frame = pd.DataFrame({"operator": list(totals), "seconds": [float(v) for v in totals.values()]})
+    total = frame["seconds"].sum()
+    frame["share"] = frame["seconds"] / total if total > 0 else 0.0
+    return frame.sort_values("seconds", ascending=False, kind="stable").reset_index(drop=True)[COLUMNS]
+
+
+def _stage_rows(batches: pd.DataFrame, stages: pd.DataFrame) -> pd.DataFrame:
+    """Every stage execution with its batch's counts and its duration."""
+    counts = batches[["replica_id", "batch_id", "num_requests", "num_tokens", "num_prefill_tokens", "num_decodes",
+                      "decode_context"]]
+    rows = stages.merge(counts, on=["replica_id", "batch_id"], how="left", validate="many_to_one")
+    rows["duration"] = rows["end"] - rows["start"]
+    return rows
+
+
+def _grid_totals(predictor, rows: pd.DataFrame) -> dict[str, float]:
+    totals: dict[str, float] = {}
+    for stage, mine in rows.groupby("stage_id"):
+        tokens, requests = mine["num_tokens"].to_numpy(np.int64), mine["num_requests"].to_numpy(np.int64)
+        token_ops = _weighted(predictor.layer_ops, tokens, predictor.layers)
+        token_ops.update(_weighted(lambda grid: predictor.stage_token_ops(grid, int(stage)), tokens, 1))
+        request_ops = _weighted(lambda grid: predictor.request_ops(grid, int(stage)), requests, 1)
+        decode = _decode_seconds(predictor, mine)
+        priced = predictor.fixed_times(tokens, requests, int(stage)) + decode
+        prefilling = mine["num_prefill_tokens"].to_numpy() > 0
+        prefill = float((mine["duration"].to_numpy() - priced)[prefilling].sum())
+        for name, seconds in (*token_ops.items(), *request_ops.items(), ("attn_decode", decode.sum()),
+                              ("attn_prefill", prefill)):
+            totals[name] = totals.get(name, 0.0) + float(seconds)
+    return totals
+
+
+def _weighted(ops, counts: np.ndarray, scale: int) -> dict[str, float]:
+    """Sum over rows of each operator's time at the row's count: histogram . table."""
+    histogram = np.bincount(counts)
+    grid = np.arange(len(histogram), dtype=np.float64)
+    return {name: scale * float(np.dot(histogram, values)) for name, values in ops(grid).items()}
+
+
+def _decode_seconds(predictor, rows: pd.DataFrame) -> np.ndarray:
+    decodes = rows["num_decodes"].to_numpy(np.float64)
+    seconds = predictor.layers * predictor.decode_attention(decodes, rows["decode_context"].to_numpy(np.float64))
+    return np.where(decodes > 0, seconds, 0.0)

@@ -1,0 +1,68 @@
+"""The result says where stage time went, per cost-model operator, and it adds up exactly."""
+
+import pytest
+
+from sim_core import parse_config
+from sim_core.predictor import BatchShape, build_predictor
+from sim_core.simulation import run_simulation
+
+ONE_REQUEST = {
+    "seed": 1, "model": "llama-2-7b", "device": "a100-80gb",
+    "cluster": {"pipeline_parallel_size": 2, "tensor_parallel_size": 2},
+    "scheduler": {"type": "vllm", "num_blocks": 64},
+    "workload": {"num_requests": 1, "arrival": {"process": "static"},
+                 "prompt_tokens": {"distribution": "fixed", "value": 300},
+                 "output_tokens": {"distribution": "fixed", "value": 5}},
+}
+
+
+def test_one_request_is_its_prefill_and_four_decodes_summed_per_operator():
+    # one 300-token prompt, 5 output tokens: iteration 0 prefills 300 tokens (and yields token 1),
+    # iterations 1-4 decode one token each over a context of 301..304 tokens (as in Vidur, the
+    # prefill iteration counts the first output token as processed)
+    config = parse_config(ONE_REQUEST)
+    predictor = build_predictor(config)
+    shapes = [BatchShape(1, 300, ((300, 0),))] + [BatchShape(1, 1, (), 1, 301 + j) for j in range(4)]
+    expected = {}
+    for shape in shapes:
+        for stage in (0, 1):
+            for name, seconds in predictor.breakdown(shape, stage).items():
+                expected[name] = expected.get(name, 0.0) + seconds
+    result = run_simulation(config)
+    assert result.batches["decode_context"].tolist() == [0, 301, 302, 303, 304]
+    assert result.batches["num_decodes"].tolist() == [0, 1, 1, 1, 1]
+    table = result.operator_times.set_index("operator")["seconds"]
+    assert set(table.index) == {name for name, seconds in expected.items()}
+    for name, seconds in expected.items():
+        assert table[name] == pytest.approx(seconds, rel=1e-9, abs=1e-12), name
+
+
+def test_shares_sum_to_one_and_seconds_to_the_total_stage_time():
+    data = dict(ONE_REQUEST, workload={"num_requests": 60, "arrival": {"process": "poisson", "qps": 20.0}},
+                scheduler={"type": "sarathi", "chunk_size": 128, "num_blocks": 400})
+    result = run_simulation(parse_config(data))
+    stages = result.batch_stages
+    assert result.operator_times["seconds"].sum() == pytest.approx((stages["end"] - stages["start"]).sum(), rel=1e-9)
+    assert result.operator_times["share"].sum() == pytest.approx(1.0)
+    assert result.operator_times["seconds"].is_monotonic_decreasing
+
+
+def test_linear_model_splits_into_its_base_and_per_token_parts():
+    data = dict(ONE_REQUEST, cluster={}, predictor={"type": "linear", "base_s": 0.01, "per_token_s": 0.001})
+    table = run_simulation(parse_config(data)).operator_times.set_index("operator")["seconds"]
+    # 5 iterations: base 5 x 10 ms; tokens (300 + 4) x 1 ms
+    assert table.to_dict() == pytest.approx({"base": 0.05, "tokens": 0.304})
+
+
+def test_fast_forward_and_stepwise_runs_account_the_same_times():
+    data = dict(ONE_REQUEST, workload={"num_requests": 40, "arrival": {"process": "poisson", "qps": 4.0}},
+                cluster={})
+    fast = run_simulation(parse_config(data)).operator_times
+    slow = run_simulation(parse_config(dict(data, engine={"fast_forward": False}))).operator_times
+    assert fast["operator"].tolist() == slow["operator"].tolist()
+    assert fast["seconds"].to_numpy() == pytest.approx(slow["seconds"].to_numpy(), rel=1e-9)
+
+
+def test_no_batch_tables_means_no_accounting():
+    data = dict(ONE_REQUEST, engine={"record": "requests"})
+    assert run_simulation(parse_config(data)).operator_times.empty
