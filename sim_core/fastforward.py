@@ -17,6 +17,9 @@ A run keeps iteration 0's batch in flight and one kernel event at the end of its
 iteration. There the skipped iterations are applied in bulk: tokens, completions, block frees
 and allocations in the order the stepwise path makes them (so physical block ids match), and
 every record that path would make, with the same float times (stage ends are sequential sums).
+Most runs are cut by an arrival long before their limit, so end times are computed for a first
+chunk of iterations and extended (by twice as many) at the chunk's end only when the run gets
+there uncut; the sequential sums are the same as if computed at once.
 The last iteration then ends through the ordinary stage-end handler.
 """
 
@@ -30,7 +33,8 @@ import numpy as np
 from sim_core.entities import Batch, RequestStatus
 from sim_core.record import FINISHED
 
-MAX_RUN = 1 << 20  # iterations planned at once (a longer run simply starts again)
+MAX_RUN = 1 << 20  # iterations in one run (a longer run simply starts again)
+FIRST_CHUNK = 16   # iterations whose end times are computed when a run starts
 
 
 @dataclass(slots=True, eq=False)
@@ -39,7 +43,7 @@ class DecodeRun:
 
     first: Batch
     started_at: float
-    ends: np.ndarray            # end times of iterations 0..planned-1
+    ends: np.ndarray            # end times of iterations 0..planned-1 (planned <= num_iterations)
     context: np.ndarray         # KV tokens the live members hold at the start of each iteration
     remaining: list[int]        # per member: iterations left; it finishes after iteration remaining-1
     num_iterations: int         # iterations that will run (shrinks when a request arrives)
@@ -70,30 +74,48 @@ class FastForward:
         if limit < 2:
             return False
         now = self.sim.kernel.now
-        ends, context = self._end_times(batch, remaining, limit, now)
+        ends, context = self._end_times(batch, remaining, 0, min(limit, FIRST_CHUNK), now)
         self._tokens += 1
-        self.runs[replica] = DecodeRun(batch, now, ends, context, remaining, limit, self._tokens,
-                                       len(scheduler.waiting))
+        run = DecodeRun(batch, now, ends, context, remaining, limit, self._tokens, len(scheduler.waiting))
+        self.runs[replica] = run
         stage = self.sim.stages[replica][0]
         stage.busy, stage.started_at = True, now
-        self.sim.kernel.at(float(ends[-1]), self.on_run_end, replica, self._tokens)
+        self._schedule_next(replica, run)
         return True
 
-    def _end_times(self, batch: Batch, remaining: list[int], limit: int, now: float) -> tuple[np.ndarray, np.ndarray]:
-        """End time of each iteration (sequential sums of the stage times, as stepwise) and the
-        KV context its members hold (zeros when the cost model does not read it)."""
+    def _schedule_next(self, replica: int, run: DecodeRun) -> None:
+        """The run's end event if all its iterations are planned, else the event extending it."""
+        handler = self.on_run_end if len(run.ends) >= run.num_iterations else self.on_extend
+        self.sim.kernel.at(float(run.ends[-1]), handler, replica, run.token)
+
+    def on_extend(self, replica: int, token: int) -> None:
+        """The run got to its last planned iteration uncut: plan twice as many more."""
+        run = self.runs.get(replica)
+        if run is None or run.token != token:
+            return  # superseded by a cut
+        planned = len(run.ends)
+        stop = min(run.num_iterations, 3 * planned)
+        ends, context = self._end_times(run.first, run.remaining, planned, stop, float(run.ends[-1]))
+        run.ends, run.context = np.concatenate((run.ends, ends)), np.concatenate((run.context, context))
+        self._schedule_next(replica, run)
+
+    def _end_times(self, batch: Batch, remaining: list[int], start: int, stop: int,
+                   begin: float) -> tuple[np.ndarray, np.ndarray]:
+        """End times of iterations start..stop-1 (sequential sums of the stage times from `begin`,
+        as stepwise) and the KV context their members hold (zeros when the cost model does not
+        read it)."""
         order = np.sort(np.asarray(remaining, dtype=np.int64))
-        iterations = np.arange(limit, dtype=np.int64)
+        iterations = np.arange(start, stop, dtype=np.int64)
         first_live = np.searchsorted(order, iterations, side="right")  # members finished before j
         counts = len(order) - first_live
-        context = np.zeros(limit, dtype=np.int64)
+        context = np.zeros(stop - start, dtype=np.int64)
         if self.sim.predictor.needs_context:
             processed = np.array([r.num_processed_tokens for r in batch.requests], dtype=np.int64)
             by_remaining = processed[np.argsort(remaining, kind="stable")]
             suffix = np.concatenate((np.cumsum(by_remaining[::-1])[::-1], [0]))
             context = suffix[first_live] + counts * iterations
         durations = self.sim.predictor.decode_run_times(counts, context, 0)
-        durations[0] += now
+        durations[0] += begin
         return np.cumsum(durations), context
 
     def on_request_routed(self, replica: int) -> None:
@@ -103,6 +125,7 @@ class FastForward:
         if run is None:
             return
         now = self.sim.kernel.now
+        # now <= the last planned end: an extension event at that end runs before later arrivals
         last = int(np.searchsorted(run.ends[: run.num_iterations], now, side="left"))
         if last + 1 >= run.num_iterations:
             return

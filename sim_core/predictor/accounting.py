@@ -13,8 +13,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sim_core.predictor.linear import LinearPredictor
-
 COLUMNS = ["operator", "seconds", "share"]
 
 
@@ -25,36 +23,42 @@ def operator_times(predictor, batches: pd.DataFrame, stages: pd.DataFrame) -> pd
         return pd.DataFrame({"operator": pd.Series(dtype=str), "seconds": pd.Series(dtype=float),
                              "share": pd.Series(dtype=float)})
     rows = _stage_rows(batches, stages)
-    if isinstance(predictor, LinearPredictor):
-        totals = {"base": len(rows) * predictor.base_s, "tokens": predictor.per_token_s * float(rows["num_tokens"].sum())}
-    else:
+    if hasattr(predictor, "fixed_times"):
         totals = _grid_totals(predictor, rows)
+    else:  # the linear model: a base per stage execution and a price per token
+        totals = {"base": len(rows["duration"]) * predictor.base_s,
+                  "tokens": predictor.per_token_s * float(rows["num_tokens"].sum())}
     frame = pd.DataFrame({"operator": list(totals), "seconds": [float(v) for v in totals.values()]})
     total = frame["seconds"].sum()
     frame["share"] = frame["seconds"] / total if total > 0 else 0.0
     return frame.sort_values("seconds", ascending=False, kind="stable").reset_index(drop=True)[COLUMNS]
 
 
-def _stage_rows(batches: pd.DataFrame, stages: pd.DataFrame) -> pd.DataFrame:
-    """Every stage execution with its batch's counts and its duration."""
-    counts = batches[["replica_id", "batch_id", "num_requests", "num_tokens", "num_prefill_tokens", "num_decodes",
-                      "decode_context"]]
-    rows = stages.merge(counts, on=["replica_id", "batch_id"], how="left", validate="many_to_one")
-    rows["duration"] = rows["end"] - rows["start"]
-    return rows
+def _stage_rows(batches: pd.DataFrame, stages: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Every stage execution (columns as arrays) with its batch's counts and its duration."""
+    width = int(max(batches["batch_id"].max(), stages["batch_id"].max())) + 1
+    keys = batches["replica_id"].to_numpy() * width + batches["batch_id"].to_numpy()
+    order = np.argsort(keys, kind="stable")
+    wanted = stages["replica_id"].to_numpy() * width + stages["batch_id"].to_numpy()
+    rows = order[np.searchsorted(keys, wanted, sorter=order)]  # (replica, batch) is unique
+    out = {name: batches[name].to_numpy(np.int64)[rows] for name in
+           ("num_requests", "num_tokens", "num_prefill_tokens", "num_decodes", "decode_context")}
+    out["stage_id"] = stages["stage_id"].to_numpy(np.int64)
+    out["duration"] = stages["end"].to_numpy(np.float64) - stages["start"].to_numpy(np.float64)
+    return out
 
 
-def _grid_totals(predictor, rows: pd.DataFrame) -> dict[str, float]:
+def _grid_totals(predictor, rows: dict[str, np.ndarray]) -> dict[str, float]:
     totals: dict[str, float] = {}
-    for stage, mine in rows.groupby("stage_id"):
-        tokens, requests = mine["num_tokens"].to_numpy(np.int64), mine["num_requests"].to_numpy(np.int64)
+    for stage in np.unique(rows["stage_id"]).tolist():
+        mine = {name: column[rows["stage_id"] == stage] for name, column in rows.items()}
+        tokens, requests = mine["num_tokens"], mine["num_requests"]
         token_ops = _weighted(predictor.layer_ops, tokens, predictor.layers)
-        token_ops.update(_weighted(lambda grid: predictor.stage_token_ops(grid, int(stage)), tokens, 1))
-        request_ops = _weighted(lambda grid: predictor.request_ops(grid, int(stage)), requests, 1)
+        token_ops.update(_weighted(lambda grid: predictor.stage_token_ops(grid, stage), tokens, 1))
+        request_ops = _weighted(lambda grid: predictor.request_ops(grid, stage), requests, 1)
         decode = _decode_seconds(predictor, mine)
-        priced = predictor.fixed_times(tokens, requests, int(stage)) + decode
-        prefilling = mine["num_prefill_tokens"].to_numpy() > 0
-        prefill = float((mine["duration"].to_numpy() - priced)[prefilling].sum())
+        priced = predictor.fixed_times(tokens, requests, stage) + decode
+        prefill = float((mine["duration"] - priced)[mine["num_prefill_tokens"] > 0].sum())
         for name, seconds in (*token_ops.items(), *request_ops.items(), ("attn_decode", decode.sum()),
                               ("attn_prefill", prefill)):
             totals[name] = totals.get(name, 0.0) + float(seconds)
@@ -68,7 +72,7 @@ def _weighted(ops, counts: np.ndarray, scale: int) -> dict[str, float]:
     return {name: scale * float(np.dot(histogram, values)) for name, values in ops(grid).items()}
 
 
-def _decode_seconds(predictor, rows: pd.DataFrame) -> np.ndarray:
-    decodes = rows["num_decodes"].to_numpy(np.float64)
-    seconds = predictor.layers * predictor.decode_attention(decodes, rows["decode_context"].to_numpy(np.float64))
+def _decode_seconds(predictor, rows: dict[str, np.ndarray]) -> np.ndarray:
+    decodes = rows["num_decodes"].astype(np.float64)
+    seconds = predictor.layers * predictor.decode_attention(decodes, rows["decode_context"].astype(np.float64))
     return np.where(decodes > 0, seconds, 0.0)
