@@ -62,7 +62,7 @@ class FastForward:
             return False
         requests = batch.requests
         remaining = [r.total_tokens - r.num_processed_tokens for r in requests]
-        through = scheduler.steady_past_completions(batch)
+        through = scheduler.steady_past_completions(batch) and not self._completion_matters(replica, requests)
         limit = min(limit, max(remaining) if through else min(remaining))
         if limit >= 2:
             limit = growth_limit(scheduler, requests, remaining, limit)
@@ -77,30 +77,44 @@ class FastForward:
         self.sim.kernel.at(float(ends[-1]), self.on_run_end, replica, self._tokens)
         return True
 
+    def _completion_matters(self, replica: int, requests) -> bool:
+        """Whether a member's completion must be simulated at its own time: it releases a
+        session's next turn, or frees blocks a hand-off waits for on this decode replica."""
+        sim = self.sim
+        if sim.sessions.closed_loop and any(sim.sessions.follower(r.id) >= 0 for r in requests):
+            return True
+        return sim.handoff is not None and not sim.handoff.is_prefill(replica) \
+            and bool(sim.handoff.inboxes[replica - sim.handoff.num_prefill])
+
     def _end_times(self, batch: Batch, remaining: list[int], limit: int, now: float) -> np.ndarray:
         """End time of each iteration: sequential sums of the stage times, as stepwise."""
+        predictor = self.sim.predictors[batch.replica_id]
         order = np.sort(np.asarray(remaining, dtype=np.int64))
         iterations = np.arange(limit, dtype=np.int64)
         first_live = np.searchsorted(order, iterations, side="right")  # members finished before j
         counts = len(order) - first_live
         context = np.zeros(limit, dtype=np.int64)
-        if self.sim.predictor.needs_context:
+        if predictor.needs_context:
             processed = np.array([r.num_processed_tokens for r in batch.requests], dtype=np.int64)
             by_remaining = processed[np.argsort(remaining, kind="stable")]
             suffix = np.concatenate((np.cumsum(by_remaining[::-1])[::-1], [0]))
             context = suffix[first_live] + counts * iterations
-        durations = self.sim.predictor.decode_run_times(counts, context, 0)
+        durations = predictor.decode_run_times(counts, context, 0)
         durations[0] += now
         return np.cumsum(durations)
 
     def on_request_routed(self, replica: int) -> None:
-        """A request joined the replica's queue: end the run at the first iteration ending at or
-        after now, so the next formation sees the request."""
+        """A request joined the replica's queues: end the run at the first iteration ending at or
+        after now, so the next formation sees the request. At the end of an instant (kernel
+        `late_phase`) a formation at now has already happened stepwise: the first iteration
+        ending after now."""
         run = self.runs.get(replica)
         if run is None:
             return
-        now = self.sim.kernel.now
-        last = int(np.searchsorted(run.ends[: run.num_iterations], now, side="left"))
+        kernel = self.sim.kernel
+        now = kernel.now
+        side = "right" if kernel.late_phase else "left"
+        last = int(np.searchsorted(run.ends[: run.num_iterations], now, side=side))
         if last + 1 >= run.num_iterations:
             return
         run.num_iterations = last + 1

@@ -23,7 +23,9 @@ class SimulationResult:
         timeseries: KV blocks used and queue lengths per replica at every change.
         block_events: every block allocation (+1) and release (-1) with its physical id.
         state_events: request state changes (queued, admitted, restarted, finished, rejected).
-        summary: headline figures (see `metrics.summarize`).
+        summary: headline figures (see `metrics.summarize`; per-pool figures with pools).
+        transfers: P/D disaggregation: one row per KV transfer (empty without pools).
+        pools: P/D disaggregation: the prefill and decode pools (empty without pools).
     """
 
     config: SimulationConfig
@@ -37,6 +39,8 @@ class SimulationResult:
     num_blocks: int
     memory_plan: MemoryPlan | None
     notes: list[str] = field(default_factory=list)
+    transfers: pd.DataFrame = field(default_factory=pd.DataFrame)
+    pools: list = field(default_factory=list)
 
 
 def build_result(config, workload, simulator, recorder: Recorder, rejected: dict[int, str],
