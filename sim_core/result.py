@@ -10,6 +10,7 @@ import pandas as pd
 from sim_core.config import SimulationConfig
 from sim_core.memory import MemoryPlan
 from sim_core.metrics import request_table, summarize
+from sim_core.pools import replica_stages
 from sim_core.record import STATE_NAMES, Recorder
 
 @dataclass
@@ -50,7 +51,7 @@ def build_result(config, workload, simulator, recorder: Recorder, rejected: dict
     recorder.finish_kv(end)
     batches = _sorted(recorder.batches, ["formed_at", "replica_id", "batch_id"])
     stages = _sorted(recorder.stages, ["start", "replica_id", "stage_id", "batch_id"])
-    batches["completed_at"] = _batch_ends(batches, stages, config.cluster.pipeline_parallel_size)
+    batches["completed_at"] = _batch_ends(batches, stages, np.asarray(replica_stages(config)))
     recorder.compact_gaps(force=True)
     summary = summarize(requests, np.empty(0), recorder.gaps,
                         recorder.kv_area, recorder.kv_peak, num_blocks,
@@ -71,9 +72,10 @@ def _sorted(table, keys: list[str]) -> pd.DataFrame:
     return pd.DataFrame({name: values[order] for name, values in arrays.items()})
 
 
-def _batch_ends(batches: pd.DataFrame, stages: pd.DataFrame, num_stages: int) -> np.ndarray:
-    """When each batch left its last pipeline stage (NaN if it never did)."""
-    last = stages[stages["stage_id"] == num_stages - 1]
+def _batch_ends(batches: pd.DataFrame, stages: pd.DataFrame, num_stages: np.ndarray) -> np.ndarray:
+    """When each batch left its last pipeline stage (NaN if it never did); `num_stages[r]` is
+    replica r's pipeline depth."""
+    last = stages[stages["stage_id"].to_numpy() == num_stages[stages["replica_id"].to_numpy()] - 1]
     width = int(max(batches["batch_id"].max() if len(batches) else 0, 0)) + 1
     stage_keys = last["replica_id"].to_numpy() * width + last["batch_id"].to_numpy()
     batch_keys = batches["replica_id"].to_numpy() * width + batches["batch_id"].to_numpy()
