@@ -31,6 +31,13 @@ class PoolInfo:
         return range(self.first_replica, self.first_replica + self.num_replicas)
 
 
+def blocks_per_replica(result) -> list[int]:
+    """KV blocks of each replica (pools may differ; without pools all have `num_blocks`)."""
+    if not result.pools:
+        return [result.num_blocks] * result.config.cluster.num_replicas
+    return [pool.num_blocks for pool in result.pools for _ in pool.replica_ids]
+
+
 def add_pools(result, sized, simulator, recorder):
     """The result with its pools, transfer table and per-pool summary figures. The headline KV
     utilization becomes the mean (and peak) over replicas of each replica's own share, and

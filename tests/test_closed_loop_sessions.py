@@ -52,7 +52,7 @@ def test_the_run_ends_only_when_every_session_is_done_and_skips_idle_gaps():
     for pause in (5.0, 5000.0):
         counter = []
         workload = session_workload((0.0, 10, 3, 0, 0), (pause, 10, 3, 0, 1), (2 * pause, 10, 3, 0, 2))
-        result = run(workload, after_event=lambda sim: counter.append(sim.kernel.now))
+        result = run(workload, after_event=lambda sim, seen=counter: seen.append(sim.kernel.now))
         turn = cost(10) + 2 * cost(1)
         assert result.summary["makespan_s"] == pytest.approx(3 * turn + 2 * pause, abs=1e-9)
         assert result.summary["num_batches"] == 9 and result.summary["num_finished"] == 3

@@ -1,6 +1,7 @@
 """Invariants of P/D-disaggregated runs and closed-loop sessions over random small scenarios."""
 
 import json
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -163,7 +164,7 @@ def test_every_later_turn_arrives_its_pause_after_the_previous_turn_completes(ca
     for _, turns in served.groupby("session"):
         turns = turns.sort_values(["turn", "request_id"])
         rows = turns["request_id"].to_numpy()
-        for previous, row in zip(rows[:-1], rows[1:]):
+        for previous, row in pairwise(rows):
             done = requests.at[previous, "completed_at"]
             if np.isnan(done):
                 assert requests.at[row, "reject_reason"].startswith("never arrived")
