@@ -25,10 +25,14 @@ def test_the_gantt_has_a_kv_link_row_under_each_prefill_replica_with_one_bar_per
     assert [list(row) for row in moves.customdata] == [[0, 52.4288, "decode 1"], [1, 52.4288, "decode 2"]]
 
 
-def test_the_gantt_of_a_run_without_pools_keeps_its_replica_rows_and_no_link():
-    figure = pipeline_gantt(simulate(TWO_MOVES, cluster={"num_replicas": 2}))
+def test_the_views_of_a_run_without_pools_keep_their_replica_names_and_no_link():
+    result = simulate(TWO_MOVES, cluster={"num_replicas": 2})
+    figure = pipeline_gantt(result)
     assert list(figure.layout.yaxis.categoryarray) == ["replica 1 / stage 0", "replica 0 / stage 0"]
     assert "KV transfer" not in [trace.name for trace in figure.data]
+    events = chrome_trace(result)["traceEvents"]
+    assert [e["args"]["name"] for e in events if e["name"] == "process_name"] == ["Replica 0", "Replica 1"]
+    assert not [e for e in events if e.get("cat") == "kv_transfer"]
 
 
 def test_the_chrome_trace_names_the_pools_and_puts_transfers_on_the_link_thread():

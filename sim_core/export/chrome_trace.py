@@ -35,7 +35,8 @@ def _metadata(result) -> list[dict]:
     senders = set(result.transfers["source_replica"].tolist()) if len(result.transfers) else set()
     for replica, name in enumerate(replica_names(result.config)):
         events.append({"name": "process_name", "ph": "M", "pid": replica, "tid": 0,
-                       "args": {"name": f"{name.split()[0].capitalize()} replica {replica}"}})
+                       "args": {"name": f"{name.split()[0].capitalize()} replica {replica}"
+                                if result.pools else f"Replica {replica}"}})
         events.append({"name": "process_sort_index", "ph": "M", "pid": replica, "tid": 0,
                        "args": {"sort_index": replica}})
         for stage in range(stages[replica]):
