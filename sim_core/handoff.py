@@ -115,10 +115,6 @@ class Disaggregation:
         """Holders of a prefill replica's blocks that belong to handed-off requests."""
         return [t.handle for t in self.in_flight.values() if t.source == replica]
 
-    def waiting_in_inbox(self, request_id: int) -> bool:
-        transfer = self.in_flight.get(request_id)
-        return transfer is not None and transfer.accepted_at == NOT_YET
-
     # ---- 2. hand-off ------------------------------------------------------------------------
 
     def on_prefill_batch_end(self, replica: int, batch) -> None:

@@ -58,7 +58,7 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
                           config.seed if config.workload.seed is None else config.workload.seed)
     simulator.run(chains, after_event, progress)
     for request in simulator.unfinished():
-        rejected[request.id] = _stuck_reason(simulator, request)
+        rejected[request.id] = _stuck_reason(request)
         recorder.on_state(request.replica_id, request.id, REJECTED)
     for rid in chains.never_arrived():
         rejected[rid] = "never arrived: the previous turn of its session never finished"
@@ -101,10 +101,7 @@ def _rejections(views, schedulers, workload: Workload) -> dict[int, str]:
     return reasons
 
 
-def _stuck_reason(simulator, request) -> str:
-    if simulator.handoff is not None and simulator.handoff.waiting_in_inbox(request.id):
-        return (f"never finished: handed off to decode replica {request.replica_id}, which never had room "
-                f"for its {request.num_prefill_tokens}-token prompt")
+def _stuck_reason(request) -> str:
     where = "waiting in the queue" if not request.num_blocks else "holding KV blocks"
     return (f"never finished: still {where} of replica {request.replica_id} when nothing else could "
             f"run (prompt now {request.num_prefill_tokens} tokens after {request.num_restarts} restart(s))")
