@@ -26,6 +26,12 @@ with tabs[0]:
     with cols[2]:
         bound("max_model_len")
     section("cluster")
+    st.markdown("**P/D disaggregation** (prefill and decode pools replace the replicas above)")
+    section("disaggregation", ["enabled", "link_bandwidth_gb_s", "link_latency_s"])
+    if get_path(current, "disaggregation.enabled"):
+        for pool in ("prefill", "decode"):
+            st.markdown(f"*{pool.capitalize()} pool*")
+            section(f"disaggregation.{pool}")
     cols = st.columns(3)
     with cols[0]:
         bound("seed")
@@ -48,6 +54,8 @@ with tabs[4]:
         trace_source()
         section("workload", ["trace_format", "on_bad_rows", "drop_duplicates", "max_trace_requests",
                              "window_start_s", "window_end_s", "sample_fraction", "target_qps"], columns=4)
+        st.markdown("**Sessions** (traces with a session_id column)")
+        section("workload.sessions", ["closed_loop", "closed_loop_gap", "think_time_s"])
     else:
         if trace:
             try_scenario(with_path(current, "workload.trace_file", None))

@@ -120,6 +120,15 @@ def _validate_scenario(name: str):
 
     config = load_config(name)
     workload = build_workload(config)
+    if config.disaggregation.enabled:
+        from sim_core.pools import pool_views
+
+        shape = " + ".join(f"{v.num_replicas} {v.name}" for v in pool_views(config))
+        blocks = "/".join(str(v.config.scheduler.num_blocks or plan_memory(v.config).num_blocks)
+                          for v in pool_views(config))
+        print(f"ok: {name}: {config.scheduler.type} on {shape} x {config.model} ({config.device}), "
+              f"{blocks} KV blocks per prefill/decode replica, {len(workload)} requests")
+        return workload.notes
     blocks = config.scheduler.num_blocks or plan_memory(config).num_blocks
     print(f"ok: {name}: {config.scheduler.type} on {config.cluster.num_replicas} x {config.model} "
           f"({config.device}), {blocks} KV blocks per replica, {len(workload)} requests")

@@ -67,7 +67,7 @@ class FastForward:
             return False
         requests = batch.requests
         remaining = [r.total_tokens - r.num_processed_tokens for r in requests]
-        through = scheduler.steady_past_completions(batch)
+        through = scheduler.steady_past_completions(batch) and not self._completion_matters(replica, requests)
         limit = min(limit, max(remaining) if through else min(remaining))
         if limit >= 2:
             limit = growth_limit(scheduler, requests, remaining, limit)
@@ -99,34 +99,49 @@ class FastForward:
         run.ends, run.context = np.concatenate((run.ends, ends)), np.concatenate((run.context, context))
         self._schedule_next(replica, run)
 
+    def _completion_matters(self, replica: int, requests) -> bool:
+        """Whether a member's completion must be simulated at its own time: it releases a
+        session's next turn, or frees blocks a hand-off waits for on this decode replica."""
+        sim = self.sim
+        if sim.sessions.closed_loop and any(sim.sessions.follower(r.id) >= 0 for r in requests):
+            return True
+        return sim.handoff is not None and not sim.handoff.is_prefill(replica) \
+            and bool(sim.handoff.inboxes[replica - sim.handoff.num_prefill])
+
     def _end_times(self, batch: Batch, remaining: list[int], start: int, stop: int,
                    begin: float) -> tuple[np.ndarray, np.ndarray]:
         """End times of iterations start..stop-1 (sequential sums of the stage times from `begin`,
         as stepwise) and the KV context their members hold (zeros when the cost model does not
         read it)."""
+        predictor = self.sim.predictors[batch.replica_id]
         order = np.sort(np.asarray(remaining, dtype=np.int64))
         iterations = np.arange(start, stop, dtype=np.int64)
         first_live = np.searchsorted(order, iterations, side="right")  # members finished before j
         counts = len(order) - first_live
         context = np.zeros(stop - start, dtype=np.int64)
-        if self.sim.predictor.needs_context:
+        if predictor.needs_context:
             processed = np.array([r.num_processed_tokens for r in batch.requests], dtype=np.int64)
             by_remaining = processed[np.argsort(remaining, kind="stable")]
             suffix = np.concatenate((np.cumsum(by_remaining[::-1])[::-1], [0]))
             context = suffix[first_live] + counts * iterations
-        durations = self.sim.predictor.decode_run_times(counts, context, 0)
+        durations = predictor.decode_run_times(counts, context, 0)
         durations[0] += begin
         return np.cumsum(durations), context
 
     def on_request_routed(self, replica: int) -> None:
-        """A request joined the replica's queue: end the run at the first iteration ending at or
-        after now, so the next formation sees the request."""
+        """A request joined the replica's queues: end the run at the first iteration ending at or
+        after now, so the next formation sees the request. At the end of an instant (kernel
+        `late_phase`) a formation at now has already happened stepwise: the first iteration
+        ending after now."""
         run = self.runs.get(replica)
         if run is None:
             return
-        now = self.sim.kernel.now
-        # now <= the last planned end: an extension event at that end runs before later arrivals
-        last = int(np.searchsorted(run.ends[: run.num_iterations], now, side="left"))
+        kernel = self.sim.kernel
+        now = kernel.now
+        side = "right" if kernel.late_phase else "left"
+        # now <= the last planned end (an extension event at that end runs before later
+        # arrivals and before the instant's late phase), so the planned ends suffice
+        last = int(np.searchsorted(run.ends[: run.num_iterations], now, side=side))
         if last + 1 >= run.num_iterations:
             return
         run.num_iterations = last + 1
@@ -274,7 +289,7 @@ class FastForward:
         """Batch rows of formations 1..k-1, one chunk per set of live members."""
         k, first, ends = run.num_iterations, run.first, run.ends
         ids, lefts = [m.id for m in first.requests], run.remaining
-        with_context = self.sim.predictor.needs_context  # as BatchShape: decodes counted only then
+        with_context = self.sim.predictors[replica].needs_context  # as BatchShape: decodes counted only then
         boundaries = sorted({left for left in lefts if 1 < left < k})
         boundaries.append(k)
         start = 1

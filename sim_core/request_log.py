@@ -2,7 +2,8 @@
 
 The simulator writes a request's final figures here when it retires the request (after it
 finished, or at the end of the run); rows never written keep the defaults of a request that
-never arrived (rejected up front): replica -1, times -1, no restarts, no token gap.
+never arrived (rejected up front): replica -1, times -1, no restarts, no token gap. A request's
+arrival time is the workload's unless it arrived at another (a closed-loop session's later turn).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ class RequestLog:
     """One slot per workload row (request id = row index)."""
 
     __slots__ = (
+        "arrived_at",
         "completed_at",
         "finished",
         "num_restarts",
@@ -27,6 +29,7 @@ class RequestLog:
 
     def __init__(self, num_requests: int) -> None:
         self.replica_id = np.full(num_requests, -1, dtype=np.int64)
+        self.arrived_at = np.full(num_requests, np.nan)
         self.finished = np.zeros(num_requests, dtype=bool)
         self.scheduled_at = np.full(num_requests, -1.0)
         self.prefill_completed_at = np.full(num_requests, -1.0)
@@ -38,6 +41,7 @@ class RequestLog:
         """Store the request's figures as they are now (call when it is done or the run ends)."""
         rid = request.id
         self.replica_id[rid] = request.replica_id
+        self.arrived_at[rid] = request.arrived_at
         self.finished[rid] = request.status == RequestStatus.FINISHED
         self.scheduled_at[rid] = request.scheduled_at
         self.prefill_completed_at[rid] = request.prefill_completed_at
@@ -52,7 +56,8 @@ class RequestLog:
         for rid, reason in rejected.items():
             if not self.finished[rid]:
                 reasons[rid] = reason
-        return {"request_id": np.arange(n, dtype=np.int64), "arrived_at": workload.arrived_at,
+        arrived = np.where(np.isnan(self.arrived_at), workload.arrived_at, self.arrived_at)
+        return {"request_id": np.arange(n, dtype=np.int64), "arrived_at": arrived,
                 "num_prefill_tokens": workload.num_prefill_tokens, "num_decode_tokens": workload.num_decode_tokens,
                 "replica_id": self.replica_id,
                 "status": np.where(self.finished, "finished", "rejected").tolist(),

@@ -9,6 +9,10 @@ With one stage per replica (PP = 1) the stage arrival and stage schedule events 
 only stage is idle whenever a batch forms, and nothing else can queue there), so a formation
 starts its stage directly and a stage end schedules the batch end directly; the batch end and
 the next formation keep their place behind everything already due, exactly as in Vidur.
+
+Two optional parts hook in here: closed-loop sessions (`session_loop.py`: a completion releases
+the session's next turn) and P/D disaggregation (`handoff.py`: prefill replicas hand requests
+to decode replicas). Arrivals go to the first pool's replicas (all replicas without pools).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from sim_core.kernel import EventKernel
 from sim_core.predictor import BatchShape, shape_of
 from sim_core.record import ADMITTED, FINISHED, QUEUED, Recorder
 from sim_core.request_log import RequestLog
+from sim_core.session_loop import SessionChains
 from sim_core.stage import Stage
 
 PROGRESS_STEPS = 4096  # simulated instants between two progress reports
@@ -28,26 +33,33 @@ SWEEP_EVERY = 4096  # arrivals between sweeps that retire finished requests (bou
 class Simulator:
     """Owns the replicas, the router and the kernel for one run (no state outside it)."""
 
-    def __init__(self, schedulers, router, predictor, workload, recorder: Recorder,
-                 fast_forward: bool = True) -> None:
+    def __init__(self, schedulers, router, predictors, workload, recorder: Recorder,
+                 fast_forward: bool = True, num_entry: int | None = None) -> None:
+        """`predictors[r]` prices replica r's batches; arrivals are routed to replicas
+        0..num_entry-1 (default: all)."""
         self.kernel = EventKernel()
         self.schedulers = schedulers
+        self.entry = schedulers if num_entry is None else schedulers[:num_entry]
         self.stages = [[Stage(s.replica_id, k, k == s.num_stages - 1) for k in range(s.num_stages)]
                        for s in schedulers]
-        self.router, self.predictor, self.workload, self.recorder = router, predictor, workload, recorder
+        self.router, self.predictors, self.workload, self.recorder = router, predictors, workload, recorder
         self.live: dict[int, Request] = {}   # arrived and not yet retired, by id
         self.request_log = RequestLog(len(workload))
         self.pending_routing: list[Request] = []
-        self._admitted: list[int] = []  # workload rows that arrive (the others were rejected)
+        self.sessions = SessionChains([])
+        self.handoff = None   # a Disaggregation when the run has prefill and decode pools
+        self._heads: list[int] = []     # requests that arrive at their workload time
+        self._num_arrived = 0
         self.single_stage = all(s.num_stages == 1 for s in schedulers)
         self.fast = FastForward(self) if fast_forward and self.single_stage else None
 
-    def run(self, admitted: list[int], after_event=None, progress=None) -> None:
-        """Simulate the requests whose indices are in `admitted` (the rest were rejected);
-        `after_event(simulator)` runs after every event when given (tests check invariants);
-        `progress(simulated_seconds)` now and then (every PROGRESS_STEPS distinct times)."""
-        self._admitted = admitted
-        times = self.workload.arrived_at[admitted].tolist()
+    def run(self, sessions: SessionChains, after_event=None, progress=None) -> None:
+        """Simulate: `sessions.heads` arrive at their workload times, later turns of closed-loop
+        sessions when released; `after_event(simulator)` runs after every event when given (tests
+        check invariants); `progress(simulated_seconds)` now and then (every PROGRESS_STEPS
+        distinct times)."""
+        self.sessions, self._heads = sessions, sessions.heads
+        times = self.workload.arrived_at[self._heads].tolist()
         check = (lambda: after_event(self)) if after_event is not None else None
         on_time = self._set_time if progress is None else self._reporting_clock(progress)
         self.kernel.run(times, self.on_arrival, on_time, check)
@@ -69,13 +81,21 @@ class Simulator:
     # ---- tier 1: arrivals and routing ------------------------------------------------------
 
     def on_arrival(self, index: int) -> None:
-        rid, w = self._admitted[index], self.workload
-        request = Request(rid, float(w.arrived_at[rid]), int(w.num_prefill_tokens[rid]),
-                          int(w.num_decode_tokens[rid]))
+        rid = self._heads[index]
+        self._arrive(rid, float(self.workload.arrived_at[rid]))
+
+    def on_turn_arrival(self, rid: int, time: float) -> None:
+        """A closed-loop session's next turn, released by its previous turn's completion."""
+        self._arrive(rid, time)
+
+    def _arrive(self, rid: int, time: float) -> None:
+        w = self.workload
+        request = Request(rid, time, int(w.num_prefill_tokens[rid]), int(w.num_decode_tokens[rid]))
         self.live[rid] = request
         self.pending_routing.append(request)
         self.kernel.soon(self.on_global_schedule)
-        if index % SWEEP_EVERY == SWEEP_EVERY - 1:
+        self._num_arrived += 1
+        if self._num_arrived % SWEEP_EVERY == 0:
             self.sweep()
 
     def sweep(self) -> None:
@@ -94,7 +114,7 @@ class Simulator:
     def on_global_schedule(self) -> None:
         touched = set()
         for request in self.pending_routing:
-            replica = self.router.route(self.schedulers)
+            replica = self.router.route(self.entry)
             self.schedulers[replica].add_request(request)
             self.recorder.on_state(replica, request.id, QUEUED)
             if self.fast is not None:
@@ -108,6 +128,9 @@ class Simulator:
 
     def on_replica_schedule(self, replica: int) -> None:
         scheduler = self.schedulers[replica]
+        if self.handoff is not None and scheduler.num_running_batches < scheduler.num_stages \
+                and not self.handoff.is_prefill(replica):
+            self.handoff.pull(replica)
         preemptions = scheduler.num_preemptions
         batches = scheduler.on_schedule()
         if not batches:
@@ -128,11 +151,11 @@ class Simulator:
                 self._start_stage(replica, self.stages[replica][0], batch)
             else:
                 self.kernel.soon(self.on_stage_arrival, replica, 0, batch)
-        self._record_replica(scheduler)
+        self.record_replica(scheduler)
 
     def batch_shape(self, batch) -> BatchShape:
         """What the cost model sees of a batch about to run (token totals, or full detail)."""
-        if self.predictor.needs_context:
+        if self.predictors[batch.replica_id].needs_context:
             return shape_of(batch.requests, batch.num_tokens)
         return BatchShape(len(batch.num_tokens), sum(batch.num_tokens))
 
@@ -144,13 +167,18 @@ class Simulator:
                 gaps.append(gap)
             if request.completed:
                 record.on_state(replica, request.id, FINISHED)
+                if self.sessions.closed_loop:
+                    self.sessions.release(request.id, now, self.kernel, self.on_turn_arrival)
         batch.completed_at = now
         scheduler = self.schedulers[replica]
         scheduler.on_batch_end(batch)
-        self._record_replica(scheduler)
+        if self.handoff is not None and self.handoff.is_prefill(replica):
+            self.handoff.on_prefill_batch_end(replica, batch)
+        self.record_replica(scheduler)
         self.kernel.soon(self.on_replica_schedule, replica)
 
-    def _record_replica(self, scheduler) -> None:
+    def record_replica(self, scheduler) -> None:
+        """Record a replica's KV blocks in use and queue lengths, now."""
         self.recorder.on_replica_state(scheduler.replica_id, scheduler.pool.num_used,
                                        len(scheduler.waiting), scheduler.pool.num_holders)
 
@@ -164,7 +192,7 @@ class Simulator:
         state = self.stages[replica][stage]
         batch = state.start_next(self.kernel.now)
         if batch is not None:
-            duration = self.predictor.stage_time(batch.shape, stage)
+            duration = self.predictors[replica].stage_time(batch.shape, stage)
             self.kernel.at(self.kernel.now + duration, self.on_stage_end, replica, stage, batch)
 
     def _start_stage(self, replica: int, state: Stage, batch) -> None:
@@ -172,7 +200,7 @@ class Simulator:
         assert not state.busy
         now = self.kernel.now
         state.busy, state.started_at = True, now
-        self.kernel.at(now + self.predictor.stage_time(batch.shape, 0), self.on_stage_end, replica, 0, batch)
+        self.kernel.at(now + self.predictors[replica].stage_time(batch.shape, 0), self.on_stage_end, replica, 0, batch)
 
     def on_stage_end(self, replica: int, stage: int, batch) -> None:
         state = self.stages[replica][stage]

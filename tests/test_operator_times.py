@@ -66,3 +66,18 @@ def test_fast_forward_and_stepwise_runs_account_the_same_times():
 def test_no_batch_tables_means_no_accounting():
     data = dict(ONE_REQUEST, engine={"record": "requests"})
     assert run_simulation(parse_config(data)).operator_times.empty
+
+
+def test_disaggregated_pools_are_priced_by_their_own_parallelism():
+    # prefill pool TP 2, decode pool TP 1 (its predictor has no all-reduce at all), and
+    # every second of stage time of both pools is accounted
+    data = dict(ONE_REQUEST, cluster={}, workload={"num_requests": 8, "arrival": {"process": "static"},
+                                                   "prompt_tokens": {"distribution": "fixed", "value": 300},
+                                                   "output_tokens": {"distribution": "fixed", "value": 5}},
+                disaggregation={"enabled": True, "prefill": {"tensor_parallel_size": 2},
+                                "decode": {"tensor_parallel_size": 1}})
+    result = run_simulation(parse_config(data))
+    stages = result.batch_stages
+    table = result.operator_times.set_index("operator")["seconds"]
+    assert table.sum() == pytest.approx((stages["end"] - stages["start"]).sum(), rel=1e-9)
+    assert table["tp_all_reduce"] > 0 and table["attn_decode"] > 0 and table["attn_prefill"] > 0

@@ -32,13 +32,16 @@ def summary_json(result) -> str:
 
 def write_outputs(result, out_dir: str | Path) -> list[Path]:
     """Write requests.csv, batches.csv, batch_stages.csv, timeseries.csv, operators.csv (stage
-    time per cost-model operator), summary.json and chrome_trace.json into `out_dir` (created if missing); returns the paths written."""
+    time per cost-model operator), summary.json, chrome_trace.json (and transfers.csv with P/D
+    pools) into `out_dir` (created if missing); returns the paths written."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {"requests.csv": requests_csv(result), "batches.csv": batches_csv(result),
              "batch_stages.csv": result.batch_stages.to_csv(index=False),
              "timeseries.csv": result.timeseries.to_csv(index=False),
              "operators.csv": result.operator_times.to_csv(index=False), "summary.json": summary_json(result)}
+    if result.pools:   # P/D disaggregation: one row per KV transfer
+        files["transfers.csv"] = result.transfers.to_csv(index=False)
     for name, text in files.items():
         (out / name).write_text(text)
     write_chrome_trace(result, out / "chrome_trace.json")

@@ -16,22 +16,39 @@ import pandas as pd
 COLUMNS = ["operator", "seconds", "share"]
 
 
-def operator_times(predictor, batches: pd.DataFrame, stages: pd.DataFrame) -> pd.DataFrame:
+def operator_times(predictors: list, batches: pd.DataFrame, stages: pd.DataFrame) -> pd.DataFrame:
     """One row per operator, largest first: seconds over all stage executions and share of the
-    total. Empty when the run kept no batch tables (`engine.record: requests`)."""
+    total; `predictors[r]` priced replica r's batches (P/D pools may have their own). Empty when
+    the run kept no batch tables (`engine.record: requests`)."""
     if not len(stages) or not len(batches):
         return pd.DataFrame({"operator": pd.Series(dtype=str), "seconds": pd.Series(dtype=float),
                              "share": pd.Series(dtype=float)})
     rows = _stage_rows(batches, stages)
-    if hasattr(predictor, "fixed_times"):
-        totals = _grid_totals(predictor, rows)
-    else:  # the linear model: a base per stage execution and a price per token
-        totals = {"base": len(rows["duration"]) * predictor.base_s,
-                  "tokens": predictor.per_token_s * float(rows["num_tokens"].sum())}
+    totals: dict[str, float] = {}
+    for predictor, replicas in _replicas_by_predictor(predictors).items():
+        mine = np.isin(rows["replica_id"], replicas)
+        part = _totals(predictor, {name: column[mine] for name, column in rows.items()})
+        for name, seconds in part.items():
+            totals[name] = totals.get(name, 0.0) + seconds
     frame = pd.DataFrame({"operator": list(totals), "seconds": [float(v) for v in totals.values()]})
     total = frame["seconds"].sum()
     frame["share"] = frame["seconds"] / total if total > 0 else 0.0
     return frame.sort_values("seconds", ascending=False, kind="stable").reset_index(drop=True)[COLUMNS]
+
+
+def _replicas_by_predictor(predictors: list) -> dict:
+    groups: dict = {}
+    for replica, predictor in enumerate(predictors):
+        groups.setdefault(predictor, []).append(replica)
+    return groups
+
+
+def _totals(predictor, rows: dict[str, np.ndarray]) -> dict[str, float]:
+    if hasattr(predictor, "fixed_times"):
+        return _grid_totals(predictor, rows)
+    # the linear model: a base per stage execution and a price per token
+    return {"base": len(rows["duration"]) * predictor.base_s,
+            "tokens": predictor.per_token_s * float(rows["num_tokens"].sum())}
 
 
 def _stage_rows(batches: pd.DataFrame, stages: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -44,6 +61,7 @@ def _stage_rows(batches: pd.DataFrame, stages: pd.DataFrame) -> dict[str, np.nda
     out = {name: batches[name].to_numpy(np.int64)[rows] for name in
            ("num_requests", "num_tokens", "num_prefill_tokens", "num_decodes", "decode_context")}
     out["stage_id"] = stages["stage_id"].to_numpy(np.int64)
+    out["replica_id"] = stages["replica_id"].to_numpy(np.int64)
     out["duration"] = stages["end"].to_numpy(np.float64) - stages["start"].to_numpy(np.float64)
     return out
 

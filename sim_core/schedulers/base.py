@@ -110,6 +110,34 @@ class ReplicaScheduler:
         `last` is the batch object of the final iteration (still in flight)."""
         return
 
+    # ---- P/D disaggregation ----------------------------------------------------------------
+    # A prefill replica lets a request go once its prompt is done (`hand_off`; its blocks stay
+    # until the KV transfer ends). A decode replica takes it over: it allocates blocks for the
+    # prompt's KV when it accepts the request, before the transfer, and the request decodes like
+    # any running one once the KV has arrived (`on_transfer_done`).
+
+    def hand_off(self, request: Request) -> None:
+        """Forget a request whose prompt this (prefill) replica has just completed."""
+        self.running.remove(request)
+
+    def transfer_blocks(self, request: Request) -> int:
+        """Blocks a decode replica allocates for a handed-off request's prompt KV."""
+        return -(-request.num_prefill_tokens // self.block_size)
+
+    def can_accept_transfer(self, request: Request) -> bool:
+        """Whether this (decode) replica can allocate a handed-off request's blocks now."""
+        return (self.pool.num_holders < self.config.batch_size_cap
+                and self.pool.can_allocate(self.transfer_blocks(request)))
+
+    def accept_transfer(self, request: Request) -> None:
+        """Allocate the blocks the request's KV will be written to (caller checked can_accept)."""
+        request.replica_id = self.replica_id
+        self.allocate(request, self.transfer_blocks(request))
+
+    def on_transfer_done(self, request: Request) -> None:
+        """The request's KV has arrived: it decodes from the next formation on."""
+        self.running.append(request)
+
     @property
     def num_waiting(self) -> int:
         return len(self.waiting)

@@ -1,4 +1,5 @@
-"""Chrome-trace-style Gantt of pipeline stages: rows = replica x stage, bars = batch stages."""
+"""Chrome-trace-style Gantt of pipeline stages: rows = replica x stage, bars = batch stages; with
+P/D disaggregation each prefill replica also has a KV-link row whose bars are transfers."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from sim_core.pools import replica_names, replica_stages
+
 KIND_COLORS = {"prefill": "#d95f02", "mixed": "#7570b3", "decode": "#1b9e77"}
+TRANSFER_COLOR = "#e6ab02"
 MAX_BARS = 4000
 
 
@@ -30,9 +34,44 @@ def gantt_frame(result, start: float | None = None, end: float | None = None) ->
     frame = stages.merge(batches, on=["replica_id", "batch_id"], how="left")
     frame["kind"] = batch_kind(frame["num_prefill_tokens"].to_numpy(), frame["num_tokens"].to_numpy(),
                                frame["num_requests"].to_numpy())
-    frame["row"] = [f"replica {r} / stage {s}" for r, s in zip(frame["replica_id"], frame["stage_id"])]
+    names = replica_names(result.config)
+    frame["row"] = [f"{names[r]} / stage {s}" for r, s in zip(frame["replica_id"], frame["stage_id"])]
     frame["requests"] = [_ids_text(ids) for ids in frame["request_ids"]]
     return frame
+
+
+def link_row(name: str) -> str:
+    return f"{name} / KV link"
+
+
+def transfer_frame(result, start: float | None = None, end: float | None = None) -> pd.DataFrame:
+    """KV transfers in [start, end) with their lane (the sending replica's link), at most MAX_BARS."""
+    transfers = result.transfers
+    if not len(transfers):
+        return pd.DataFrame({"row": [], "start": [], "end": [], "request_id": [], "num_bytes": [], "target": []})
+    if start is not None:
+        transfers = transfers[transfers["end"] > start]
+    if end is not None:
+        transfers = transfers[transfers["start"] < end]
+    transfers = transfers.head(MAX_BARS)
+    names = replica_names(result.config)
+    return pd.DataFrame({"row": [link_row(names[r]) for r in transfers["source_replica"]],
+                         "start": transfers["start"].to_numpy(), "end": transfers["end"].to_numpy(),
+                         "request_id": transfers["request_id"].to_numpy(),
+                         "num_bytes": transfers["num_bytes"].to_numpy(),
+                         "target": [names[r] for r in transfers["target_replica"]]})
+
+
+def lanes(result) -> list[str]:
+    """Gantt rows from top to bottom: each replica's stages, then its KV link if it sends any."""
+    names, stages = replica_names(result.config), replica_stages(result.config)
+    senders = {p.first_replica + i for p in result.pools if p.name == "prefill" for i in range(p.num_replicas)}
+    rows = []
+    for replica, name in enumerate(names):
+        rows += [f"{name} / stage {s}" for s in range(stages[replica])]
+        if replica in senders:
+            rows.append(link_row(name))
+    return rows
 
 
 def _ids_text(ids) -> str:
@@ -46,7 +85,8 @@ def pipeline_gantt(result, start: float | None = None, end: float | None = None,
     stage row are pipeline bubbles. Hover shows batch id, requests and token counts. Batches
     carrying the selected request are outlined."""
     frame = gantt_frame(result, start, end)
-    rows = sorted(frame["row"].unique(), key=lambda r: [int(x) for x in r.split() if x.isdigit()], reverse=True)
+    used = set(frame["row"])
+    rows = [row for row in lanes(result) if row in used or row.endswith("KV link")][::-1]
     figure = go.Figure()
     for kind, color in KIND_COLORS.items():
         part = frame[frame["kind"] == kind]
@@ -60,6 +100,7 @@ def pipeline_gantt(result, start: float | None = None, end: float | None = None,
             hovertemplate=("batch %{customdata[0]}<br>%{base:.4f} s + %{x:.4f} s<br>%{customdata[1]} requests, "
                            "%{customdata[2]} tokens (%{customdata[3]} prompt)<br>ids: %{customdata[4]}"
                            "<extra>%{y}</extra>")))
+    _add_transfers(figure, transfer_frame(result, start, end))
     if selected is not None:
         mine = frame[[selected in ids for ids in frame["request_ids"]]]
         figure.add_trace(go.Bar(name=f"request {selected}", orientation="h", y=mine["row"], base=mine["start"],
@@ -70,6 +111,18 @@ def pipeline_gantt(result, start: float | None = None, end: float | None = None,
                          "categoryarray": rows}, height=140 + 40 * max(len(rows), 1), bargap=0.25,
                          legend_title_text="batch", margin={"l": 10, "r": 10, "t": 30, "b": 40})
     return figure
+
+
+def _add_transfers(figure: go.Figure, transfers: pd.DataFrame) -> None:
+    """One trace of all transfer bars (hover: request, bytes, destination)."""
+    if not len(transfers):
+        return
+    figure.add_trace(go.Bar(
+        name="KV transfer", orientation="h", y=transfers["row"], base=transfers["start"],
+        x=transfers["end"] - transfers["start"], marker={"color": TRANSFER_COLOR, "line": {"width": 0}},
+        customdata=np.stack([transfers["request_id"], transfers["num_bytes"] / 1e6, transfers["target"]], axis=1),
+        hovertemplate=("request %{customdata[0]}: %{customdata[1]:.1f} MB to %{customdata[2]}<br>"
+                       "%{base:.4f} s + %{x:.4f} s<extra>%{y}</extra>")))
 
 
 def stage_busy(result, start: float, end: float) -> dict[tuple[int, int], float]:
