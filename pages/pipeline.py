@@ -14,7 +14,7 @@ from sim_core.viz.operators import operator_time_figure
 through_app()
 
 st.title("Pipeline")
-run = result()
+run = result(events=False)  # no block or state events needed here
 end = float(run.batch_stages["end"].max()) if len(run.batch_stages) else 1.0
 window = st.slider("Time window (s)", 0.0, max(end, 0.001), (0.0, min(end, 5.0)), key="pp_window",
                    help="Bars are batch stages; a gap on a stage row is a pipeline bubble (the stage idles).")

@@ -16,7 +16,8 @@ def test_overview_shows_metrics_cdfs_time_series_and_per_replica_load():
     assert [s.value for s in app.subheader] == ["Latency CDFs", "Throughput over time", "Queue length over time",
                                                 "Load per replica"]
     cdf = json.loads(chart_specs(app)[0])
-    assert [a["text"] for a in cdf["layout"]["annotations"]] == ["TTFT", "TPOT (mean TBT)", "worst TBT", "end-to-end"]
+    titles = [cdf["layout"][axis]["title"]["text"] for axis in ("xaxis", "xaxis2", "xaxis3", "xaxis4")]
+    assert titles == ["TTFT (ms)", "TPOT (mean TBT) (ms)", "worst TBT (ms)", "end-to-end (ms)"]
     assert len(chart_specs(app)) == 4
 
 
