@@ -9,6 +9,7 @@ import pandas as pd
 
 from sim_core.config import SimulationConfig
 from sim_core.memory import MemoryPlan
+from sim_core.memory.cache_ops import CACHE_OP_NAMES
 from sim_core.metrics import request_table, summarize
 from sim_core.record import STATE_NAMES, Recorder
 
@@ -24,6 +25,9 @@ class SimulationResult:
         block_events: every block allocation (+1) and release (-1) with its physical id.
         state_events: request state changes (queued, admitted, restarted, finished, rejected).
         summary: headline figures (see `metrics.summarize`).
+        cache_ops: vllm_v0's KV swaps and copies, one row per (batch, request, kind) in the order
+            they run before the batch's model (kind swap_in, swap_out or copy; seconds on each stage).
+        block_refs: vllm_v0's reference counts of blocks shared by parallel samples (record: full).
     """
 
     config: SimulationConfig
@@ -37,6 +41,8 @@ class SimulationResult:
     num_blocks: int
     memory_plan: MemoryPlan | None
     notes: list[str] = field(default_factory=list)
+    cache_ops: pd.DataFrame = field(default_factory=pd.DataFrame)
+    block_refs: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def build_result(config, workload, simulator, recorder: Recorder, rejected: dict[int, str],
@@ -56,7 +62,8 @@ def build_result(config, workload, simulator, recorder: Recorder, rejected: dict
         timeseries=_sorted(recorder.series, ["time", "replica_id"]),
         block_events=_sorted(recorder.blocks, ["time", "replica"]),
         state_events=_state_frame(recorder), summary=summary, num_blocks=num_blocks,
-        memory_plan=plan, notes=notes)
+        memory_plan=plan, notes=notes, cache_ops=_cache_op_frame(recorder),
+        block_refs=_sorted(recorder.block_refs, ["time", "replica"]))
 
 
 def _sorted(table, keys: list[str]) -> pd.DataFrame:
@@ -85,6 +92,13 @@ def _batch_ends(batches: pd.DataFrame, stages: pd.DataFrame, num_stages: int) ->
 
 def simulator_batches(simulator) -> int:
     return sum(scheduler.num_batches for scheduler in simulator.schedulers)
+
+
+def _cache_op_frame(recorder: Recorder) -> pd.DataFrame:
+    frame = _sorted(recorder.cache_ops, ["formed_at", "replica_id", "batch_id"])
+    frame["kind"] = pd.Categorical.from_codes(frame["kind"].astype(int), categories=list(CACHE_OP_NAMES)) \
+        if len(frame) else pd.Series([], dtype="object")
+    return frame
 
 
 def _state_frame(recorder: Recorder) -> pd.DataFrame:

@@ -7,7 +7,9 @@ import numpy as np
 from sim_core.config import SimulationConfig
 from sim_core.errors import ConfigError
 from sim_core.memory import plan_memory
+from sim_core.memory.swap_space import num_swap_blocks
 from sim_core.predictor import build_predictor
+from sim_core.predictor.kv_copy import KvCopyCost
 from sim_core.record import REJECTED, Recorder
 from sim_core.result import SimulationResult, build_result
 from sim_core.routing import ROUTERS
@@ -40,12 +42,13 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
     rng = np.random.default_rng(config.seed)
     router = ROUTERS[config.cluster.global_scheduler](config.cluster.num_replicas, rng)
     simulator = Simulator(schedulers, router, build_predictor(config), workload, recorder,
-                          fast_forward=config.engine.fast_forward)
+                          fast_forward=config.engine.fast_forward, kv_copy_cost=KvCopyCost.from_config(config))
     simulator.run([i for i in range(len(workload)) if i not in rejected], after_event, progress)
     for request in simulator.unfinished():
-        rejected[request.id] = _stuck_reason(request)
+        rejected[request.id] = _stuck_reason(request, schedulers[request.replica_id])
         recorder.on_state(request.replica_id, request.id, REJECTED)
     notes = list(workload.notes) + ([f"{len(rejected)} request(s) rejected: see reject_reason"] if rejected else [])
+    notes += _policy_notes(schedulers, workload, rejected)
     return build_result(config, workload, simulator, recorder, rejected, limits.num_blocks, plan, notes)
 
 
@@ -64,7 +67,8 @@ def _limits(config: SimulationConfig):
     if sched.type in ("orca", "faster_transformer") and num_blocks < reserve:
         raise ConfigError(f"scheduler.num_blocks: {sched.type} reserves {reserve} blocks per request "
                           f"but the replica has {num_blocks}")
-    return plan, ReplicaLimits(num_blocks, max_batch, reserve)
+    swap_blocks = num_swap_blocks(config) if sched.type == "vllm_v0" else 0
+    return plan, ReplicaLimits(num_blocks, max_batch, reserve, config.max_model_len, swap_blocks)
 
 
 def _rejections(scheduler, workload: Workload) -> dict[int, str]:
@@ -77,7 +81,19 @@ def _rejections(scheduler, workload: Workload) -> dict[int, str]:
     return reasons
 
 
-def _stuck_reason(request) -> str:
-    where = "waiting in the queue" if not request.num_blocks else "holding KV blocks"
+def _policy_notes(schedulers, workload: Workload, rejected: dict[int, str]) -> list[str]:
+    """Requests the policy ignored (their reasons join the reject reasons), and an `n` column the
+    policy does not read."""
+    ignored = {rid: reason for s in schedulers for rid, reason in s.ignored.items()}
+    rejected.update(ignored)
+    notes = [f"{len(ignored)} request(s) ignored by {schedulers[0].config.type}: see reject_reason"] if ignored else []
+    if workload.n is not None and (workload.n > 1).any() and not schedulers[0].serves_parallel_samples:
+        notes.append(f"the workload's n column (parallel samples) is read only by vllm_v0; "
+                     f"{schedulers[0].config.type} serves one sequence per request")
+    return notes
+
+
+def _stuck_reason(request, scheduler) -> str:
+    where = scheduler.stuck_location(request)
     return (f"never finished: still {where} of replica {request.replica_id} when nothing else could "
             f"run (prompt now {request.num_prefill_tokens} tokens after {request.num_restarts} restart(s))")

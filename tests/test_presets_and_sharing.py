@@ -68,7 +68,7 @@ def test_the_applicability_table_matches_the_field_descriptions(section):
     values = set(model.model_fields[discriminator].annotation.__args__)
     for name, field in model.model_fields.items():
         top_level = re.sub(r"\([^)]*\)", "", field.description or "")     # asides in parentheses do not count
-        prefixes = re.findall(r"(?:^|; )([a-z_/]+):", top_level)
+        prefixes = re.findall(r"(?:^|; )([a-z0-9_/]+):", top_level)
         named = {v for p in prefixes for v in p.split("/") if v in values}
         if name != discriminator:
             assert named == set(table.get(name, ())), f"{section}.{name}"

@@ -6,6 +6,7 @@ from sim_core.schedulers.lightllm import LightLLMScheduler
 from sim_core.schedulers.orca import OrcaScheduler
 from sim_core.schedulers.sarathi import SarathiScheduler
 from sim_core.schedulers.vllm import VllmScheduler
+from sim_core.schedulers.vllm_v0 import VllmV0Scheduler
 
 SCHEDULERS: dict[str, type[ReplicaScheduler]] = {
     "vllm": VllmScheduler,
@@ -13,6 +14,7 @@ SCHEDULERS: dict[str, type[ReplicaScheduler]] = {
     "orca": OrcaScheduler,
     "faster_transformer": FasterTransformerScheduler,
     "lightllm": LightLLMScheduler,
+    "vllm_v0": VllmV0Scheduler,
 }
 
 __all__ = ["SCHEDULERS", "ReplicaLimits", "ReplicaScheduler"]
