@@ -169,7 +169,7 @@ class Simulator:
 
     def _record_replica(self, scheduler) -> None:
         self.recorder.on_replica_state(scheduler.replica_id, scheduler.pool.num_used,
-                                       len(scheduler.waiting), scheduler.pool.num_holders)
+                                       scheduler.num_waiting, scheduler.pool.num_holders)
 
     # ---- tier 3: pipeline stages -----------------------------------------------------------
 

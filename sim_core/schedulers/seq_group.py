@@ -46,9 +46,8 @@ class SeqGroup:
 
 
 def restart_from_prompt(request: Request) -> None:
-    """Recompute from the prompt, dropping what was computed: a prompt cut short (chunked
-    prefill), or a group's samples (vLLM v0 cannot recompute several sequences). Unlike
-    `Request.restart`, no generated token joins the prompt; the output is generated again."""
+    """Recompute a prompt cut short (chunked prefill) from its start, as vLLM resets its computed
+    tokens; unlike `Request.restart` (a decoding request), nothing joins the prompt."""
     request.num_processed_tokens = 0
     request.is_prefill_complete = False
     request.scheduled = False

@@ -195,26 +195,36 @@ class VllmV0Scheduler(ReplicaScheduler):
     # ---- preemption --------------------------------------------------------------------------
 
     def _preempt(self, victim: Request, ops: CacheOps) -> None:
-        """Recompute or swap `victim` (a group of several sequences always swaps, as in vLLM);
-        when the swap space is full, recompute instead (vLLM aborts the engine there)."""
+        """Swap `victim` out (mode swap, or a group of several sequences, as vLLM does), else
+        recompute it; when the swap space is full, recompute too (vLLM aborts the engine there).
+        A group recomputed for lack of swap space (vLLM cannot) becomes one sequence holding the
+        tokens generated so far and forks again after its prefill: its samples are taken to
+        share that history (their own tokens' recomputation is not charged). A recompute that
+        would only come back to the same wall is an ignore instead (below)."""
         self.num_preemptions += 1
-        if victim.num_seqs == 1 and self.config.preemption_mode == "recompute":
-            self._recompute(victim)
-        elif self.blocks.can_swap_out(victim):
+        swap = victim.num_seqs > 1 or self.config.preemption_mode == "swap"
+        if swap and self.blocks.can_swap_out(victim):
             self._swap_out(victim, ops)
-        elif self.blocks.live_seqs(victim) + victim.num_blocks > self.pool.num_blocks:
+        elif self._cannot_continue(victim):
             self._ignore_running(victim)
         else:
             self._recompute(victim)
+
+    def _cannot_continue(self, victim: Request) -> bool:
+        """A prompt cut short (chunked prefill) restarts from scratch, so it would fill the same
+        blocks and fail again when its next chunk needs more than the replica has (vLLM would spin
+        there). A decoding request still gains a token per recompute: it goes on until its
+        prompt no longer fits and is ignored."""
+        return (not victim.is_prefill_complete
+                and victim.num_blocks + self.blocks.live_seqs(victim) > self.pool.num_blocks)
 
     def _recompute(self, victim: Request) -> None:
         self.blocks.free(victim)
         group = self.blocks.groups.get(victim.id)
         if group is not None:
             group.unfork()
-            restart_from_prompt(victim)
-        elif victim.is_prefill_complete:
-            victim.restart()
+        if victim.is_prefill_complete:
+            victim.restart()   # a group too: see _preempt
         else:
             restart_from_prompt(victim)
         victim.status = RequestStatus.WAITING
@@ -239,8 +249,8 @@ class VllmV0Scheduler(ReplicaScheduler):
     def _ignore_running(self, victim: Request) -> None:
         need = self.blocks.live_seqs(victim) + victim.num_blocks
         self.blocks.free(victim)
-        self._ignore(victim, f"its {victim.num_seqs} sequences need {need} KV blocks for their next tokens but "
-                             f"the replica has {self.pool.num_blocks}, and the swap space cannot hold them")
+        self._ignore(victim, f"its next step needs {need} KV blocks (its blocks + one per sequence) but the "
+                             f"replica has {self.pool.num_blocks}, and it was not swapped out")
 
     def _too_long(self, request: Request) -> str:
         limit = "max_model_len" if self.chunked else "min(max_model_len, max_num_batched_tokens)"
