@@ -60,10 +60,11 @@ class VllmV0Scheduler(ReplicaScheduler):
     # ---- one step ----------------------------------------------------------------------------
 
     def next_batch(self) -> Batch | None:
-        """One vLLM step; a step that only preempted is followed by another at once (vLLM's
-        engine steps again), its copies charged to the next batch."""
+        """One vLLM step. A step that formed no batch but changed the queues (preempted or
+        ignored someone) is followed by another at once, as vLLM's engine steps again; its copies
+        are charged to the next batch."""
         while True:
-            preemptions, ops = self.num_preemptions, CacheOps()
+            changes, ops = self._num_changes(), CacheOps()
             requests, tokens = (self._schedule_chunked if self.chunked else self._schedule_default)(ops)
             self.waiting.extendleft(self._to_waiting)
             self.swapped.extend(self._to_swapped)
@@ -74,8 +75,11 @@ class VllmV0Scheduler(ReplicaScheduler):
                 if self.pending_ops:
                     batch.cache_ops, self.pending_ops = self.pending_ops, CacheOps()
                 return batch
-            if self.num_preemptions == preemptions:
+            if self._num_changes() == changes:
                 return None
+
+    def _num_changes(self) -> int:
+        return self.num_preemptions + len(self.ignored)
 
     def _budget(self) -> SchedulingBudget:
         return SchedulingBudget(self.token_budget, self.max_num_seqs)
@@ -122,6 +126,9 @@ class VllmV0Scheduler(ReplicaScheduler):
             request = waiting[0]
             if request.num_prefill_tokens > self.prompt_limit:
                 self._ignore(waiting.popleft(), self._too_long(request))
+                continue
+            if request.num_seqs > min(self.max_num_seqs, self.token_budget):
+                self._ignore(waiting.popleft(), self._too_many_samples(request))
                 continue
             status = self.blocks.can_allocate(request)
             if status is AllocStatus.LATER:
@@ -255,6 +262,10 @@ class VllmV0Scheduler(ReplicaScheduler):
     def _too_long(self, request: Request) -> str:
         limit = "max_model_len" if self.chunked else "min(max_model_len, max_num_batched_tokens)"
         return f"its prompt of {request.num_prefill_tokens} tokens exceeds the limit {self.prompt_limit} ({limit})"
+
+    def _too_many_samples(self, request: Request) -> str:
+        return (f"it asks for {request.num_seqs} samples but an iteration runs at most "
+                f"{min(self.max_num_seqs, self.token_budget)} sequences (max_num_seqs, max_num_batched_tokens)")
 
     def _too_big(self, request: Request) -> str:
         usable = self.pool.num_blocks - self.blocks.watermark

@@ -6,7 +6,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from sim_core.memory.cache_ops import cache_op_spans
+
 KIND_COLORS = {"prefill": "#d95f02", "mixed": "#7570b3", "decode": "#1b9e77"}
+OP_COLORS = {"swap_in": "#59a14f", "swap_out": "#e15759", "copy": "#b07aa1"}   # vllm_v0's KV copies
+OP_NAMES = {"swap_in": "swap in (PCIe)", "swap_out": "swap out (PCIe)", "copy": "copy-on-write"}
 MAX_BARS = 4000
 
 
@@ -35,6 +39,24 @@ def gantt_frame(result, start: float | None = None, end: float | None = None) ->
     return frame
 
 
+def cache_op_frame(result, start: float | None = None, end: float | None = None) -> pd.DataFrame:
+    """KV swaps and copies in [start, end) as bars on their own lane below each stage row
+    ("replica r / stage s / KV copies"), at most MAX_BARS rows."""
+    ops = cache_op_spans(getattr(result, "cache_ops", pd.DataFrame()), result.batch_stages)
+    if start is not None:
+        ops = ops[ops["end"] > start]
+    if end is not None:
+        ops = ops[ops["start"] < end]
+    ops = ops.head(MAX_BARS).copy()
+    ops["row"] = [f"replica {r} / stage {s} / KV copies" for r, s in zip(ops["replica_id"], ops["stage_id"])]
+    return ops
+
+
+def _row_key(row: str) -> list[int]:
+    """replica, stage, then 1 for a KV-copy lane (drawn just below its stage)."""
+    return [int(x) for x in row.split() if x.isdigit()] + [int(row.endswith("KV copies"))]
+
+
 def _ids_text(ids) -> str:
     ids = list(ids)
     return " ".join(map(str, ids[:12])) + (f" ... (+{len(ids) - 12})" if len(ids) > 12 else "")
@@ -45,8 +67,8 @@ def pipeline_gantt(result, start: float | None = None, end: float | None = None,
     """Horizontal bars on a numeric time axis (seconds), one trace per batch kind; gaps on a
     stage row are pipeline bubbles. Hover shows batch id, requests and token counts. Batches
     carrying the selected request are outlined."""
-    frame = gantt_frame(result, start, end)
-    rows = sorted(frame["row"].unique(), key=lambda r: [int(x) for x in r.split() if x.isdigit()], reverse=True)
+    frame, ops = gantt_frame(result, start, end), cache_op_frame(result, start, end)
+    rows = sorted({*frame["row"], *ops["row"]}, key=_row_key, reverse=True)
     figure = go.Figure()
     for kind, color in KIND_COLORS.items():
         part = frame[frame["kind"] == kind]
@@ -60,6 +82,7 @@ def pipeline_gantt(result, start: float | None = None, end: float | None = None,
             hovertemplate=("batch %{customdata[0]}<br>%{base:.4f} s + %{x:.4f} s<br>%{customdata[1]} requests, "
                            "%{customdata[2]} tokens (%{customdata[3]} prompt)<br>ids: %{customdata[4]}"
                            "<extra>%{y}</extra>")))
+    _add_cache_ops(figure, ops)
     if selected is not None:
         mine = frame[[selected in ids for ids in frame["request_ids"]]]
         figure.add_trace(go.Bar(name=f"request {selected}", orientation="h", y=mine["row"], base=mine["start"],
@@ -70,6 +93,21 @@ def pipeline_gantt(result, start: float | None = None, end: float | None = None,
                          "categoryarray": rows}, height=140 + 40 * max(len(rows), 1), bargap=0.25,
                          legend_title_text="batch", margin={"l": 10, "r": 10, "t": 30, "b": 40})
     return figure
+
+
+def _add_cache_ops(figure: go.Figure, ops: pd.DataFrame) -> None:
+    """One trace per kind of KV copy (swap in, swap out, copy-on-write)."""
+    kinds = ops["kind"].astype(str) if len(ops) else ops.get("kind", pd.Series(dtype=str))
+    for kind, color in OP_COLORS.items():
+        part = ops[kinds == kind]
+        if not len(part):
+            continue
+        figure.add_trace(go.Bar(
+            name=OP_NAMES[kind], orientation="h", y=part["row"], base=part["start"], x=part["end"] - part["start"],
+            marker={"color": color, "line": {"width": 0}},
+            customdata=np.stack([part["batch_id"], part["request_id"], part["num_blocks"]], axis=1),
+            hovertemplate=(f"{OP_NAMES[kind]}: %{{customdata[2]}} blocks of request %{{customdata[1]}}<br>"
+                           "before batch %{customdata[0]}<br>%{base:.6f} s + %{x:.6f} s<extra>%{y}</extra>")))
 
 
 def stage_busy(result, start: float, end: float) -> dict[tuple[int, int], float]:
