@@ -46,7 +46,7 @@ def summarize(requests: pd.DataFrame, gaps: np.ndarray, weighted_gaps, kv_area, 
     end = float(finished["completed_at"].max()) if len(finished) else start
     makespan = end - start
     # every sequence of a request decodes num_decode_tokens (n parallel samples: n x as many)
-    output = finished["num_decode_tokens"] * (finished["n"] if "n" in finished else 1)
+    output = finished["num_decode_tokens"] * finished.get("n", 1)
     swaps = requests["num_swaps"] if "num_swaps" in requests else pd.Series(0, index=requests.index)
     summary = {
         "num_requests": int(len(requests)),

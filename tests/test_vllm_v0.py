@@ -213,3 +213,17 @@ def test_max_num_seqs_counts_every_sample():
     t = timeline(0.0, cost(4), cost(3), cost(8))
     assert batches_of(result) == [(0.0, [0], [4]), (round(t[1], 9), [0], [3]), (round(t[2], 9), [1, 2], [4, 4]),
                                   (round(t[3], 9), [1, 2], [2, 2])]
+
+
+def test_a_group_that_finds_no_swap_space_is_recomputed_with_every_samples_tokens():
+    """G asks for 2 samples of a 6-token prompt in five blocks, with no CPU swap space. At its
+    10th token it holds all five and needs two free: it cannot be swapped, so it is recomputed
+    (vLLM would abort): its prompt and both samples' 4 tokens, 14 tokens, are prefilled again
+    at once, yielding each sample's 5th token; that needs two free blocks again, so the 16
+    tokens are prefilled once more and yield the 6th, last token."""
+    result = run([(0.0, 6, 6)], n=[2], num_blocks=5, swap_space_gb=0.0)
+    t = timeline(0.0, cost(6), cost(2) + COPY, cost(2), cost(2), cost(14), cost(16))
+    assert batches_of(result) == [(0.0, [0], [6]), (round(t[1], 9), [0], [2]), (round(t[2], 9), [0], [2]),
+                                  (round(t[3], 9), [0], [2]), (round(t[4], 9), [0], [14]), (round(t[5], 9), [0], [16])]
+    assert column(result, "completed_at") == [t[6]] and column(result, "num_restarts") == [2]
+    assert column(result, "prefill_completed_at") == [t[1]]   # the first tokens' time is kept

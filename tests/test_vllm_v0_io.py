@@ -11,7 +11,14 @@ from sim_core.config.applicability import applies
 from sim_core.export.chrome_trace import KV_COPY_TID, chrome_trace
 from sim_core.export.files import write_outputs
 from sim_core.viz.gantt import pipeline_gantt
-from sim_core.viz.kv_blocks import DECODE, FREE, PREEMPTED, SELECTED, SHARED, replica_frames
+from sim_core.viz.kv_blocks import (
+    DECODE,
+    FREE,
+    PREEMPTED,
+    SELECTED,
+    SHARED,
+    replica_frames,
+)
 from sim_core.workload import ReadOptions, Workload, build_workload, read_trace
 from sim_core.workload.trace import write_trace
 

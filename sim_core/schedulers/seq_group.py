@@ -52,3 +52,15 @@ def restart_from_prompt(request: Request) -> None:
     request.is_prefill_complete = False
     request.scheduled = False
     request.num_restarts += 1
+
+
+def recompute_group(request: Request) -> None:
+    """Recompute a group of samples that could not be swapped out (vLLM v0 cannot; it aborts):
+    its prompt and every sample's tokens so far become one prompt to prefill again (the samples'
+    own tokens are not shared, so each counts), and each sample keeps the tokens it has left.
+    With one sequence this is exactly `Request.restart`."""
+    generated = request.num_processed_tokens - request.num_prefill_tokens   # per sample, the newest included
+    left = request.total_tokens - request.num_processed_tokens
+    request.num_prefill_tokens += request.num_seqs * generated
+    request.num_decode_tokens = left
+    restart_from_prompt(request)

@@ -25,7 +25,7 @@ from sim_core.memory.shared_blocks import RefCountedBlockPool, RefCountedCountin
 from sim_core.memory.swap_space import SwapSpace
 from sim_core.record import IGNORED, SWAPPED_IN, SWAPPED_OUT
 from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
-from sim_core.schedulers.seq_group import SeqGroup, restart_from_prompt
+from sim_core.schedulers.seq_group import SeqGroup, recompute_group, restart_from_prompt
 from sim_core.schedulers.v0_blocks import AllocStatus, V0BlockManager
 from sim_core.schedulers.v0_budget import SchedulingBudget
 
@@ -204,10 +204,9 @@ class VllmV0Scheduler(ReplicaScheduler):
     def _preempt(self, victim: Request, ops: CacheOps) -> None:
         """Swap `victim` out (mode swap, or a group of several sequences, as vLLM does), else
         recompute it; when the swap space is full, recompute too (vLLM aborts the engine there).
-        A group recomputed for lack of swap space (vLLM cannot) becomes one sequence holding the
-        tokens generated so far and forks again after its prefill: its samples are taken to
-        share that history (their own tokens' recomputation is not charged). A recompute that
-        would only come back to the same wall is an ignore instead (below)."""
+        A group recomputed for lack of swap space (vLLM cannot) prefills its prompt and all its
+        samples' tokens again (`recompute_group`). A recompute that would only come back to the
+        same wall is an ignore instead (below)."""
         self.num_preemptions += 1
         swap = victim.num_seqs > 1 or self.config.preemption_mode == "swap"
         if swap and self.blocks.can_swap_out(victim):
@@ -230,10 +229,12 @@ class VllmV0Scheduler(ReplicaScheduler):
         group = self.blocks.groups.get(victim.id)
         if group is not None:
             group.unfork()
-        if victim.is_prefill_complete:
-            victim.restart()   # a group too: see _preempt
-        else:
+        if not victim.is_prefill_complete:
             restart_from_prompt(victim)
+        elif group is not None:
+            recompute_group(victim)
+        else:
+            victim.restart()
         victim.status = RequestStatus.WAITING
         self._to_waiting.append(victim)
         self.recorder.on_restart(self.replica_id, victim.id)

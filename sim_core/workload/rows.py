@@ -58,10 +58,7 @@ def check_optional(parsed: ParsedRows, problems: RowProblems) -> None:
         if name in NON_NEGATIVE or name in AT_LEAST_ONE:
             _whole_non_negative(parsed, name, name, problems)
             if name in AT_LEAST_ONE:
-                values = parsed.columns[name]
-                parsed.keep(problems.check(values < 1, parsed.rows, name,
-                                           lambda i: f"value {_shown(values[i])} is below 1 (parallel samples)",
-                                           "value(s) below 1"))
+                _at_least_one(parsed, name, problems)
         else:
             _whole(parsed, name, name, problems)
         parsed.columns[name] = parsed.columns[name].astype(np.int64)
@@ -88,6 +85,12 @@ def _whole_non_negative(parsed, canonical, column, problems) -> None:
     values = parsed.columns[canonical]
     parsed.keep(problems.check(values < 0, parsed.rows, column,
                                lambda i: f"value {_shown(values[i])} is negative", "negative value(s)"))
+
+
+def _at_least_one(parsed, name, problems) -> None:
+    values = parsed.columns[name]
+    parsed.keep(problems.check(values < 1, parsed.rows, name,
+                               lambda i: f"value {_shown(values[i])} is below 1 (parallel samples)", "value(s) below 1"))
 
 
 def _shown(value: float):
