@@ -19,18 +19,19 @@ from __future__ import annotations
 
 from collections import deque
 
-from sim_core.entities import Batch, Request, RequestStatus
+from sim_core.entities import Batch, Request
 from sim_core.memory.cache_ops import CacheOps
 from sim_core.memory.shared_blocks import RefCountedBlockPool, RefCountedCountingPool
 from sim_core.memory.swap_space import SwapSpace
-from sim_core.record import IGNORED, SWAPPED_IN, SWAPPED_OUT
+from sim_core.record import SWAPPED_IN
 from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
-from sim_core.schedulers.seq_group import SeqGroup, recompute_group, restart_from_prompt
+from sim_core.schedulers.seq_group import SeqGroup
 from sim_core.schedulers.v0_blocks import AllocStatus, V0BlockManager
 from sim_core.schedulers.v0_budget import SchedulingBudget
+from sim_core.schedulers.v0_preemption import V0Preemption
 
 
-class VllmV0Scheduler(ReplicaScheduler):
+class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
     label = "vLLM v0.6 (V0 engine)"
     serves_parallel_samples = True
     growth = "paged"
@@ -198,84 +199,6 @@ class VllmV0Scheduler(ReplicaScheduler):
             budget.add_tokens(request.id, new)
             budget.add_seqs(request.id, request.num_seqs)
         return decodes, chunks
-
-    # ---- preemption --------------------------------------------------------------------------
-
-    def _preempt(self, victim: Request, ops: CacheOps) -> None:
-        """Swap `victim` out (mode swap, or a group of several sequences, as vLLM does), else
-        recompute it; when the swap space is full, recompute too (vLLM aborts the engine there).
-        A group recomputed for lack of swap space (vLLM cannot) prefills its prompt and all its
-        samples' tokens again (`recompute_group`). A recompute that would only come back to the
-        same wall is an ignore instead (below)."""
-        self.num_preemptions += 1
-        swap = victim.num_seqs > 1 or self.config.preemption_mode == "swap"
-        if swap and self.blocks.can_swap_out(victim):
-            self._swap_out(victim, ops)
-        elif self._cannot_continue(victim):
-            self._ignore_running(victim)
-        else:
-            self._recompute(victim)
-
-    def _cannot_continue(self, victim: Request) -> bool:
-        """A prompt cut short (chunked prefill) restarts from scratch, so it would fill the same
-        blocks and fail again when its next chunk needs more than the replica has (vLLM would spin
-        there). A decoding request still gains a token per recompute: it goes on until its
-        prompt no longer fits and is ignored."""
-        return (not victim.is_prefill_complete
-                and victim.num_blocks + self.blocks.live_seqs(victim) > self.pool.num_blocks)
-
-    def _recompute(self, victim: Request) -> None:
-        self.blocks.free(victim)
-        group = self.blocks.groups.get(victim.id)
-        if group is not None:
-            group.unfork()
-        if not victim.is_prefill_complete:
-            restart_from_prompt(victim)
-        elif group is not None:
-            recompute_group(victim)
-        else:
-            victim.restart()
-        victim.status = RequestStatus.WAITING
-        self._to_waiting.append(victim)
-        self.recorder.on_restart(self.replica_id, victim.id)
-
-    def _swap_out(self, victim: Request, ops: CacheOps) -> None:
-        self.blocks.swap_out(victim, ops)
-        victim.num_swaps += 1
-        victim.status = RequestStatus.WAITING
-        self._to_swapped.append(victim)
-        self.recorder.on_state(self.replica_id, victim.id, SWAPPED_OUT)
-
-    # ---- requests that cannot be served --------------------------------------------------------
-
-    def _ignore(self, request: Request, reason: str) -> None:
-        request.status = RequestStatus.IGNORED
-        self.ignored[request.id] = f"ignored: {reason}"
-        self.blocks.groups.pop(request.id, None)
-        self.recorder.on_state(self.replica_id, request.id, IGNORED)
-
-    def _ignore_running(self, victim: Request) -> None:
-        need = self.blocks.live_seqs(victim) + victim.num_blocks
-        self.blocks.free(victim)
-        self._ignore(victim, f"its next step needs {need} KV blocks (its blocks + one per sequence) but the "
-                             f"replica has {self.pool.num_blocks}, and it was not swapped out")
-
-    def _too_long(self, request: Request) -> str:
-        limit = "max_model_len" if self.chunked else "min(max_model_len, max_num_batched_tokens)"
-        return f"its prompt of {request.num_prefill_tokens} tokens exceeds the limit {self.prompt_limit} ({limit})"
-
-    def _too_many_samples(self, request: Request) -> str:
-        return (f"it asks for {request.num_seqs} samples but an iteration runs at most "
-                f"{min(self.max_num_seqs, self.token_budget)} sequences (max_num_seqs, max_num_batched_tokens)")
-
-    def _too_big(self, request: Request) -> str:
-        usable = self.pool.num_blocks - self.blocks.watermark
-        return (f"its prompt needs {self.blocks.prompt_blocks(request)} KV blocks but at most {usable} can be "
-                f"allocated ({self.pool.num_blocks} blocks minus a watermark of {self.blocks.watermark})")
-
-    def _cannot_resume(self, request: Request) -> str:
-        return (f"swapped out, it needs {self.blocks.swap_in_need(request)} KV blocks to resume "
-                f"(its blocks + one per sequence) but the replica has {self.pool.num_blocks}")
 
     # ---- bookkeeping hooks -------------------------------------------------------------------
 
