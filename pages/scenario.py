@@ -39,7 +39,9 @@ with tabs[0]:
         bound("name")
 with tabs[1]:
     section("scheduler", [n for n in ("type", "batch_size_cap", "block_size", "watermark_blocks_fraction",
-                                      "max_tokens_in_batch", "chunk_size", "max_waiting_iters")])
+                                      "max_tokens_in_batch", "chunk_size", "max_waiting_iters", "max_num_seqs",
+                                      "max_num_batched_tokens", "enable_chunked_prefill", "preemption_mode",
+                                      "swap_space_gb")])
 with tabs[2]:
     bound("scheduler.num_blocks", label="KV blocks per replica (empty: the planner decides)")
     section("memory")
@@ -60,7 +62,7 @@ with tabs[4]:
         if trace:
             try_scenario(with_path(current, "workload.trace_file", None))
             st.rerun()
-        section("workload", ["num_requests", "seed"])
+        section("workload", ["num_requests", "seed", "parallel_samples"])
         for part, title in (("arrival", "Arrivals"), ("prompt_tokens", "Prompt lengths"),
                             ("output_tokens", "Output lengths"), ("sessions", "Multi-turn sessions")):
             st.markdown(f"**{title}**")

@@ -54,6 +54,9 @@ _CHATS = {"num_requests": 300, "arrival": {"process": "poisson", "qps": 0.5},
           "output_tokens": {"distribution": "uniform", "min": 32, "max": 384},
           "sessions": {"enabled": True, "min_turns": 4, "max_turns": 12, "think_time_s": 2.0,
                        "system_prompt_tokens": 512, "num_system_prompts": 4}}
+_TIGHT_KV = {"num_requests": 150, "arrival": {"process": "poisson", "qps": 1.5},
+             "prompt_tokens": {"distribution": "uniform", "min": 256, "max": 1024},
+             "output_tokens": {"distribution": "uniform", "min": 256, "max": 768}}
 
 PRESETS: tuple[Preset, ...] = (
     Preset("Default: Llama-2-13B on A100-40GB, vLLM",
@@ -132,6 +135,24 @@ PRESETS: tuple[Preset, ...] = (
            "Requests: each session's turns follow one another; Overview: TTFT against the open-loop preset.",
            _scenario("agentic sessions, closed loop: 1 vLLM replica", cluster=_ONE_REPLICA, scheduler={"type": "vllm"},
                      workload=_merge(_CHATS, {"sessions": {"closed_loop": True}}))),
+    Preset("Swap preemption under tight KV (vLLM v0.6, V0 engine)",
+           "vLLM's V0 scheduler with 1,024 KV blocks and preemption_mode swap: when decodes outgrow the "
+           "cache the newest running request's KV is copied to CPU over PCIe, and copied back (swapped "
+           "requests come back before any new prompt is admitted). Nothing is computed twice; the copies "
+           "cost about 1.6 s in all. Same workload as the next preset.",
+           "Pipeline: the KV-copy lane under the stage row (swap out red, swap in green); Requests: "
+           "num_swaps; Overview: compare E2E with the recompute preset.",
+           _scenario("swap: vLLM v0, 1,024 KV blocks", cluster=_ONE_REPLICA,
+                     scheduler={"type": "vllm_v0", "num_blocks": 1024, "preemption_mode": "swap"},
+                     workload=_TIGHT_KV)),
+    Preset("Recompute preemption under tight KV (vLLM v0.6, V0 engine)",
+           "The same run with preemption_mode recompute (vLLM's default for single samples): a preempted "
+           "request drops its KV and later prefills its prompt and everything it generated again, "
+           "about 43,000 more prompt tokens than with swap, and a slower E2E.",
+           "KV cache: red x marks (restarts); Requests: num_restarts; Pipeline: long re-prefill bars.",
+           _scenario("recompute: vLLM v0, 1,024 KV blocks", cluster=_ONE_REPLICA,
+                     scheduler={"type": "vllm_v0", "num_blocks": 1024, "preemption_mode": "recompute"},
+                     workload=_TIGHT_KV)),
 )
 
 

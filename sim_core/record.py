@@ -14,8 +14,8 @@ GAPS_BEFORE_COMPACTING = 1 << 20   # raw token gaps kept before they are folded 
 RUNS_BEFORE_COMPACTING = 1 << 14   # fast-forward gap chunks kept likewise
 
 # request state-change codes
-QUEUED, ADMITTED, RESTARTED, FINISHED, REJECTED = range(5)
-STATE_NAMES = ("queued", "admitted", "restarted", "finished", "rejected")
+QUEUED, ADMITTED, RESTARTED, FINISHED, REJECTED, SWAPPED_OUT, SWAPPED_IN, IGNORED = range(8)
+STATE_NAMES = ("queued", "admitted", "restarted", "finished", "rejected", "swapped_out", "swapped_in", "ignored")
 
 
 class Table:
@@ -72,6 +72,10 @@ class Recorder:
         self.stages = Table({"batch_id": i64, "replica_id": i64, "stage_id": i64, "start": f64, "end": f64})
         self.series = Table({"time": f64, "replica_id": i64, "kv_blocks_used": i64, "num_waiting": i64,
                              "num_running": i64})
+        # vllm_v0: reference counts of shared blocks (full), and KV swaps / copies per batch (batches)
+        self.block_refs = Table({"time": f64, "replica": i64, "block": i64, "refs": i64})
+        self.cache_ops = Table({"replica_id": i64, "batch_id": i64, "formed_at": f64, "request_id": i64,
+                                "kind": np.int8, "num_blocks": i64, "seconds": f64})
         self.token_gaps: list[float] = []               # time between consecutive output tokens
         self.weighted_gaps: list[tuple[np.ndarray, np.ndarray]] = []  # (gaps, counts) from runs
         self.gaps = (np.empty(0), np.empty(0, dtype=np.int64))  # both, compacted: distinct gaps, counts
@@ -83,9 +87,9 @@ class Recorder:
         self.keeps_batches = level != "requests"
         if not self.keeps_blocks:
             self.on_allocate = self.on_allocate_one = self.on_free = self._skip
-            self.on_state = self.on_restart = self._skip
+            self.on_state = self.on_restart = self.on_refs = self._skip
         if not self.keeps_batches:
-            self.on_batch = self.on_batch_row = self.on_stage = self._series_row = self._skip
+            self.on_batch = self.on_batch_row = self.on_stage = self._series_row = self.on_cache_op = self._skip
 
     @staticmethod
     def _skip(*args) -> None:
@@ -124,6 +128,23 @@ class Recorder:
 
     def on_restart(self, replica: int, request: int) -> None:
         self.on_state(replica, request, RESTARTED)
+
+    def on_refs(self, replica: int, blocks: list[int], refs: int) -> None:
+        """Blocks now referenced by `refs` sequences of their request (0: no longer shared)."""
+        cols, n = self.block_refs.columns, len(blocks)
+        cols["time"].extend([self.now] * n)
+        cols["replica"].extend([replica] * n)
+        cols["block"].extend(blocks)
+        cols["refs"].extend([refs] * n)
+
+    def on_cache_op(self, replica: int, batch_id: int, request: int, kind: int, num_blocks: int,
+                    seconds: float) -> None:
+        """A KV swap or copy that the batch formed now runs before its model (kind: cache_ops codes)."""
+        cols = self.cache_ops.columns
+        for name, value in (("replica_id", replica), ("batch_id", batch_id), ("formed_at", self.now),
+                            ("request_id", request), ("kind", kind), ("num_blocks", num_blocks),
+                            ("seconds", seconds)):
+            cols[name].append(value)
 
     # ---- batches, stages, series -----------------------------------------------------------
 

@@ -15,7 +15,8 @@ def format_summary(result) -> str:
         shape = f"P/D disaggregated: {' + '.join(f'{p.num_replicas} {p.name}' for p in result.pools)} x {c.model} on {c.device}"
     lines = [
         f"scenario: {c.name or 'unnamed'} | {c.scheduler.type} | {shape}",
-        f"requests: {s['num_finished']} finished, {s['num_rejected']} rejected | batches: {s['num_batches']} "
+        f"requests: {s['num_finished']} finished, {s['num_rejected']} rejected"
+        + (f", {s['num_ignored']} ignored" if s.get("num_ignored") else "") + f" | batches: {s['num_batches']} "
         f"| makespan {s['makespan_s']:.3f} s",
         f"throughput: {s['throughput_rps']:.3f} req/s, {s['output_tokens_per_s']:.1f} output tok/s, "
         f"{s['total_tokens_per_s']:.1f} total tok/s",
@@ -24,7 +25,8 @@ def format_summary(result) -> str:
     for label, key in (("TTFT", "ttft"), ("TBT", "tbt"), ("E2E", "e2e"), ("queueing", "scheduling_delay")):
         lines.append(f"{label:9s} p50 {_ms(s[f'{key}_p50_s']):>12}  p90 {_ms(s[f'{key}_p90_s']):>12}  "
                      f"p99 {_ms(s[f'{key}_p99_s']):>12}")
-    lines.append(f"preemptions: {s['num_preemptions']} ({s['num_requests_preempted']} requests) | KV utilization: "
+    swaps = f", {s['num_swap_outs']} by swapping" if s.get("num_swap_outs") else ""
+    lines.append(f"preemptions: {s['num_preemptions']}{swaps} ({s['num_requests_preempted']} requests) | KV utilization: "
                  f"mean {s['kv_utilization_mean']:.1%}, peak {s['kv_utilization_peak']:.1%}")
     if not result.operator_times.empty:
         top = result.operator_times.head(5)

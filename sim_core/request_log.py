@@ -4,6 +4,8 @@ The simulator writes a request's final figures here when it retires the request 
 finished, or at the end of the run); rows never written keep the defaults of a request that
 never arrived (rejected up front): replica -1, times -1, no restarts, no token gap. A request's
 arrival time is the workload's unless it arrived at another (a closed-loop session's later turn).
+Status is finished, ignored (dropped by the policy while queued, vllm_v0) or rejected
+(everything else).
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ class RequestLog:
         "arrived_at",
         "completed_at",
         "finished",
+        "ignored",
         "num_restarts",
+        "num_seqs",
+        "num_swaps",
         "prefill_completed_at",
         "replica_id",
         "scheduled_at",
@@ -36,6 +41,9 @@ class RequestLog:
         self.completed_at = np.full(num_requests, -1.0)
         self.num_restarts = np.zeros(num_requests, dtype=np.int64)
         self.tbt_max = np.full(num_requests, np.nan)
+        self.ignored = np.zeros(num_requests, dtype=bool)
+        self.num_seqs = np.ones(num_requests, dtype=np.int64)
+        self.num_swaps = np.zeros(num_requests, dtype=np.int64)
 
     def record(self, request: Request) -> None:
         """Store the request's figures as they are now (call when it is done or the run ends)."""
@@ -48,6 +56,9 @@ class RequestLog:
         self.completed_at[rid] = request.completed_at
         self.num_restarts[rid] = request.num_restarts
         self.tbt_max[rid] = request.max_token_gap
+        self.ignored[rid] = request.status == RequestStatus.IGNORED
+        self.num_seqs[rid] = request.num_seqs
+        self.num_swaps[rid] = request.num_swaps
 
     def rows(self, workload, rejected: dict[int, str]) -> dict:
         """Columns for `metrics.request_table` (status and reasons as lists of str)."""
@@ -60,7 +71,7 @@ class RequestLog:
         return {"request_id": np.arange(n, dtype=np.int64), "arrived_at": arrived,
                 "num_prefill_tokens": workload.num_prefill_tokens, "num_decode_tokens": workload.num_decode_tokens,
                 "replica_id": self.replica_id,
-                "status": np.where(self.finished, "finished", "rejected").tolist(),
+                "status": np.where(self.finished, "finished", np.where(self.ignored, "ignored", "rejected")).tolist(),
                 "scheduled_at": self.scheduled_at, "prefill_completed_at": self.prefill_completed_at,
                 "completed_at": self.completed_at, "num_restarts": self.num_restarts, "tbt_max": self.tbt_max,
-                "reject_reason": reasons}
+                "reject_reason": reasons, "n": self.num_seqs, "num_swaps": self.num_swaps}

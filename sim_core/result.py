@@ -9,6 +9,7 @@ import pandas as pd
 
 from sim_core.config import SimulationConfig
 from sim_core.memory import MemoryPlan
+from sim_core.memory.cache_ops import CACHE_OP_NAMES
 from sim_core.metrics import request_table, summarize
 from sim_core.predictor.accounting import operator_times
 from sim_core.pools import replica_stages
@@ -31,6 +32,9 @@ class SimulationResult:
             its share (see `predictor.accounting`); empty at `engine.record: requests`.
         transfers: P/D disaggregation: one row per KV transfer (empty without pools).
         pools: P/D disaggregation: the prefill and decode pools (empty without pools).
+        cache_ops: vllm_v0's KV swaps and copies, one row per (batch, request, kind) in the order
+            they run before the batch's model (kind swap_in, swap_out or copy; seconds on each stage).
+        block_refs: vllm_v0's reference counts of blocks shared by parallel samples (record: full).
     """
 
     config: SimulationConfig
@@ -47,6 +51,8 @@ class SimulationResult:
     operator_times: pd.DataFrame = field(default_factory=pd.DataFrame)
     transfers: pd.DataFrame = field(default_factory=pd.DataFrame)
     pools: list = field(default_factory=list)
+    cache_ops: pd.DataFrame = field(default_factory=pd.DataFrame)
+    block_refs: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def build_result(config, workload, simulator, recorder: Recorder, rejected: dict[int, str],
@@ -61,12 +67,14 @@ def build_result(config, workload, simulator, recorder: Recorder, rejected: dict
     summary = summarize(requests, np.empty(0), recorder.gaps,
                         recorder.kv_area, recorder.kv_peak, num_blocks,
                         len(batches) if len(batches) else simulator_batches(simulator))
+    cache_ops = _cache_op_frame(recorder)
     return SimulationResult(
         config=config, requests=requests, batches=batches, batch_stages=stages,
         timeseries=_sorted(recorder.series, ["time", "replica_id"]),
         block_events=_sorted(recorder.blocks, ["time", "replica"]),
         state_events=_state_frame(recorder), summary=summary, num_blocks=num_blocks,
-        memory_plan=plan, notes=notes, operator_times=operator_times(simulator.predictors, batches, stages))
+        memory_plan=plan, notes=notes, cache_ops=cache_ops, block_refs=_sorted(recorder.block_refs, ["time", "replica"]),
+        operator_times=operator_times(simulator.predictors, batches, stages, cache_ops))
 
 
 def _sorted(table, keys: list[str]) -> pd.DataFrame:
@@ -96,6 +104,13 @@ def _batch_ends(batches: pd.DataFrame, stages: pd.DataFrame, num_stages: np.ndar
 
 def simulator_batches(simulator) -> int:
     return sum(scheduler.num_batches for scheduler in simulator.schedulers)
+
+
+def _cache_op_frame(recorder: Recorder) -> pd.DataFrame:
+    frame = _sorted(recorder.cache_ops, ["formed_at", "replica_id", "batch_id"])
+    frame["kind"] = pd.Categorical.from_codes(frame["kind"].astype(int), categories=list(CACHE_OP_NAMES)) \
+        if len(frame) else pd.Series([], dtype="object")
+    return frame
 
 
 def _state_frame(recorder: Recorder) -> pd.DataFrame:

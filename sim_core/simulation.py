@@ -8,9 +8,11 @@ from sim_core.config import SimulationConfig
 from sim_core.errors import ConfigError
 from sim_core.handoff import Disaggregation, kv_bytes_per_token
 from sim_core.memory import plan_memory
+from sim_core.memory.swap_space import num_swap_blocks
 from sim_core.pool_summary import add_pools
 from sim_core.pools import pool_views
 from sim_core.predictor import build_predictor
+from sim_core.predictor.kv_copy import KvCopyCost
 from sim_core.record import REJECTED, Recorder
 from sim_core.result import SimulationResult, build_result
 from sim_core.routing import ROUTERS
@@ -50,7 +52,8 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
     rng = np.random.default_rng(config.seed)
     routers = [ROUTERS[v.config.cluster.global_scheduler](v.num_replicas, rng) for v in views]
     simulator = Simulator(schedulers, routers[0], predictors, workload, recorder,
-                          fast_forward=config.engine.fast_forward, num_entry=views[0].num_replicas)
+                          fast_forward=config.engine.fast_forward, num_entry=views[0].num_replicas,
+                          kv_copy_cost=KvCopyCost.from_config(config))
     if len(views) > 1:
         simulator.handoff = Disaggregation(simulator, views[0].num_replicas, routers[1], config.disaggregation,
                                            kv_bytes_per_token(config.model_spec()))
@@ -58,12 +61,13 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
                           config.seed if config.workload.seed is None else config.workload.seed)
     simulator.run(chains, after_event, progress)
     for request in simulator.unfinished():
-        rejected[request.id] = _stuck_reason(request)
+        rejected[request.id] = _stuck_reason(request, schedulers[request.replica_id])
         recorder.on_state(request.replica_id, request.id, REJECTED)
     for rid in chains.never_arrived():
         rejected[rid] = "never arrived: the previous turn of its session never finished"
     notes = list(workload.notes) + ([f"{len(rejected)} request(s) rejected: see reject_reason"] if rejected else [])
     notes += session_notes(config, workload)
+    notes += _policy_notes(schedulers, workload, rejected)
     result = build_result(config, workload, simulator, recorder, rejected, sized[0][2].num_blocks, sized[0][1], notes)
     return add_pools(result, sized, simulator, recorder) if len(views) > 1 else result
 
@@ -83,7 +87,8 @@ def _limits(config: SimulationConfig):
     if sched.type in ("orca", "faster_transformer") and num_blocks < reserve:
         raise ConfigError(f"scheduler.num_blocks: {sched.type} reserves {reserve} blocks per request "
                           f"but the replica has {num_blocks}")
-    return plan, ReplicaLimits(num_blocks, max_batch, reserve)
+    swap_blocks = num_swap_blocks(config) if sched.type == "vllm_v0" else 0
+    return plan, ReplicaLimits(num_blocks, max_batch, reserve, config.max_model_len, swap_blocks)
 
 
 def _rejections(views, schedulers, workload: Workload) -> dict[int, str]:
@@ -101,7 +106,19 @@ def _rejections(views, schedulers, workload: Workload) -> dict[int, str]:
     return reasons
 
 
-def _stuck_reason(request) -> str:
-    where = "waiting in the queue" if not request.num_blocks else "holding KV blocks"
+def _policy_notes(schedulers, workload: Workload, rejected: dict[int, str]) -> list[str]:
+    """Requests the policy ignored (their reasons join the reject reasons), and an `n` column the
+    policy does not read."""
+    ignored = {rid: reason for s in schedulers for rid, reason in s.ignored.items()}
+    rejected.update(ignored)
+    notes = [f"{len(ignored)} request(s) ignored by {schedulers[0].config.type}: see reject_reason"] if ignored else []
+    if workload.n is not None and (workload.n > 1).any() and not schedulers[0].serves_parallel_samples:
+        notes.append(f"the workload's n column (parallel samples) is read only by vllm_v0; "
+                     f"{schedulers[0].config.type} serves one sequence per request")
+    return notes
+
+
+def _stuck_reason(request, scheduler) -> str:
+    where = scheduler.stuck_location(request)
     return (f"never finished: still {where} of replica {request.replica_id} when nothing else could "
             f"run (prompt now {request.num_prefill_tokens} tokens after {request.num_restarts} restart(s))")

@@ -34,9 +34,9 @@ class Simulator:
     """Owns the replicas, the router and the kernel for one run (no state outside it)."""
 
     def __init__(self, schedulers, router, predictors, workload, recorder: Recorder,
-                 fast_forward: bool = True, num_entry: int | None = None) -> None:
+                 fast_forward: bool = True, num_entry: int | None = None, kv_copy_cost=None) -> None:
         """`predictors[r]` prices replica r's batches; arrivals are routed to replicas
-        0..num_entry-1 (default: all)."""
+        0..num_entry-1 (default: all); `kv_copy_cost` prices vllm_v0's KV swaps and copies."""
         self.kernel = EventKernel()
         self.schedulers = schedulers
         self.entry = schedulers if num_entry is None else schedulers[:num_entry]
@@ -52,6 +52,9 @@ class Simulator:
         self._num_arrived = 0
         self.single_stage = all(s.num_stages == 1 for s in schedulers)
         self.fast = FastForward(self) if fast_forward and self.single_stage else None
+        self.kv_copy_cost = kv_copy_cost  # prices the KV swaps / copies a batch runs first (vllm_v0)
+        # parallel samples per request, for policies that serve them (the others serve one each)
+        self.num_seqs = workload.n if workload.n is not None and schedulers[0].serves_parallel_samples else None
 
     def run(self, sessions: SessionChains, after_event=None, progress=None) -> None:
         """Simulate: `sessions.heads` arrive at their workload times, later turns of closed-loop
@@ -91,6 +94,8 @@ class Simulator:
     def _arrive(self, rid: int, time: float) -> None:
         w = self.workload
         request = Request(rid, time, int(w.num_prefill_tokens[rid]), int(w.num_decode_tokens[rid]))
+        if self.num_seqs is not None:
+            request.num_seqs = int(self.num_seqs[rid])
         self.live[rid] = request
         self.pending_routing.append(request)
         self.kernel.soon(self.on_global_schedule)
@@ -140,6 +145,8 @@ class Simulator:
         for batch in batches:
             batch.formed_at = now
             batch.shape = self.batch_shape(batch)
+            if batch.cache_ops is not None:
+                self._price_cache_ops(replica, batch)
             for request in batch.requests:
                 if not request.scheduled:
                     record.on_state(replica, request.id, ADMITTED)
@@ -152,6 +159,16 @@ class Simulator:
             else:
                 self.kernel.soon(self.on_stage_arrival, replica, 0, batch)
         self.record_replica(scheduler)
+
+    def _price_cache_ops(self, replica: int, batch) -> None:
+        """Price and record the KV swaps / copies the batch runs before its model; their time
+        adds to every stage of the batch (`cache_seconds`)."""
+        total = 0.0
+        for kind, request_id, num_blocks in batch.cache_ops.ordered():
+            seconds = self.kv_copy_cost.seconds(kind, num_blocks)
+            self.recorder.on_cache_op(replica, batch.id, request_id, kind, num_blocks, seconds)
+            total += seconds
+        batch.cache_seconds = total
 
     def batch_shape(self, batch) -> BatchShape:
         """What the cost model sees of a batch about to run (token totals, or full detail)."""
@@ -180,7 +197,7 @@ class Simulator:
     def record_replica(self, scheduler) -> None:
         """Record a replica's KV blocks in use and queue lengths, now."""
         self.recorder.on_replica_state(scheduler.replica_id, scheduler.pool.num_used,
-                                       len(scheduler.waiting), scheduler.pool.num_holders)
+                                       scheduler.num_waiting, scheduler.pool.num_holders)
 
     # ---- tier 3: pipeline stages -----------------------------------------------------------
 
@@ -192,7 +209,7 @@ class Simulator:
         state = self.stages[replica][stage]
         batch = state.start_next(self.kernel.now)
         if batch is not None:
-            duration = self.predictors[replica].stage_time(batch.shape, stage)
+            duration = self.predictors[replica].stage_time(batch.shape, stage) + batch.cache_seconds
             self.kernel.at(self.kernel.now + duration, self.on_stage_end, replica, stage, batch)
 
     def _start_stage(self, replica: int, state: Stage, batch) -> None:
@@ -200,7 +217,8 @@ class Simulator:
         assert not state.busy
         now = self.kernel.now
         state.busy, state.started_at = True, now
-        self.kernel.at(now + self.predictors[replica].stage_time(batch.shape, 0), self.on_stage_end, replica, 0, batch)
+        duration = self.predictors[replica].stage_time(batch.shape, 0) + batch.cache_seconds
+        self.kernel.at(now + duration, self.on_stage_end, replica, 0, batch)
 
     def on_stage_end(self, replica: int, stage: int, batch) -> None:
         state = self.stages[replica][stage]

@@ -81,3 +81,19 @@ def test_disaggregated_pools_are_priced_by_their_own_parallelism():
     table = result.operator_times.set_index("operator")["seconds"]
     assert table.sum() == pytest.approx((stages["end"] - stages["start"]).sum(), rel=1e-9)
     assert table["tp_all_reduce"] > 0 and table["attn_decode"] > 0 and table["attn_prefill"] > 0
+
+
+def test_kv_swaps_are_their_own_rows_and_everything_still_adds_up():
+    # vllm_v0 swapping under a tight cache: each swap's seconds are added to every stage of the
+    # batch that runs it; the accounting lists them apart from what the predictor priced
+    data = dict(ONE_REQUEST, cluster={}, scheduler={"type": "vllm_v0", "num_blocks": 160, "preemption_mode": "swap"},
+                workload={"num_requests": 40, "arrival": {"process": "poisson", "qps": 8.0},
+                          "prompt_tokens": {"distribution": "uniform", "min": 256, "max": 1024},
+                          "output_tokens": {"distribution": "uniform", "min": 256, "max": 768}})
+    result = run_simulation(parse_config(data))
+    table = result.operator_times.set_index("operator")["seconds"]
+    swaps = result.cache_ops.groupby(result.cache_ops["kind"].astype(str))["seconds"].sum()
+    assert table["kv_swap_out"] == pytest.approx(swaps["swap_out"]) and swaps["swap_out"] > 0
+    assert table["kv_swap_in"] == pytest.approx(swaps["swap_in"])
+    stages = result.batch_stages
+    assert table.sum() == pytest.approx((stages["end"] - stages["start"]).sum(), rel=1e-9)

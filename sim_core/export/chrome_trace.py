@@ -5,7 +5,9 @@ Mapping: one process per replica (pid = replica id), one thread per pipeline sta
 request ids and tokens; counter tracks (`ph: C`) per replica for KV blocks in use and queue
 lengths. With P/D disaggregation processes are named by pool ("Prefill replica 0") and each
 prefill replica has one more thread, its KV link (tid = its number of stages), whose complete
-events are the KV transfers it sent (category `kv_transfer`).
+events are the KV transfers it sent (category `kv_transfer`). vllm_v0's KV swaps and copies are
+complete events on their own thread per stage (tid = KV_COPY_TID + stage, "Stage s KV copies"),
+at the start of the batch's stage.
 """
 
 from __future__ import annotations
@@ -13,15 +15,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
+
+from sim_core.memory.cache_ops import cache_op_spans
 from sim_core.pool_summary import blocks_per_replica
 from sim_core.pools import replica_names, replica_stages
 
 US = 1e6
+KV_COPY_TID = 1000
 
 
 def chrome_trace(result) -> dict:
     """The trace as a JSON-serializable dict {"traceEvents": [...], "displayTimeUnit": "ms"}."""
-    events = _metadata(result) + _stage_events(result) + _transfer_events(result) + _counter_events(result)
+    events = (_metadata(result) + _stage_events(result) + _transfer_events(result) + _cache_op_events(result)
+              + _counter_events(result))
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"scenario": result.config.name or "", "num_blocks": result.num_blocks}}
 
@@ -81,6 +88,22 @@ def _stage_events(result) -> list[dict]:
             "args": {"batch_id": batch, "num_tokens": sum(tokens[key]), "num_prefill_tokens": prefill[key],
                      "request_ids": list(ids[key]), "request_tokens": list(tokens[key])}})
     return events
+
+
+def _cache_op_events(result) -> list[dict]:
+    spans = cache_op_spans(getattr(result, "cache_ops", pd.DataFrame()), result.batch_stages)
+    events, lanes = [], set()
+    for replica, stage, batch, request, kind, blocks, start, end in zip(
+            spans["replica_id"].tolist(), spans["stage_id"].tolist(), spans["batch_id"].tolist(),
+            spans["request_id"].tolist(), spans["kind"].astype(str).tolist(), spans["num_blocks"].tolist(),
+            spans["start"].tolist(), spans["end"].tolist()):
+        lanes.add((replica, stage))
+        events.append({"name": f"{kind} {blocks} blocks (request {request})", "cat": "kv_copy", "ph": "X",
+                       "ts": start * US, "dur": (end - start) * US, "pid": replica, "tid": KV_COPY_TID + stage,
+                       "args": {"batch_id": batch, "request_id": request, "kind": kind, "num_blocks": blocks}})
+    names = [{"name": "thread_name", "ph": "M", "pid": replica, "tid": KV_COPY_TID + stage,
+              "args": {"name": f"Stage {stage} KV copies"}} for replica, stage in sorted(lanes)]
+    return names + events
 
 
 def _counter_events(result) -> list[dict]:

@@ -5,7 +5,9 @@ nothing. For the grid predictors (roofline, learned) every token- and request-de
 operator is priced from each stage's counts (a count histogram dotted with the operator's
 table), decode attention from each batch's decodes and KV context; prefill attention is what
 remains of each prefilling stage's recorded duration (it depends on each chunk's own context,
-which the tables do not keep). Rows sum to the total stage time.
+which the tables do not keep). KV swaps and copies a batch runs first (vllm_v0) add their
+seconds to every stage of the batch; they are their own rows (`kv_swap_in`, `kv_swap_out`,
+`kv_copy`). Rows sum to the total stage time.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import pandas as pd
 COLUMNS = ["operator", "seconds", "share"]
 
 
-def operator_times(predictors: list, batches: pd.DataFrame, stages: pd.DataFrame) -> pd.DataFrame:
+def operator_times(predictors: list, batches: pd.DataFrame, stages: pd.DataFrame,
+                   cache_ops: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per operator, largest first: seconds over all stage executions and share of the
     total; `predictors[r]` priced replica r's batches (P/D pools may have their own). Empty when
     the run kept no batch tables (`engine.record: requests`)."""
@@ -24,7 +27,7 @@ def operator_times(predictors: list, batches: pd.DataFrame, stages: pd.DataFrame
         return pd.DataFrame({"operator": pd.Series(dtype=str), "seconds": pd.Series(dtype=float),
                              "share": pd.Series(dtype=float)})
     rows = _stage_rows(batches, stages)
-    totals: dict[str, float] = {}
+    totals = _cache_op_totals(rows, cache_ops)
     for predictor, replicas in _replicas_by_predictor(predictors).items():
         mine = np.isin(rows["replica_id"], replicas)
         part = _totals(predictor, {name: column[mine] for name, column in rows.items()})
@@ -34,6 +37,27 @@ def operator_times(predictors: list, batches: pd.DataFrame, stages: pd.DataFrame
     total = frame["seconds"].sum()
     frame["share"] = frame["seconds"] / total if total > 0 else 0.0
     return frame.sort_values("seconds", ascending=False, kind="stable").reset_index(drop=True)[COLUMNS]
+
+
+def _cache_op_totals(rows: dict[str, np.ndarray], cache_ops: pd.DataFrame | None) -> dict[str, float]:
+    """Seconds of KV swaps / copies per kind over every stage execution; takes them out of the
+    rows' durations (what remains is what the predictor priced)."""
+    if cache_ops is None or not len(cache_ops):
+        return {}
+    width = int(max(rows["batch_id"].max(), cache_ops["batch_id"].max())) + 1
+    stage_keys = rows["replica_id"] * width + rows["batch_id"]
+    op_keys = cache_ops["replica_id"].to_numpy(np.int64) * width + cache_ops["batch_id"].to_numpy(np.int64)
+    stages_per_batch = np.bincount(np.unique(stage_keys, return_inverse=True)[1])
+    unique_keys = np.unique(stage_keys)
+    per_batch = np.zeros(len(unique_keys))
+    found = np.searchsorted(unique_keys, op_keys)
+    seconds = cache_ops["seconds"].to_numpy(np.float64)
+    np.add.at(per_batch, found, seconds)
+    rows["duration"] = rows["duration"] - per_batch[np.searchsorted(unique_keys, stage_keys)]
+    totals: dict[str, float] = {}
+    for kind, secs, stages in zip(cache_ops["kind"].astype(str), seconds, stages_per_batch[found]):
+        totals[f"kv_{kind}"] = totals.get(f"kv_{kind}", 0.0) + float(secs) * int(stages)
+    return totals
 
 
 def _replicas_by_predictor(predictors: list) -> dict:
@@ -62,6 +86,7 @@ def _stage_rows(batches: pd.DataFrame, stages: pd.DataFrame) -> dict[str, np.nda
            ("num_requests", "num_tokens", "num_prefill_tokens", "num_decodes", "decode_context")}
     out["stage_id"] = stages["stage_id"].to_numpy(np.int64)
     out["replica_id"] = stages["replica_id"].to_numpy(np.int64)
+    out["batch_id"] = stages["batch_id"].to_numpy(np.int64)
     out["duration"] = stages["end"].to_numpy(np.float64) - stages["start"].to_numpy(np.float64)
     return out
 

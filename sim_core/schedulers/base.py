@@ -24,6 +24,8 @@ class ReplicaLimits:
     num_blocks: int
     max_batch_size: int          # min(planner's max batch, batch_size_cap): orca / FT
     max_blocks_per_request: int  # max_model_len // block_size: orca / FT reservation
+    max_model_len: int = 0       # vllm_v0: prompt limit and default token budget
+    num_swap_blocks: int = 0     # vllm_v0: CPU swap space, in KV blocks per GPU
 
 
 UNBOUNDED = 1 << 62
@@ -51,6 +53,7 @@ class ReplicaScheduler:
         self.num_running_batches = 0
         self.num_batches = 0  # batch ids are per replica: (replica_id, batch id) is unique
         self.num_preemptions = 0
+        self.ignored: dict[int, str] = {}  # request id -> why the policy dropped it while queued
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -85,6 +88,16 @@ class ReplicaScheduler:
     def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
         """Why a request of this size can never be served here, or None if it can."""
         return None
+
+    serves_parallel_samples = False  # reads the workload's `n` column (else one sequence each)
+
+    def check_integrity(self, holders: list[Request] | None = None) -> None:
+        """Assert the policy's memory accounting is whole (`holders`: requests holding blocks)."""
+        self.pool.check_integrity(holders)
+
+    def stuck_location(self, request: Request) -> str:
+        """Where an unfinished request was left when the run ended (for its reject reason)."""
+        return "waiting in the queue" if not request.num_blocks else "holding KV blocks"
 
     # ---- steady decode (fast-forward) hooks --------------------------------------------------
     # A "steady" decode batch is one the policy will form again, unchanged, at every following

@@ -7,10 +7,13 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from sim_core.memory.cache_ops import cache_op_spans
 from sim_core.pools import replica_names, replica_stages
 
 KIND_COLORS = {"prefill": "#d95f02", "mixed": "#7570b3", "decode": "#1b9e77"}
 TRANSFER_COLOR = "#e6ab02"
+OP_COLORS = {"swap_in": "#59a14f", "swap_out": "#e15759", "copy": "#b07aa1"}   # vllm_v0's KV copies
+OP_NAMES = {"swap_in": "swap in (PCIe)", "swap_out": "swap out (PCIe)", "copy": "copy-on-write"}
 MAX_BARS = 4000
 
 
@@ -63,15 +66,35 @@ def transfer_frame(result, start: float | None = None, end: float | None = None)
 
 
 def lanes(result) -> list[str]:
-    """Gantt rows from top to bottom: each replica's stages, then its KV link if it sends any."""
+    """Gantt rows from top to bottom: each replica's stages (each followed by its KV-copy lane),
+    then its KV link if it sends any."""
     names, stages = replica_names(result.config), replica_stages(result.config)
     senders = {p.first_replica + i for p in result.pools if p.name == "prefill" for i in range(p.num_replicas)}
     rows = []
     for replica, name in enumerate(names):
-        rows += [f"{name} / stage {s}" for s in range(stages[replica])]
+        for s in range(stages[replica]):
+            rows += [f"{name} / stage {s}", copy_row(name, s)]
         if replica in senders:
             rows.append(link_row(name))
     return rows
+
+
+def copy_row(name: str, stage: int) -> str:
+    return f"{name} / stage {stage} / KV copies"
+
+
+def cache_op_frame(result, start: float | None = None, end: float | None = None) -> pd.DataFrame:
+    """KV swaps and copies in [start, end) as bars on their own lane below each stage row
+    ("replica r / stage s / KV copies"), at most MAX_BARS rows."""
+    ops = cache_op_spans(getattr(result, "cache_ops", pd.DataFrame()), result.batch_stages)
+    if start is not None:
+        ops = ops[ops["end"] > start]
+    if end is not None:
+        ops = ops[ops["start"] < end]
+    ops = ops.head(MAX_BARS).copy()
+    names = replica_names(result.config)
+    ops["row"] = [copy_row(names[r], s) for r, s in zip(ops["replica_id"], ops["stage_id"])]
+    return ops
 
 
 def _ids_text(ids) -> str:
@@ -84,8 +107,8 @@ def pipeline_gantt(result, start: float | None = None, end: float | None = None,
     """Horizontal bars on a numeric time axis (seconds), one trace per batch kind; gaps on a
     stage row are pipeline bubbles. Hover shows batch id, requests and token counts. Batches
     carrying the selected request are outlined."""
-    frame = gantt_frame(result, start, end)
-    used = set(frame["row"])
+    frame, ops = gantt_frame(result, start, end), cache_op_frame(result, start, end)
+    used = {*frame["row"], *ops["row"]}
     rows = [row for row in lanes(result) if row in used or row.endswith("KV link")][::-1]
     figure = go.Figure()
     for kind, color in KIND_COLORS.items():
@@ -101,6 +124,7 @@ def pipeline_gantt(result, start: float | None = None, end: float | None = None,
                            "%{customdata[2]} tokens (%{customdata[3]} prompt)<br>ids: %{customdata[4]}"
                            "<extra>%{y}</extra>")))
     _add_transfers(figure, transfer_frame(result, start, end))
+    _add_cache_ops(figure, ops)
     if selected is not None:
         mine = frame[[selected in ids for ids in frame["request_ids"]]]
         figure.add_trace(go.Bar(name=f"request {selected}", orientation="h", y=mine["row"], base=mine["start"],
@@ -123,6 +147,19 @@ def _add_transfers(figure: go.Figure, transfers: pd.DataFrame) -> None:
         customdata=np.stack([transfers["request_id"], transfers["num_bytes"] / 1e6, transfers["target"]], axis=1),
         hovertemplate=("request %{customdata[0]}: %{customdata[1]:.1f} MB to %{customdata[2]}<br>"
                        "%{base:.4f} s + %{x:.4f} s<extra>%{y}</extra>")))
+def _add_cache_ops(figure: go.Figure, ops: pd.DataFrame) -> None:
+    """One trace per kind of KV copy (swap in, swap out, copy-on-write)."""
+    kinds = ops["kind"].astype(str) if len(ops) else ops.get("kind", pd.Series(dtype=str))
+    for kind, color in OP_COLORS.items():
+        part = ops[kinds == kind]
+        if not len(part):
+            continue
+        figure.add_trace(go.Bar(
+            name=OP_NAMES[kind], orientation="h", y=part["row"], base=part["start"], x=part["end"] - part["start"],
+            marker={"color": color, "line": {"width": 0}},
+            customdata=np.stack([part["batch_id"], part["request_id"], part["num_blocks"]], axis=1),
+            hovertemplate=(f"{OP_NAMES[kind]}: %{{customdata[2]}} blocks of request %{{customdata[1]}}<br>"
+                           "before batch %{customdata[0]}<br>%{base:.6f} s + %{x:.6f} s<extra>%{y}</extra>")))
 
 
 def stage_busy(result, start: float, end: float) -> dict[tuple[int, int], float]:
