@@ -8,6 +8,7 @@ pydantic, PyYAML) must be installed there. Ray is optional: `pip install -r requ
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,6 +56,7 @@ def _connect(address: str):
         import ray
     except ImportError:
         raise ConfigError("backend ray: Ray is not installed; pip install -r requirements-ray.txt") from None
+    _check_reachable(address)
     try:
         ray.init(address=address, runtime_env={"py_modules": [PACKAGE_DIR]}, log_to_driver=False,
                  logging_level="WARNING")
@@ -62,3 +64,18 @@ def _connect(address: str):
         raise ConfigError(f"--address: cannot connect to a Ray cluster at {address}: "
                           f"{' '.join(str(error).split())[:200]}") from None
     return ray
+
+
+def _check_reachable(address: str, timeout_s: float = 3.0) -> None:
+    """Fail fast when nothing listens at HOST:PORT (ray.init would retry for minutes)."""
+    if address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"--address: got '{address}'; expected HOST:PORT (e.g. 127.0.0.1:6379), ray://HOST:PORT "
+                          "or auto")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as error:
+        raise ConfigError(f"--address: no Ray cluster answers at {host}:{port} ({error.strerror or error}); "
+                          "start one with `ray start --head` or give its address") from None
