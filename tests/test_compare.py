@@ -23,7 +23,13 @@ from sim_core.compare import (
     same_workload,
     winner,
 )
-from sim_core.viz.compare import cluster_series, kv_overlay, preemption_overlay, queue_overlay, synced_timelines
+from sim_core.viz.compare import (
+    cluster_series,
+    kv_overlay,
+    preemption_overlay,
+    queue_overlay,
+    synced_timelines,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = {"seed": 3, "max_model_len": 1024, "engine": {"record": "full"},
