@@ -131,3 +131,8 @@ def test_a_sweep_killed_mid_way_resumes_from_its_journal(tmp_path):
     spec, base = parse_sweep_spec(spec_data)
     expected = run_sweep(spec, base, InProcess()).records
     assert table["max_qps"].tolist() == [r["max_qps"] for r in expected]
+
+
+def test_a_bug_in_a_worker_stops_the_sweep_with_one_line():
+    with pytest.raises(RuntimeError, match="in a sweep worker: KeyError: 'scenario'"):
+        list(LocalBackend(workers=1).run(["{}"]))

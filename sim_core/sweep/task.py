@@ -8,6 +8,8 @@ from sim_core.sweep.grid import Point
 from sim_core.sweep.search import capacity_search
 from sim_core.sweep.spec import SearchSettings, SweepSpec
 
+INTERNAL_ERROR = "internal_error"   # the key of a worker's answer when the task hit a bug
+
 
 def point_task(point: Point, spec: SweepSpec) -> str:
     """The JSON a worker needs to search one point's capacity."""
