@@ -5,7 +5,12 @@ import streamlit as st
 import yaml
 
 from pages.capacity_inputs import sweep_spec
-from pages.capacity_jobs import current_job, show_start_error, start_clicked, stop_clicked
+from pages.capacity_jobs import (
+    current_job,
+    show_start_error,
+    start_clicked,
+    stop_clicked,
+)
 from pages.capacity_results import progress, results
 from pages.entry import through_app
 from pages.remember import remember

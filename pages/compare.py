@@ -7,7 +7,13 @@ from pages.entry import through_app
 from pages.remember import remember
 from pages.state import result_of, scenario
 from sim_core.compare import comparison_table, difference_frame, diverging_requests
-from sim_core.viz.compare import kv_overlay, preemption_overlay, queue_overlay, synced_timelines, throughput_overlay
+from sim_core.viz.compare import (
+    kv_overlay,
+    preemption_overlay,
+    queue_overlay,
+    synced_timelines,
+    throughput_overlay,
+)
 from sim_core.viz.overview import latency_cdfs
 
 through_app()

@@ -72,7 +72,7 @@ class SweepJob:
             status, error = ("finished" if outcome.complete else "stopped"), None
         except SimCoreError as failure:
             status, error = "failed", str(failure)
-        except Exception as failure:  # a bug: say so in one line, keep the server alive
+        except Exception as failure:  # noqa: BLE001 - a bug: say so in one line, keep the server alive
             status, error = "failed", f"internal error: {type(failure).__name__}: {failure}"
         with self._lock:
             self._status, self._error = status, error

@@ -13,7 +13,7 @@ def main() -> None:
     for line in sys.stdin:
         try:
             result = run_task(line)
-        except Exception as error:  # a bug in the core: told to the parent in one line
+        except Exception as error:  # noqa: BLE001 - a bug in the core: told to the parent in one line
             result = json.dumps({INTERNAL_ERROR: f"{type(error).__name__}: {error}"})
         sys.stdout.write(result + "\n")
         sys.stdout.flush()
