@@ -11,12 +11,13 @@ from pages.capacity_jobs import (
     start_clicked,
     stop_clicked,
 )
-from pages.capacity_results import progress, results
+from pages.capacity_results import leave_if_opened, progress, results
 from pages.entry import through_app
 from pages.remember import remember
 from pages.state import scenario
 
 through_app()
+leave_if_opened()
 
 st.title("Capacity planning")
 st.caption("Each configuration's capacity is found by a bracketing search on the arrival rate (each probe "

@@ -14,6 +14,7 @@ from sim_core.sweep.spec import set_path
 from sim_core.viz.capacity import PARETO_VIEWS, pareto_figure, probe_figure
 from sim_core.viz.overview import latency_cdfs, queue_figure, throughput_figure
 
+OPEN_KEY = "capacity_opened"
 SHOWN = ["max_qps", "num_gpus", "cost_per_hour_usd", "qps_per_usd", "qps_per_gpu", "binding_slo", "ttft_p90_s",
          "tbt_p99_s", "num_probes"]
 
@@ -71,5 +72,15 @@ def point_detail(job, table, records: list[dict], keys: list[str]) -> None:
     cols = st.columns(2)
     cols[0].plotly_chart(throughput_figure(run), key="cap_throughput")
     cols[1].plotly_chart(queue_figure(run), key="cap_queue")
-    if st.button("Open this configuration in the explorer", key="cap_open") and try_scenario(scenario, reset_widgets=True):
+    st.button("Open this configuration in the explorer", key="cap_open", on_click=_open, args=(scenario,))
+
+
+def _open(scenario: dict) -> None:
+    if try_scenario(scenario, reset_widgets=True):
+        st.session_state[OPEN_KEY] = True
+
+
+def leave_if_opened() -> None:
+    """After "Open in the explorer", go to the Overview of the new scenario."""
+    if st.session_state.pop(OPEN_KEY, False):
         st.switch_page("pages/overview.py")

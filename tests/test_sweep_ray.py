@@ -62,3 +62,14 @@ def test_an_address_where_nothing_listens_is_a_one_line_error():
         list(RayBackend(f"127.0.0.1:{_free_port()}").run(["{}"]))
     with pytest.raises(ConfigError, match="--address: the ray backend needs the address of a running cluster"):
         RayBackend("")
+
+
+def test_a_background_job_joins_the_cluster_from_its_own_thread(ray_head, tmp_path):
+    """As the Capacity page runs it: ray.init happens on the job's thread, not the main one."""
+    from sim_core.sweep.job import SweepJob
+
+    spec, base = parse_sweep_spec(SPEC)
+    job = SweepJob(spec, base, RayBackend(ray_head), tmp_path).start()
+    job.join(300)
+    state = job.snapshot()
+    assert (state.status, state.done, state.error) == ("finished", 4, None)

@@ -19,7 +19,12 @@ PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
 
 
 class RayBackend:
-    """Runs tasks as Ray tasks (one CPU each) on the cluster at `address` (e.g. 10.0.0.5:6379)."""
+    """Runs tasks as Ray tasks (one CPU each) on the cluster at `address` (e.g. 10.0.0.5:6379).
+
+    Raises:
+        ConfigError: no address, or nothing answers there (checked at once: ray.init would
+            retry for minutes).
+    """
 
     name = "ray"
 
@@ -28,6 +33,7 @@ class RayBackend:
             raise ConfigError("--address: the ray backend needs the address of a running cluster "
                               "(e.g. 127.0.0.1:6379, as printed by `ray start --head`)")
         self.address = address.strip()
+        _check_reachable(self.address)
 
     def run(self, tasks: list[str]) -> Iterator[tuple[int, str]]:
         """Yield (task index, result JSON) as tasks finish; closing the iterator cancels the rest."""
@@ -56,7 +62,6 @@ def _connect(address: str):
         import ray
     except ImportError:
         raise ConfigError("backend ray: Ray is not installed; pip install -r requirements-ray.txt") from None
-    _check_reachable(address)
     try:
         ray.init(address=address, runtime_env={"py_modules": [PACKAGE_DIR]}, log_to_driver=False,
                  logging_level="WARNING")
