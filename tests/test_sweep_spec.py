@@ -116,3 +116,26 @@ def test_a_base_file_resolves_relative_to_the_spec_and_a_scalar_value_is_one_val
     (tmp_path / "sweep.yaml").write_text("base: missing.yaml\nslo: {tbt_p99_s: 0.2}\n")
     with pytest.raises(ConfigError, match="missing.yaml: file not found"):
         load_sweep_spec(tmp_path / "sweep.yaml")
+
+
+def test_the_cli_reports_a_bad_spec_in_one_line_without_a_traceback(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "sweep.yaml").write_text("base: {model: llama-2-7b}\nvary: {scheduler.type: [vllm, fifo]}\n"
+                                         "slo: {ttft_p90_s: 2}\n")
+    command = [sys.executable, "-m", "sim_core", "sweep", "--spec", str(tmp_path / "sweep.yaml"), "--out",
+               str(tmp_path / "out")]
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: {tmp_path / 'sweep.yaml'}: vary.scheduler.type[1]: scheduler.type: got "
+                                  "'fifo'; allowed one of: vllm, sarathi")
+    assert done.stderr.count("\n") == 1
+    (tmp_path / "sweep.yaml").write_text("base: {model: llama-2-7b}\nslo: {ttft_p90_s: 2}\n")
+    ray = subprocess.run([*command, "--backend", "ray"], cwd=root, capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert ray.returncode == 2
+    assert ray.stderr == ("error: --address: the ray backend needs the address of a running cluster "
+                          "(e.g. 127.0.0.1:6379, as printed by `ray start --head`)\n")
