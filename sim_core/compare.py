@@ -9,6 +9,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from sim_core.pools import pool_views
+
 # (summary key, label, unit, scale to the unit, which way is better: "lower", "higher" or None)
 METRICS = (
     ("throughput_rps", "throughput", "req/s", 1.0, "higher"),
@@ -34,9 +36,9 @@ TIE = "tie"
 
 
 def num_gpus(config) -> int:
-    """GPUs a scenario uses: replicas x TP x PP."""
-    cluster = config.cluster
-    return cluster.num_replicas * cluster.tensor_parallel_size * cluster.pipeline_parallel_size
+    """GPUs a scenario uses: replicas x TP x PP, summed over the pools (P/D disaggregation)."""
+    return sum(view.config.cluster.num_replicas * view.config.cluster.tensor_parallel_size
+               * view.config.cluster.pipeline_parallel_size for view in pool_views(config))
 
 
 def comparison_table(runs: dict) -> pd.DataFrame:

@@ -116,3 +116,15 @@ def test_judge_lists_violations_worst_first_and_rejections_before_them():
     summary.update(num_rejected=3, tbt_p99_s=float("nan"))
     probe = judge(2.0, summary, {"ttft_p90_s": 4.0, "tbt_p99_s": 0.2})
     assert probe.violated == (REJECTED,) and probe.metrics["tbt_p99_s"] is None
+
+
+def test_a_pd_disaggregated_scenario_is_searched_like_any_other():
+    scenario = parse_config({
+        "max_model_len": 1024, "predictor": {"type": "linear", "base_s": 0.01, "per_token_s": 0.0002},
+        "scheduler": {"num_blocks": 200},
+        "disaggregation": {"enabled": True, "prefill": {"num_replicas": 1}, "decode": {"num_replicas": 2}},
+        "workload": {"prompt_tokens": {"min": 32, "max": 256}, "output_tokens": {"min": 8, "max": 64}}},
+    ).model_dump(mode="json")
+    result = capacity_search(scenario, {"ttft_p90_s": 0.5}, SearchSettings(num_requests=60, tolerance=0.1))
+    assert 0.25 < result.max_qps < 64 and result.binding_slo == "ttft_p90_s"
+    assert all(p.passed == (p.qps <= result.max_qps) for p in result.probes)

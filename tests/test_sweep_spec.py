@@ -139,3 +139,11 @@ def test_the_cli_reports_a_bad_spec_in_one_line_without_a_traceback(tmp_path):
     assert ray.returncode == 2
     assert ray.stderr == ("error: --address: the ray backend needs the address of a running cluster "
                           "(e.g. 127.0.0.1:6379, as printed by `ray start --head`)\n")
+
+
+def test_with_pd_disaggregation_the_gpus_of_both_pools_count():
+    """Prefill: 2 replicas x TP 2; decode: 3 replicas x PP 2; the cluster's own sizes are replaced."""
+    pools = {"enabled": True, "prefill": {"num_replicas": 2, "tensor_parallel_size": 2},
+             "decode": {"num_replicas": 3, "pipeline_parallel_size": 2}}
+    sweep, base = spec(base={**BASE, "disaggregation": pools}, vary={"cluster.num_replicas": [4]})
+    assert build_grid(sweep, base).points[0].num_gpus == 2 * 2 + 3 * 2

@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from sim_core.compare import num_gpus
 from sim_core.config import parse_config
 from sim_core.errors import ConfigError
 from sim_core.sweep.spec import SweepSpec, set_path
@@ -25,7 +26,7 @@ class Point:
         scenario: the full scenario (validated, every default spelled out) before the search
             sets its rate and request count.
         key: hash of the scenario, the SLOs, the search settings and the trace files' stamps.
-        device, num_gpus: what it runs on (replicas x TP x PP GPUs).
+        device, num_gpus: what it runs on (replicas x TP x PP GPUs, over both pools with P/D).
     """
 
     values: dict
@@ -64,9 +65,7 @@ def build_grid(spec: SweepSpec, base: dict) -> Grid:
             skipped.append((values, str(error)))
             continue
         dumped = config.model_dump(mode="json")
-        cluster = config.cluster
-        points.append(Point(values, dumped, point_key(dumped, spec), config.device,
-                            cluster.num_replicas * cluster.tensor_parallel_size * cluster.pipeline_parallel_size))
+        points.append(Point(values, dumped, point_key(dumped, spec), config.device, num_gpus(config)))
     if not points:
         raise ConfigError(f"sweep: none of the {len(skipped)} combination(s) is a valid scenario; "
                           f"the first: {skipped[0][1]}")
