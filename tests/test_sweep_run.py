@@ -136,3 +136,16 @@ def test_a_sweep_killed_mid_way_resumes_from_its_journal(tmp_path):
 def test_a_bug_in_a_worker_stops_the_sweep_with_one_line():
     with pytest.raises(RuntimeError, match="in a sweep worker: KeyError: 'scenario'"):
         list(LocalBackend(workers=1).run(["{}"]))
+
+
+def test_a_point_found_by_an_earlier_sweep_of_other_keys_is_reused_with_this_sweeps_labels(tmp_path):
+    """The first sweep varies the scheduler; the second varies replicas around vllm: its
+    1-replica point is the first sweep's vllm point, reused, with a value in its own column."""
+    first, base = parse_sweep_spec({**SPEC, "vary": {"scheduler.type": ["vllm", "sarathi"]}})
+    run_sweep(first, base, InProcess(), tmp_path)
+    second, base = parse_sweep_spec({**SPEC, "vary": {"cluster.num_replicas": [1, 2]}})
+    backend = InProcess()
+    outcome = run_sweep(second, base, backend, tmp_path)
+    assert (outcome.num_resumed, backend.computed) == (1, ["vllm"])
+    table = pd.read_csv(tmp_path / "results.csv")
+    assert table["cluster.num_replicas"].tolist() == [1, 2]

@@ -10,7 +10,7 @@ from pathlib import Path
 from sim_core.errors import SimCoreError
 from sim_core.sweep.grid import build_grid
 from sim_core.sweep.journal import Journal
-from sim_core.sweep.runner import run_sweep
+from sim_core.sweep.runner import resumed_records, run_sweep
 from sim_core.sweep.spec import SweepSpec
 
 
@@ -39,8 +39,7 @@ class SweepJob:
         """Builds the grid at once (a bad spec raises ConfigError here, not in the thread)."""
         self.spec, self.base, self.backend, self.out_dir = spec, base, backend, Path(out_dir)
         self.grid = build_grid(spec, base)
-        keys = {point.key for point in self.grid.points}
-        self._records = {k: r for k, r in Journal(out_dir).load().items() if k in keys}
+        self._records = resumed_records(self.grid, Journal(out_dir).load())
         self._status, self._error = "running", None
         self._stop, self._lock = threading.Event(), threading.Lock()
         self._thread = threading.Thread(target=self._run, name="sweep-job", daemon=True)

@@ -39,10 +39,16 @@ class SweepOutcome:
         return len(self.records) == len(self.grid.points)
 
 
-def point_record(point: Point, result_json: str) -> dict:
-    """The journal line of a finished point: what identifies it plus its Capacity."""
-    return {"key": point.key, "values": point.values, "device": point.device, "num_gpus": point.num_gpus,
-            **json.loads(result_json)}
+def point_record(point: Point, result: str | dict) -> dict:
+    """The journal line of a finished point: what identifies it plus its Capacity (JSON or dict)."""
+    capacity = json.loads(result) if isinstance(result, str) else result
+    return {**capacity, "key": point.key, "values": point.values, "device": point.device, "num_gpus": point.num_gpus}
+
+
+def resumed_records(grid: Grid, journal: dict[str, dict]) -> dict[str, dict]:
+    """The grid's points the journal holds, key -> record, labelled by this grid (an earlier
+    sweep that varied other keys may have found the same scenario)."""
+    return {p.key: point_record(p, journal[p.key]) for p in grid.points if p.key in journal}
 
 
 def run_sweep(spec: SweepSpec, base: dict, backend, out_dir: str | Path | None = None,
@@ -59,8 +65,7 @@ def run_sweep(spec: SweepSpec, base: dict, backend, out_dir: str | Path | None =
     """
     grid = build_grid(spec, base)
     journal = Journal(out_dir) if out_dir is not None else None
-    finished = journal.load() if journal else {}
-    done = {p.key: finished[p.key] for p in grid.points if p.key in finished}
+    done = resumed_records(grid, journal.load() if journal else {})
     resumed = len(done)
     todo = [p for p in grid.points if p.key not in done][:limit]
     try:
