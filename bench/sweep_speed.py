@@ -58,15 +58,11 @@ def timed(name: str, backend, limit: int) -> list[dict]:
           f"{probes / count:.1f} probes each ({probes / elapsed:.1f} probes/s); load average before: {load:.2f}",
           flush=True)
     worker_cpu = after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime
-    if worker_cpu > 0:      # local workers are child processes: their CPU time says what an idle machine does
+    if isinstance(backend, LocalBackend):   # its workers are child processes: their CPU time says what free cores do
         print(f"{'':6s} worker CPU {worker_cpu:.1f} s ({worker_cpu / count:.3f} s per configuration): "
-              f"{count / (worker_cpu / backend_cpus(backend)) * 60:.1f} configurations/min if every worker had "
+              f"{count / (worker_cpu / backend.workers) * 60:.1f} configurations/min if every worker had "
               "a whole core", flush=True)
     return outcome.records
-
-
-def backend_cpus(backend) -> int:
-    return getattr(backend, "workers", 1)
 
 
 def _free_port() -> int:
