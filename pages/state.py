@@ -91,7 +91,12 @@ def result(events: bool = True):
     else simulated with a progress bar. `events=False` is for views that need no block or state
     events (they take a cached full run when there is one, else a cheaper `batches` run). Stops
     the page with the error when the run itself fails."""
-    scenario_key = scenario_json()
+    return result_of(scenario(), events)
+
+
+def result_of(data: dict, events: bool = True):
+    """The run of any valid scenario dict (Compare and Capacity run variants), cached like result()."""
+    scenario_key = scenario_json(data)
     levels = ("full",) if events else ("full", "batches")
     cache, lock = _results()
     with lock:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from sim_core.errors import SimCoreError
+from sim_core.planning_commands import add_planning_commands
 from sim_core.predictor_commands import add_predictor_commands
 
 EXIT_USAGE, EXIT_INTERNAL = 2, 70
@@ -59,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--skip-bad-rows", action="store_true", help="drop bad trace rows and count them")
     validate.set_defaults(handler=_validate)
     add_predictor_commands(commands)
+    add_planning_commands(commands)
     for sub in (run, generate, validate):
         sub.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     return parser
