@@ -46,6 +46,8 @@ class DecodeRun:
     ends: np.ndarray            # end times of iterations 0..planned-1 (planned <= num_iterations)
     context: np.ndarray         # KV tokens the live members hold at the start of each iteration
     remaining: list[int]        # per member: iterations left; it finishes after iteration remaining-1
+    order: np.ndarray           # `remaining` sorted
+    suffix: np.ndarray | None   # KV tokens held by the members in `order` from position i on
     num_iterations: int         # iterations that will run (shrinks when a request arrives)
     token: int
     num_waiting: int            # queue length when the run started (arrivals cut the run)
@@ -74,9 +76,12 @@ class FastForward:
         if limit < 2:
             return False
         now = self.sim.kernel.now
-        ends, context = self._end_times(batch, remaining, 0, min(limit, FIRST_CHUNK), now)
+        predictor = self.sim.predictors[replica]
+        order, suffix = _members(batch, remaining, predictor.needs_context)
+        ends, context = _end_times(predictor, order, suffix, 0, min(limit, FIRST_CHUNK), now)
         self._tokens += 1
-        run = DecodeRun(batch, now, ends, context, remaining, limit, self._tokens, len(scheduler.waiting))
+        run = DecodeRun(batch, now, ends, context, remaining, order, suffix, limit, self._tokens,
+                        len(scheduler.waiting))
         self.runs[replica] = run
         stage = self.sim.stages[replica][0]
         stage.busy, stage.started_at = True, now
@@ -95,7 +100,8 @@ class FastForward:
             return  # superseded by a cut
         planned = len(run.ends)
         stop = min(run.num_iterations, 3 * planned)
-        ends, context = self._end_times(run.first, run.remaining, planned, stop, float(run.ends[-1]))
+        ends, context = _end_times(self.sim.predictors[replica], run.order, run.suffix, planned, stop,
+                                   float(run.ends[-1]))
         run.ends, run.context = np.concatenate((run.ends, ends)), np.concatenate((run.context, context))
         self._schedule_next(replica, run)
 
@@ -107,26 +113,6 @@ class FastForward:
             return True
         return sim.handoff is not None and not sim.handoff.is_prefill(replica) \
             and bool(sim.handoff.inboxes[replica - sim.handoff.num_prefill])
-
-    def _end_times(self, batch: Batch, remaining: list[int], start: int, stop: int,
-                   begin: float) -> tuple[np.ndarray, np.ndarray]:
-        """End times of iterations start..stop-1 (sequential sums of the stage times from `begin`,
-        as stepwise) and the KV context their members hold (zeros when the cost model does not
-        read it)."""
-        predictor = self.sim.predictors[batch.replica_id]
-        order = np.sort(np.asarray(remaining, dtype=np.int64))
-        iterations = np.arange(start, stop, dtype=np.int64)
-        first_live = np.searchsorted(order, iterations, side="right")  # members finished before j
-        counts = len(order) - first_live
-        context = np.zeros(stop - start, dtype=np.int64)
-        if predictor.needs_context:
-            processed = np.array([r.num_processed_tokens for r in batch.requests], dtype=np.int64)
-            by_remaining = processed[np.argsort(remaining, kind="stable")]
-            suffix = np.concatenate((np.cumsum(by_remaining[::-1])[::-1], [0]))
-            context = suffix[first_live] + counts * iterations
-        durations = predictor.decode_run_times(counts, context, 0)
-        durations[0] += begin
-        return np.cumsum(durations), context
 
     def on_request_routed(self, replica: int) -> None:
         """A request joined the replica's queues: end the run at the first iteration ending at or
@@ -329,6 +315,31 @@ def allocation_counts(scheduler, members, remaining: list[int], k: int):
         for formation in formations:
             taken[formation] += 1
     return counts, taken
+
+
+def _members(batch: Batch, remaining: list[int], needs_context: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """The members' iterations left, sorted, and (when the cost model reads KV context) the
+    tokens held by the members from each position of that order on (suffix sums)."""
+    order = np.sort(np.asarray(remaining, dtype=np.int64))
+    if not needs_context:
+        return order, None
+    processed = np.array([r.num_processed_tokens for r in batch.requests], dtype=np.int64)
+    by_remaining = processed[np.argsort(remaining, kind="stable")]
+    return order, np.concatenate((np.cumsum(by_remaining[::-1])[::-1], [0]))
+
+
+def _end_times(predictor, order: np.ndarray, suffix: np.ndarray | None, start: int, stop: int,
+               begin: float) -> tuple[np.ndarray, np.ndarray]:
+    """End times of iterations start..stop-1 (sequential sums of the stage times from `begin`,
+    as stepwise) and the KV context their members hold (zeros when the cost model does not
+    read it)."""
+    iterations = np.arange(start, stop, dtype=np.int64)
+    first_live = np.searchsorted(order, iterations, side="right")  # members finished before j
+    counts = len(order) - first_live
+    context = np.zeros(stop - start, dtype=np.int64) if suffix is None else suffix[first_live] + counts * iterations
+    durations = predictor.decode_run_times(counts, context, 0)
+    durations[0] += begin
+    return np.cumsum(durations), context
 
 
 def growth_limit(scheduler, requests, remaining: list[int], limit: int) -> int:
