@@ -21,6 +21,8 @@ PAGES = [
     st.Page("pages/pipeline.py", title="Pipeline", icon=":material/view_kanban:"),
     st.Page("pages/memory.py", title="Memory", icon=":material/memory:"),
     st.Page("pages/predictor.py", title="Predictor", icon=":material/speed:"),
+    st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page("pages/capacity.py", title="Capacity", icon=":material/query_stats:"),
 ]
 
 read_url()

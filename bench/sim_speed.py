@@ -1,10 +1,11 @@
 """Simulator speed: simulated requests and batches per second of wall time.
 
-    python bench/sim_speed.py [--requests 10000] [--repeats 3] [--record batches] [--qps 2 5]
+    python bench/sim_speed.py [--requests 10000] [--repeats 3] [--record batches] [--qps 2 5] [--cases ade]
 
 Cases (the same trace for all, written to bench/out/ so any simulator can replay it):
   (a) vllm, linear cost, 1 replica; (b) the same on 4 replicas routed by lor;
-  (c) sarathi with chunk_size 512, 1 replica.
+  (c) sarathi with chunk_size 512, 1 replica; (d) vllm_v0, 1 replica; (e) vllm_v0 with 1,024
+  KV blocks and swap preemption (memory-bound: many swaps).
 Workload: chat-like, Poisson arrivals at each --qps (2 req/s: moderate load, about 6 requests in
 flight; 5 req/s: busy, about 30 in flight), prompts uniform 64..1536, outputs uniform 16..768.
 Model/KV: Llama-2-7B on an 80 GB A100, max_model_len 4096, Vidur's planner (7424 blocks of 16);
@@ -31,6 +32,9 @@ CASES = {
     "b: vllm, 4 replicas, lor": {"scheduler": {"type": "vllm"},
                                  "cluster": {"num_replicas": 4, "global_scheduler": "lor"}},
     "c: sarathi chunk 512": {"scheduler": {"type": "sarathi", "chunk_size": 512}, "cluster": {"num_replicas": 1}},
+    "d: vllm_v0, 1 replica": {"scheduler": {"type": "vllm_v0"}, "cluster": {"num_replicas": 1}},
+    "e: vllm_v0 swap, 1024 blocks": {"scheduler": {"type": "vllm_v0", "num_blocks": 1024, "preemption_mode": "swap"},
+                                     "cluster": {"num_replicas": 1}},
 }
 
 
@@ -65,6 +69,7 @@ def main() -> None:
     parser.add_argument("--record", default="batches", choices=["full", "batches", "requests"])
     parser.add_argument("--qps", type=float, nargs="+", default=[2.0, 5.0])
     parser.add_argument("--stepwise", action="store_true", help="also time iteration-by-iteration runs")
+    parser.add_argument("--cases", default="", help="letters of the cases to run (default: all)")
     args = parser.parse_args()
     for qps in args.qps:
         run_cases(make_trace(args.requests, qps), args)
@@ -74,6 +79,8 @@ def run_cases(trace: Path, args) -> None:
     print(f"\ntrace: {trace.relative_to(ROOT)}; record={args.record}; median of {args.repeats}")
     print(f"{'case':28s} {'median s':>9s} {'min s':>7s} {'batches':>8s} {'requests/s':>11s} {'batches/s':>10s}")
     for name, case in CASES.items():
+        if args.cases and name[0] not in args.cases:
+            continue
         runs = [timed(scenario(trace, case, args.record)) for _ in range(args.repeats)]
         median = statistics.median(r[0] for r in runs)
         batches, finished = runs[0][1], runs[0][2]

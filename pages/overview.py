@@ -15,7 +15,7 @@ from sim_core.viz.overview import (
 through_app()
 
 st.title("LLM serving scheduling explorer")
-run = result()
+run = result(events=False)  # no block or state events needed here
 summary = run.summary
 st.caption(f"{run.config.name or 'scenario'} · {summary['num_requests']:,} requests, "
            f"{summary['num_batches']:,} batches, {summary['makespan_s']:.1f} s simulated")

@@ -9,11 +9,12 @@ from pages.state import result, scenario, selected_request
 from sim_core.config import config_to_yaml, parse_config
 from sim_core.export import chrome_trace
 from sim_core.viz.gantt import pipeline_gantt, stage_busy
+from sim_core.viz.operators import operator_time_figure
 
 through_app()
 
 st.title("Pipeline")
-run = result()
+run = result(events=False)  # no block or state events needed here
 end = float(run.batch_stages["end"].max()) if len(run.batch_stages) else 1.0
 window = st.slider("Time window (s)", 0.0, max(end, 0.001), (0.0, min(end, 5.0)), key="pp_window",
                    help="Bars are batch stages; a gap on a stage row is a pipeline bubble (the stage idles).")
@@ -21,6 +22,14 @@ st.plotly_chart(pipeline_gantt(run, *window, selected=selected_request()), key="
 busy = stage_busy(run, *window)
 st.caption("Busy share per stage in the window (1 - busy = bubbles and idle time): "
            + ", ".join(f"replica {r} stage {s}: {share:.0%}" for (r, s), share in busy.items()))
+
+st.subheader("Where the stage time goes")
+if run.operator_times.empty:
+    st.caption("This run kept no batch tables (engine.record: requests).")
+else:
+    st.caption(f"Seconds per {run.config.predictor.type} cost-model operator over the whole run, all replicas "
+               "and stages (layer operators times the layers of each stage; CPU = host time per iteration).")
+    st.plotly_chart(operator_time_figure(run.operator_times), key="pp_operators")
 
 st.subheader("Downloads")
 cols = st.columns(3)

@@ -26,6 +26,12 @@ with tabs[0]:
     with cols[2]:
         bound("max_model_len")
     section("cluster")
+    st.markdown("**P/D disaggregation** (prefill and decode pools replace the replicas above)")
+    section("disaggregation", ["enabled", "link_bandwidth_gb_s", "link_latency_s"])
+    if get_path(current, "disaggregation.enabled"):
+        for pool in ("prefill", "decode"):
+            st.markdown(f"*{pool.capitalize()} pool*")
+            section(f"disaggregation.{pool}")
     cols = st.columns(3)
     with cols[0]:
         bound("seed")
@@ -33,8 +39,9 @@ with tabs[0]:
         bound("name")
 with tabs[1]:
     section("scheduler", [n for n in ("type", "batch_size_cap", "block_size", "watermark_blocks_fraction",
-                                      "max_tokens_in_batch", "chunk_size", "max_waiting_iters",
-                                      "max_num_seqs", "max_num_batched_tokens", "long_prefill_token_threshold",
+                                      "max_tokens_in_batch", "chunk_size", "max_waiting_iters", "max_num_seqs",
+                                      "max_num_batched_tokens", "enable_chunked_prefill", "preemption_mode",
+                                      "swap_space_gb", "long_prefill_token_threshold",
                                       "prioritize_prefill", "scheduling_policy", "enable_prefix_caching",
                                       "max_prefill_tokens", "chunked_prefill_size", "max_running_requests",
                                       "cuda_graph_batch_sizes", "enable_overlap_schedule")])
@@ -52,11 +59,13 @@ with tabs[4]:
         trace_source()
         section("workload", ["trace_format", "on_bad_rows", "drop_duplicates", "max_trace_requests",
                              "window_start_s", "window_end_s", "sample_fraction", "target_qps"], columns=4)
+        st.markdown("**Sessions** (traces with a session_id column)")
+        section("workload.sessions", ["closed_loop", "closed_loop_gap", "think_time_s"])
     else:
         if trace:
             try_scenario(with_path(current, "workload.trace_file", None))
             st.rerun()
-        section("workload", ["num_requests", "seed"])
+        section("workload", ["num_requests", "seed", "parallel_samples"])
         for part, title in (("arrival", "Arrivals"), ("prompt_tokens", "Prompt lengths"),
                             ("output_tokens", "Output lengths"), ("sessions", "Multi-turn sessions"),
                             ("shared_prefix", "Shared prompt prefix")):

@@ -86,30 +86,40 @@ def _results() -> tuple[OrderedDict, threading.Lock]:
     return OrderedDict(), threading.Lock()
 
 
-def result():
-    """The run of the current scenario: reused when cached (keyed on its JSON), else simulated
-    with a progress bar. Stops the page with the error when the run itself fails."""
-    key = scenario_json()
+def result(events: bool = True):
+    """The run of the current scenario: reused when cached (keyed on its JSON and record level),
+    else simulated with a progress bar. `events=False` is for views that need no block or state
+    events (they take a cached full run when there is one, else a cheaper `batches` run). Stops
+    the page with the error when the run itself fails."""
+    return result_of(scenario(), events)
+
+
+def result_of(data: dict, events: bool = True):
+    """The run of any valid scenario dict (Compare and Capacity run variants), cached like result()."""
+    scenario_key = scenario_json(data)
+    levels = ("full",) if events else ("full", "batches")
     cache, lock = _results()
     with lock:
-        if key in cache:
-            cache.move_to_end(key)
-            return cache[key]
+        for level in levels:
+            key = f"{level}:{scenario_key}"
+            if key in cache:
+                cache.move_to_end(key)
+                return cache[key]
     try:
-        value = _simulate(key)
+        value = _simulate(scenario_key, levels[-1])
     except SimCoreError as error:
         st.error(str(error), icon=":material/error:")
         st.stop()
     with lock:
-        cache[key] = value
+        cache[f"{levels[-1]}:{scenario_key}"] = value
         while len(cache) > CACHE_ENTRIES:
             cache.popitem(last=False)
     return value
 
 
-def _simulate(key: str):
-    config = parse_config(json.loads(key))
-    config.engine.record = "full"           # the views need block and state events
+def _simulate(scenario_key: str, record: str):
+    config = parse_config(json.loads(scenario_key))
+    config.engine.record = record           # full: the KV and request views need block and state events
     bar, shown = st.empty(), [time.perf_counter()]
 
     def report(simulated: float) -> None:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from sim_core.errors import SimCoreError
+from sim_core.planning_commands import add_planning_commands
 from sim_core.predictor_commands import add_predictor_commands
 
 EXIT_USAGE, EXIT_INTERNAL = 2, 70
@@ -59,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--skip-bad-rows", action="store_true", help="drop bad trace rows and count them")
     validate.set_defaults(handler=_validate)
     add_predictor_commands(commands)
+    add_planning_commands(commands)
     for sub in (run, generate, validate):
         sub.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     return parser
@@ -120,6 +122,15 @@ def _validate_scenario(name: str):
 
     config = load_config(name)
     workload = build_workload(config)
+    if config.disaggregation.enabled:
+        from sim_core.pools import pool_views
+
+        shape = " + ".join(f"{v.num_replicas} {v.name}" for v in pool_views(config))
+        blocks = "/".join(str(v.config.scheduler.num_blocks or plan_memory(v.config).num_blocks)
+                          for v in pool_views(config))
+        print(f"ok: {name}: {config.scheduler.type} on {shape} x {config.model} ({config.device}), "
+              f"{blocks} KV blocks per prefill/decode replica, {len(workload)} requests")
+        return workload.notes
     blocks = config.scheduler.num_blocks or plan_memory(config).num_blocks
     print(f"ok: {name}: {config.scheduler.type} on {config.cluster.num_replicas} x {config.model} "
           f"({config.device}), {blocks} KV blocks per replica, {len(workload)} requests")

@@ -19,6 +19,7 @@ class RequestStatus(IntEnum):
     RUNNING = 2      # holds KV blocks (in a batch or between batches)
     FINISHED = 3
     REJECTED = 4     # can never be served by this configuration
+    IGNORED = 5      # dropped by the policy while queued (vllm_v0: too long for the model or the cache)
 
 
 NOT_YET = -1.0  # sentinel time for "has not happened"
@@ -52,6 +53,8 @@ class Request:
     num_cached_tokens: int = 0       # prompt tokens found in a prefix cache, summed over admissions
     num_lookup_tokens: int = 0       # prompt tokens looked up in a prefix cache, summed likewise
     truncated: bool = False          # output cut where the request reached max_model_len
+    num_seqs: int = 1                # parallel samples (n); each decodes num_decode_tokens (vllm_v0)
+    num_swaps: int = 0               # times its KV blocks were swapped out to CPU (vllm_v0)
 
     def __post_init__(self) -> None:
         assert self.num_prefill_tokens >= 1 and self.num_decode_tokens >= 1
@@ -76,7 +79,10 @@ class Request:
     def on_batch_end(self, time: float, num_tokens: int) -> float:
         """Account an iteration that processed `num_tokens`; returns the gap since the previous
         output token if this iteration produced one (else -1: a partial prefill chunk, or the
-        request's very first token)."""
+        request's very first token). A group of parallel samples decodes one token per sequence,
+        so its `num_tokens` of a decode iteration counts `num_seqs` tokens of progress 1."""
+        if self.is_prefill_complete and self.num_seqs != 1:
+            num_tokens //= self.num_seqs
         self.num_processed_tokens += num_tokens
         if not self.is_prefill_complete and self.num_processed_tokens == self.num_prefill_tokens:
             self.is_prefill_complete = True
@@ -139,6 +145,8 @@ class Batch:
     completed_at: float = NOT_YET
     shape: object = None          # BatchShape, set when the batch is formed
     num_padding: int = 0          # dummy requests added to reach a CUDA-graph batch size (sglang)
+    cache_ops: object = None      # CacheOps (KV swaps and copies run before the model), or None
+    cache_seconds: float = 0.0    # their time, added to every stage's time (set when formed)
 
     def __post_init__(self) -> None:
         assert self.requests and len(self.requests) == len(self.num_tokens)

@@ -17,6 +17,9 @@ A run keeps iteration 0's batch in flight and one kernel event at the end of its
 iteration. There the skipped iterations are applied in bulk: tokens, completions, block frees
 and allocations in the order the stepwise path makes them (so physical block ids match), and
 every record that path would make, with the same float times (stage ends are sequential sums).
+Most runs are cut by an arrival long before their limit, so end times are computed for a first
+chunk of iterations and extended (by twice as many) at the chunk's end only when the run gets
+there uncut; the sequential sums are the same as if computed at once.
 The last iteration then ends through the ordinary stage-end handler.
 """
 
@@ -30,7 +33,8 @@ import numpy as np
 from sim_core.entities import Batch, RequestStatus
 from sim_core.record import FINISHED
 
-MAX_RUN = 1 << 20  # iterations planned at once (a longer run simply starts again)
+MAX_RUN = 1 << 20  # iterations in one run (a longer run simply starts again)
+FIRST_CHUNK = 16   # iterations whose end times are computed when a run starts
 
 
 @dataclass(slots=True, eq=False)
@@ -39,8 +43,11 @@ class DecodeRun:
 
     first: Batch
     started_at: float
-    ends: np.ndarray            # end times of iterations 0..planned-1
+    ends: np.ndarray            # end times of iterations 0..planned-1 (planned <= num_iterations)
+    context: np.ndarray         # KV tokens the live members hold at the start of each iteration
     remaining: list[int]        # per member: iterations left; it finishes after iteration remaining-1
+    order: np.ndarray           # `remaining` sorted
+    suffix: np.ndarray | None   # KV tokens held by the members in `order` from position i on
     num_iterations: int         # iterations that will run (shrinks when a request arrives)
     token: int
     num_waiting: int            # queue length when the run started (arrivals cut the run)
@@ -62,45 +69,65 @@ class FastForward:
             return False
         requests = batch.requests
         remaining = [r.total_tokens - r.num_processed_tokens for r in requests]
-        through = scheduler.steady_past_completions(batch)
+        through = scheduler.steady_past_completions(batch) and not self._completion_matters(replica, requests)
         limit = min(limit, max(remaining) if through else min(remaining))
         if limit >= 2:
             limit = growth_limit(scheduler, requests, remaining, limit)
         if limit < 2:
             return False
         now = self.sim.kernel.now
-        ends = self._end_times(batch, remaining, limit, now)
+        predictor = self.sim.predictors[replica]
+        order, suffix = _members(batch, remaining, predictor.needs_context)
+        ends, context = _end_times(predictor, order, suffix, 0, min(limit, FIRST_CHUNK), now)
         self._tokens += 1
-        self.runs[replica] = DecodeRun(batch, now, ends, remaining, limit, self._tokens, len(scheduler.waiting))
+        run = DecodeRun(batch, now, ends, context, remaining, order, suffix, limit, self._tokens,
+                        len(scheduler.waiting))
+        self.runs[replica] = run
         stage = self.sim.stages[replica][0]
         stage.busy, stage.started_at = True, now
-        self.sim.kernel.at(float(ends[-1]), self.on_run_end, replica, self._tokens)
+        self._schedule_next(replica, run)
         return True
 
-    def _end_times(self, batch: Batch, remaining: list[int], limit: int, now: float) -> np.ndarray:
-        """End time of each iteration: sequential sums of the stage times, as stepwise."""
-        order = np.sort(np.asarray(remaining, dtype=np.int64))
-        iterations = np.arange(limit, dtype=np.int64)
-        first_live = np.searchsorted(order, iterations, side="right")  # members finished before j
-        counts = len(order) - first_live
-        context = np.zeros(limit, dtype=np.int64)
-        if self.sim.predictor.needs_context:
-            processed = np.array([r.num_processed_tokens for r in batch.requests], dtype=np.int64)
-            by_remaining = processed[np.argsort(remaining, kind="stable")]
-            suffix = np.concatenate((np.cumsum(by_remaining[::-1])[::-1], [0]))
-            context = suffix[first_live] + counts * iterations
-        durations = self.sim.predictor.decode_run_times(counts, context, 0)
-        durations[0] += now
-        return np.cumsum(durations)
+    def _schedule_next(self, replica: int, run: DecodeRun) -> None:
+        """The run's end event if all its iterations are planned, else the event extending it."""
+        handler = self.on_run_end if len(run.ends) >= run.num_iterations else self.on_extend
+        self.sim.kernel.at(float(run.ends[-1]), handler, replica, run.token)
+
+    def on_extend(self, replica: int, token: int) -> None:
+        """The run got to its last planned iteration uncut: plan twice as many more."""
+        run = self.runs.get(replica)
+        if run is None or run.token != token:
+            return  # superseded by a cut
+        planned = len(run.ends)
+        stop = min(run.num_iterations, 3 * planned)
+        ends, context = _end_times(self.sim.predictors[replica], run.order, run.suffix, planned, stop,
+                                   float(run.ends[-1]))
+        run.ends, run.context = np.concatenate((run.ends, ends)), np.concatenate((run.context, context))
+        self._schedule_next(replica, run)
+
+    def _completion_matters(self, replica: int, requests) -> bool:
+        """Whether a member's completion must be simulated at its own time: it releases a
+        session's next turn, or frees blocks a hand-off waits for on this decode replica."""
+        sim = self.sim
+        if sim.sessions.closed_loop and any(sim.sessions.follower(r.id) >= 0 for r in requests):
+            return True
+        return sim.handoff is not None and not sim.handoff.is_prefill(replica) \
+            and bool(sim.handoff.inboxes[replica - sim.handoff.num_prefill])
 
     def on_request_routed(self, replica: int) -> None:
-        """A request joined the replica's queue: end the run at the first iteration ending at or
-        after now, so the next formation sees the request."""
+        """A request joined the replica's queues: end the run at the first iteration ending at or
+        after now, so the next formation sees the request. At the end of an instant (kernel
+        `late_phase`) a formation at now has already happened stepwise: the first iteration
+        ending after now."""
         run = self.runs.get(replica)
         if run is None:
             return
-        now = self.sim.kernel.now
-        last = int(np.searchsorted(run.ends[: run.num_iterations], now, side="left"))
+        kernel = self.sim.kernel
+        now = kernel.now
+        side = "right" if kernel.late_phase else "left"
+        # now <= the last planned end (an extension event at that end runs before later
+        # arrivals and before the instant's late phase), so the planned ends suffice
+        last = int(np.searchsorted(run.ends[: run.num_iterations], now, side=side))
         if last + 1 >= run.num_iterations:
             return
         run.num_iterations = last + 1
@@ -248,6 +275,7 @@ class FastForward:
         """Batch rows of formations 1..k-1, one chunk per set of live members."""
         k, first, ends = run.num_iterations, run.first, run.ends
         ids, lefts = [m.id for m in first.requests], run.remaining
+        with_context = self.sim.predictors[replica].needs_context  # as BatchShape: decodes counted only then
         boundaries = sorted({left for left in lefts if 1 < left < k})
         boundaries.append(k)
         start = 1
@@ -256,7 +284,9 @@ class FastForward:
             self.sim.recorder.batches.add_chunk(
                 boundary - start, batch_id=np.arange(first.id + start, first.id + boundary), replica_id=replica,
                 formed_at=ends[start - 1: boundary - 1], num_requests=len(live), num_tokens=len(live),
-                num_prefill_tokens=0, request_ids=live, request_tokens=(1,) * len(live), padded_size=len(live))
+                num_prefill_tokens=0, num_decodes=len(live) if with_context else 0,
+                decode_context=run.context[start:boundary], request_ids=live, request_tokens=(1,) * len(live),
+                padded_size=len(live))
             start = boundary
 
 
@@ -286,6 +316,31 @@ def allocation_counts(scheduler, members, remaining: list[int], k: int):
         for formation in formations:
             taken[formation] += 1
     return counts, taken
+
+
+def _members(batch: Batch, remaining: list[int], needs_context: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """The members' iterations left, sorted, and (when the cost model reads KV context) the
+    tokens held by the members from each position of that order on (suffix sums)."""
+    order = np.sort(np.asarray(remaining, dtype=np.int64))
+    if not needs_context:
+        return order, None
+    processed = np.array([r.num_processed_tokens for r in batch.requests], dtype=np.int64)
+    by_remaining = processed[np.argsort(remaining, kind="stable")]
+    return order, np.concatenate((np.cumsum(by_remaining[::-1])[::-1], [0]))
+
+
+def _end_times(predictor, order: np.ndarray, suffix: np.ndarray | None, start: int, stop: int,
+               begin: float) -> tuple[np.ndarray, np.ndarray]:
+    """End times of iterations start..stop-1 (sequential sums of the stage times from `begin`,
+    as stepwise) and the KV context their members hold (zeros when the cost model does not
+    read it)."""
+    iterations = np.arange(start, stop, dtype=np.int64)
+    first_live = np.searchsorted(order, iterations, side="right")  # members finished before j
+    counts = len(order) - first_live
+    context = np.zeros(stop - start, dtype=np.int64) if suffix is None else suffix[first_live] + counts * iterations
+    durations = predictor.decode_run_times(counts, context, 0)
+    durations[0] += begin
+    return np.cumsum(durations), context
 
 
 def growth_limit(scheduler, requests, remaining: list[int], limit: int) -> int:

@@ -7,6 +7,18 @@ Vidur keys events by (time, creation id). Two consequences define the order here
   order. A FIFO holds them; only future events (stage ends) go on the heap, whose `seq` is a
   per-kernel counter.
 Stage times must be > 0 (a zero-delay future event would break this argument).
+
+Two extensions serve closed-loop sessions and P/D disaggregation, whose events cross replicas
+(they are unused, and cost nothing, in other runs). Their order must not depend on the order in
+which same-time events of different replicas happen to be created (fast-forward creates fewer
+events than stepwise simulation), so both are ordered by a caller's key instead of creation:
+* `arrive_at`: an arrival created during the run (a session's next turn). At its time it runs
+  right after the pre-created arrivals of that instant, before every other event, like them;
+  arrivals of the same instant run in key order.
+* `at_instant_end`: work that runs once nothing else is due at the current time (the end of the
+  instant), in key order, each batch followed by the zero-delay events it creates; repeated
+  while such work appears. While it runs, `late_phase` is True: every replica has already made
+  its decisions for this instant.
 """
 
 from __future__ import annotations
@@ -14,6 +26,10 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from collections.abc import Callable
+
+
+def _key(entry) -> tuple:
+    return entry[0]
 
 
 class EventKernel:
@@ -24,6 +40,9 @@ class EventKernel:
         self._heap: list = []
         self._soon: deque = deque()
         self._seq = 0
+        self._arrivals: list = []   # (time, key, handler, args) created during the run
+        self._late: list = []       # (key, handler, args) due at the end of the current instant
+        self.late_phase = False
 
     def at(self, time: float, handler: Callable, *args) -> None:
         """Run `handler(*args)` at `time` (> now)."""
@@ -35,21 +54,43 @@ class EventKernel:
         """Run `handler(*args)` at the current time, after everything already due now."""
         self._soon.append((handler, args))
 
+    def arrive_at(self, time: float, key: tuple, handler: Callable, *args) -> None:
+        """An arrival at `time` (> now) created during the run; `key` (unique among them)
+        orders arrivals of the same instant."""
+        assert time > self.now, "a future arrival needs a positive delay"
+        heapq.heappush(self._arrivals, (time, key, handler, args))
+
+    def at_instant_end(self, key: tuple, handler: Callable, *args) -> None:
+        """Run `handler(*args)` at the end of the current instant, in `key` order (keys are
+        unique and comparable across all callers)."""
+        self._late.append((key, handler, args))
+
     def run(self, arrival_times, on_arrival: Callable[[int], None], on_time: Callable[[float], None],
             after_event: Callable[[], None] | None = None) -> None:
         """Process everything. `arrival_times` is sorted; `on_arrival(i)` handles the i-th
         arrival; `on_time(t)` is told the time before any handler at t runs; `after_event()`,
         if given, runs after every handler (invariant checks in tests)."""
-        heap, soon, pop = self._heap, self._soon, heapq.heappop
+        heap, soon, pop, created = self._heap, self._soon, heapq.heappop, self._arrivals
         times = arrival_times
         num_arrivals, i = len(times), 0
-        while heap or i < num_arrivals:
-            now = times[i] if i < num_arrivals and (not heap or times[i] <= heap[0][0]) else heap[0][0]
+        while heap or i < num_arrivals or created:
+            if i < num_arrivals and (not heap or times[i] <= heap[0][0]):
+                now = times[i]
+            else:
+                now = heap[0][0] if heap else created[0][0]
+            if created and created[0][0] < now:
+                now = created[0][0]
             self.now = now
+            self.late_phase = False
             on_time(now)
             while i < num_arrivals and times[i] == now:
                 on_arrival(i)
                 i += 1
+                if after_event is not None:
+                    after_event()
+            while created and created[0][0] == now:
+                _, _, handler, args = pop(created)
+                handler(*args)
                 if after_event is not None:
                     after_event()
             while heap and heap[0][0] == now:
@@ -62,3 +103,19 @@ class EventKernel:
                 handler(*args)
                 if after_event is not None:
                     after_event()
+            while self._late:
+                self.late_phase = True
+                due, self._late = sorted(self._late, key=_key), []
+                for _, handler, args in due:
+                    handler(*args)
+                    if after_event is not None:
+                        after_event()
+                self._drain(after_event)
+
+    def _drain(self, after_event) -> None:
+        soon = self._soon
+        while soon:
+            handler, args = soon.popleft()
+            handler(*args)
+            if after_event is not None:
+                after_event()

@@ -45,19 +45,23 @@ def summarize(requests: pd.DataFrame, gaps: np.ndarray, weighted_gaps, kv_area, 
     start = float(requests["arrived_at"].min()) if len(requests) else 0.0
     end = float(finished["completed_at"].max()) if len(finished) else start
     makespan = end - start
+    # every sequence of a request decodes num_decode_tokens (n parallel samples: n x as many)
+    output = finished["num_decode_tokens"] * finished.get("n", 1)
+    swaps = requests["num_swaps"] if "num_swaps" in requests else pd.Series(0, index=requests.index)
     summary = {
         "num_requests": int(len(requests)),
         "num_finished": int(len(finished)),
         "num_rejected": int((requests["status"] == "rejected").sum()),
+        "num_ignored": int((requests["status"] == "ignored").sum()),
         "num_batches": int(num_batches),
         "makespan_s": makespan,
         "throughput_rps": len(finished) / makespan if makespan > 0 else float("nan"),
-        "output_tokens_per_s": (float(finished["num_decode_tokens"].sum()) / makespan
-                                if makespan > 0 else float("nan")),
-        "total_tokens_per_s": (float((finished["num_prefill_tokens"] + finished["num_decode_tokens"]).sum())
+        "output_tokens_per_s": (float(output.sum()) / makespan if makespan > 0 else float("nan")),
+        "total_tokens_per_s": (float((finished["num_prefill_tokens"] + output).sum())
                                / makespan if makespan > 0 else float("nan")),
-        "num_preemptions": int(requests["num_restarts"].sum()),
-        "num_requests_preempted": int((requests["num_restarts"] > 0).sum()),
+        "num_preemptions": int((requests["num_restarts"] + swaps).sum()),
+        "num_requests_preempted": int(((requests["num_restarts"] + swaps) > 0).sum()),
+        "num_swap_outs": int(swaps.sum()),
         "num_truncated": int(requests["truncated"].sum()) if "truncated" in requests else 0,
         "prompt_tokens_per_s": (float(finished["num_prefill_tokens"].sum()) / makespan
                                 if makespan > 0 else float("nan")),

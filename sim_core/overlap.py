@@ -19,17 +19,20 @@ from __future__ import annotations
 class OverlapClock:
     """Prices first-stage iterations of replicas that overlap (pipeline parallelism 1)."""
 
-    def __init__(self, predictor, num_replicas: int) -> None:
-        self.predictor = predictor
-        self._last = [(-1.0, 0.0)] * num_replicas   # (end time, GPU seconds) of the last iteration
+    def __init__(self, predictors: list) -> None:
+        self.predictors = predictors                 # per replica
+        self._last = [(-1.0, 0.0)] * len(predictors)  # (end time, GPU seconds) of the last iteration
+        self.hidden_s = 0.0                          # CPU seconds hidden so far (all replicas)
 
     def iteration_time(self, replica: int, shape, now: float) -> float:
         """Seconds of the iteration of `shape` starting at `now` (remembered for the next)."""
-        full = self.predictor.stage_time(shape, 0)
-        cpu = self.predictor.cpu_times(shape.num_requests)
+        predictor = self.predictors[replica]
+        full = predictor.stage_time(shape, 0)
+        cpu = predictor.cpu_times(shape.num_requests)
         gpu = full - sum(cpu.values())
         end, previous_gpu = self._last[replica]
         hidden = min(cpu["cpu_schedule"] + cpu["cpu_process_outputs"], previous_gpu) if end == now else 0.0
         duration = full - hidden
+        self.hidden_s += hidden
         self._last[replica] = (now + duration, gpu)
         return duration

@@ -47,6 +47,16 @@ _SKEWED = {"num_requests": 400, "arrival": {"process": "gamma", "qps": 8.0, "cv"
            "output_tokens": {"distribution": "zipf", "min": 16, "max": 1000, "theta": 0.6}}
 _SKEW_REPLICAS = {"type": "vllm", "num_blocks": 1024}
 _ONE_REPLICA = {"num_replicas": 1, "pipeline_parallel_size": 1}
+_TWO_REPLICAS = {"num_replicas": 2, "pipeline_parallel_size": 1}
+_PD = {"enabled": True, "link_bandwidth_gb_s": 50.0, "link_latency_s": 0.001}
+_CHATS = {"num_requests": 300, "arrival": {"process": "poisson", "qps": 0.5},
+          "prompt_tokens": {"distribution": "uniform", "min": 32, "max": 256},
+          "output_tokens": {"distribution": "uniform", "min": 32, "max": 384},
+          "sessions": {"enabled": True, "min_turns": 4, "max_turns": 12, "think_time_s": 2.0,
+                       "system_prompt_tokens": 512, "num_system_prompts": 4}}
+_TIGHT_KV = {"num_requests": 150, "arrival": {"process": "poisson", "qps": 1.5},
+             "prompt_tokens": {"distribution": "uniform", "min": 256, "max": 1024},
+             "output_tokens": {"distribution": "uniform", "min": 256, "max": 768}}
 
 PRESETS: tuple[Preset, ...] = (
     Preset("Default: Llama-2-13B on A100-40GB, vLLM",
@@ -95,6 +105,54 @@ PRESETS: tuple[Preset, ...] = (
            _scenario("skew: 4 replicas, LOR", cluster={"num_replicas": 4, "pipeline_parallel_size": 1,
                                                        "global_scheduler": "lor"},
                      scheduler=_SKEW_REPLICAS, workload=_SKEWED)),
+    Preset("Colocated prefill and decode (baseline for P/D)",
+           "Two vLLM replicas that each run prompts and decodes: every long prompt pauses the decodes "
+           "of its replica. Same GPUs and workload as the next preset.",
+           "Overview: the TBT p99 (a prompt's whole prefill lands between two tokens); then load the P/D preset.",
+           _scenario("colocated: 2 vLLM replicas, long prompts", cluster=_TWO_REPLICAS, scheduler={"type": "vllm"},
+                     workload=_LONG_PROMPTS)),
+    Preset("P/D disaggregation removes prefill interference",
+           "DistServe/Splitwise-style prefill/decode disaggregation as vLLM and SGLang deploy it (PD): one "
+           "replica only runs prompts, one only decodes; each prompt's KV cache moves over a 50 GB/s link. "
+           "No decode waits for a prompt any more (TBT p99 falls about 5x), at the price of the transfer "
+           "and of one replica doing all the prompts (TTFT tail grows).",
+           "Overview: TBT p99 against the colocated preset; Pipeline: the KV link row under the prefill "
+           "replica; summary: prefill_/decode_/transfer_ figures.",
+           _scenario("P/D: 1 prefill + 1 decode replica, 50 GB/s link", cluster=_TWO_REPLICAS,
+                     scheduler={"type": "vllm"}, workload=_LONG_PROMPTS, disaggregation=_PD)),
+    Preset("Multi-turn chat, open loop",
+           "Conversations whose turns arrive at times fixed in advance (answer estimated at 20 ms a "
+           "token, then 2 s of thinking). When the server falls behind, the next turn arrives before "
+           "the previous answer: queues and TTFT explode. Same workload as the next preset.",
+           "Requests: turns of one session overlap; Overview: TTFT tail of many seconds.",
+           _scenario("sessions, open loop: 1 vLLM replica", cluster=_ONE_REPLICA, scheduler={"type": "vllm"},
+                     workload=_CHATS)),
+    Preset("Agentic sessions, closed loop",
+           "Agentic / multi-turn sessions: each turn (a tool call's result or the user's reply) arrives "
+           "2 s after the simulated answer to the previous one, and its prompt carries the whole context "
+           "so far. A session never has two requests in flight, so load regulates itself and the "
+           "simulator jumps over the idle pauses.",
+           "Requests: each session's turns follow one another; Overview: TTFT against the open-loop preset.",
+           _scenario("agentic sessions, closed loop: 1 vLLM replica", cluster=_ONE_REPLICA, scheduler={"type": "vllm"},
+                     workload=_merge(_CHATS, {"sessions": {"closed_loop": True}}))),
+    Preset("Swap preemption under tight KV (vLLM v0.6, V0 engine)",
+           "vLLM's V0 scheduler with 1,024 KV blocks and preemption_mode swap: when decodes outgrow the "
+           "cache the newest running request's KV is copied to CPU over PCIe, and copied back (swapped "
+           "requests come back before any new prompt is admitted). Nothing is computed twice; the copies "
+           "cost about 1.6 s in all. Same workload as the next preset.",
+           "Pipeline: the KV-copy lane under the stage row (swap out red, swap in green); Requests: "
+           "num_swaps; Overview: compare E2E with the recompute preset.",
+           _scenario("swap: vLLM v0, 1,024 KV blocks", cluster=_ONE_REPLICA,
+                     scheduler={"type": "vllm_v0", "num_blocks": 1024, "preemption_mode": "swap"},
+                     workload=_TIGHT_KV)),
+    Preset("Recompute preemption under tight KV (vLLM v0.6, V0 engine)",
+           "The same run with preemption_mode recompute (vLLM's default for single samples): a preempted "
+           "request drops its KV and later prefills its prompt and everything it generated again, "
+           "about 43,000 more prompt tokens than with swap, and a slower E2E.",
+           "KV cache: red x marks (restarts); Requests: num_restarts; Pipeline: long re-prefill bars.",
+           _scenario("recompute: vLLM v0, 1,024 KV blocks", cluster=_ONE_REPLICA,
+                     scheduler={"type": "vllm_v0", "num_blocks": 1024, "preemption_mode": "recompute"},
+                     workload=_TIGHT_KV)),
 )
 
 

@@ -18,8 +18,8 @@ RUNS_BEFORE_COMPACTING = 1 << 14   # fast-forward gap chunks kept likewise
 CACHED, UNCACHED = 2, -2
 
 # request state-change codes
-QUEUED, ADMITTED, RESTARTED, FINISHED, REJECTED = range(5)
-STATE_NAMES = ("queued", "admitted", "restarted", "finished", "rejected")
+QUEUED, ADMITTED, RESTARTED, FINISHED, REJECTED, SWAPPED_OUT, SWAPPED_IN, IGNORED = range(8)
+STATE_NAMES = ("queued", "admitted", "restarted", "finished", "rejected", "swapped_out", "swapped_in", "ignored")
 
 
 class Table:
@@ -71,11 +71,16 @@ class Recorder:
         self.blocks = Table({"time": f64, "replica": i64, "request": i64, "block": i64, "delta": np.int8})
         self.states = Table({"time": f64, "replica": i64, "request": i64, "state": np.int8})
         self.batches = Table({"batch_id": i64, "replica_id": i64, "formed_at": f64, "num_requests": i64,
-                              "num_tokens": i64, "num_prefill_tokens": i64, "request_ids": object,
-                              "request_tokens": object, "padded_size": i64})
+                              "num_tokens": i64, "num_prefill_tokens": i64, "num_decodes": i64,
+                              "decode_context": i64, "request_ids": object, "request_tokens": object,
+                              "padded_size": i64})
         self.stages = Table({"batch_id": i64, "replica_id": i64, "stage_id": i64, "start": f64, "end": f64})
         self.series = Table({"time": f64, "replica_id": i64, "kv_blocks_used": i64, "num_waiting": i64,
                              "num_running": i64})
+        # vllm_v0: reference counts of shared blocks (full), and KV swaps / copies per batch (batches)
+        self.block_refs = Table({"time": f64, "replica": i64, "block": i64, "refs": i64})
+        self.cache_ops = Table({"replica_id": i64, "batch_id": i64, "formed_at": f64, "request_id": i64,
+                                "kind": np.int8, "num_blocks": i64, "seconds": f64})
         self.token_gaps: list[float] = []               # time between consecutive output tokens
         self.weighted_gaps: list[tuple[np.ndarray, np.ndarray]] = []  # (gaps, counts) from runs
         self.gaps = (np.empty(0), np.empty(0, dtype=np.int64))  # both, compacted: distinct gaps, counts
@@ -87,9 +92,9 @@ class Recorder:
         self.keeps_batches = level != "requests"
         if not self.keeps_blocks:
             self.on_allocate = self.on_allocate_one = self.on_free = self.on_cache = self._skip
-            self.on_state = self.on_restart = self._skip
+            self.on_state = self.on_restart = self.on_refs = self._skip
         if not self.keeps_batches:
-            self.on_batch = self.on_batch_row = self.on_stage = self._series_row = self._skip
+            self.on_batch = self.on_batch_row = self.on_stage = self._series_row = self.on_cache_op = self._skip
 
     @staticmethod
     def _skip(*args) -> None:
@@ -133,16 +138,37 @@ class Recorder:
     def on_restart(self, replica: int, request: int) -> None:
         self.on_state(replica, request, RESTARTED)
 
+    def on_refs(self, replica: int, blocks: list[int], refs: int) -> None:
+        """Blocks now referenced by `refs` sequences of their request (0: no longer shared)."""
+        cols, n = self.block_refs.columns, len(blocks)
+        cols["time"].extend([self.now] * n)
+        cols["replica"].extend([replica] * n)
+        cols["block"].extend(blocks)
+        cols["refs"].extend([refs] * n)
+
+    def on_cache_op(self, replica: int, batch_id: int, request: int, kind: int, num_blocks: int,
+                    seconds: float) -> None:
+        """A KV swap or copy that the batch formed now runs before its model (kind: cache_ops codes)."""
+        cols = self.cache_ops.columns
+        for name, value in (("replica_id", replica), ("batch_id", batch_id), ("formed_at", self.now),
+                            ("request_id", request), ("kind", kind), ("num_blocks", num_blocks),
+                            ("seconds", seconds)):
+            cols[name].append(value)
+
     # ---- batches, stages, series -----------------------------------------------------------
 
     def on_batch(self, batch) -> None:
+        shape = batch.shape
         self.on_batch_row(batch.id, batch.replica_id, tuple(r.id for r in batch.requests),
-                          tuple(batch.num_tokens), batch.num_prefill_tokens, batch.num_padding)
+                          tuple(batch.num_tokens), batch.num_prefill_tokens, shape.num_decodes, shape.decode_context,
+                          batch.num_padding)
 
     def on_batch_row(self, batch_id: int, replica: int, request_ids: tuple, request_tokens: tuple,
-                     num_prefill_tokens: int, num_padding: int = 0) -> None:
-        """A batch formed now (tuples may be shared between rows: they are never mutated);
-        `padded_size` is the batch size the GPU runs (requests plus CUDA-graph padding)."""
+                     num_prefill_tokens: int, num_decodes: int, decode_context: int, num_padding: int = 0) -> None:
+        """A batch formed now (tuples may be shared between rows: they are never mutated).
+        `num_decodes` and `decode_context` are the cost model's view (BatchShape, with CUDA-graph
+        padding): zero for models that do not read the KV context. `padded_size` is the batch
+        size the GPU runs (requests plus CUDA-graph padding)."""
         cols = self.batches.columns
         cols["batch_id"].append(batch_id)
         cols["replica_id"].append(replica)
@@ -150,6 +176,8 @@ class Recorder:
         cols["num_requests"].append(len(request_ids))
         cols["num_tokens"].append(sum(request_tokens))
         cols["num_prefill_tokens"].append(num_prefill_tokens)
+        cols["num_decodes"].append(num_decodes)
+        cols["decode_context"].append(decode_context)
         cols["request_ids"].append(request_ids)
         cols["request_tokens"].append(request_tokens)
         cols["padded_size"].append(len(request_ids) + num_padding)

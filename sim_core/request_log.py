@@ -2,10 +2,13 @@
 
 The simulator writes a request's final figures here when it retires the request (after it
 finished, or at the end of the run); rows never written keep the defaults of a request that
-never arrived (rejected up front): replica -1, times -1, no restarts, no token gap.
-`num_decode_tokens` is the output actually served: less than the workload's for a request cut
-at max_model_len (`truncated`, sglang). `num_cached_tokens` / `num_lookup_tokens`: prompt
-tokens found in / looked up in a prefix cache, summed over the request's admissions.
+never arrived (rejected up front): replica -1, times -1, no restarts, no token gap. A request's
+arrival time is the workload's unless it arrived at another (a closed-loop session's later turn).
+Status is finished, ignored (dropped by the policy while queued, vllm_v0) or rejected
+(everything else). `num_decode_tokens` is the output actually served: less than the workload's
+for a request cut at max_model_len (`truncated`, sglang). `num_cached_tokens` /
+`num_lookup_tokens`: prompt tokens found in / looked up in a prefix cache, summed over the
+request's admissions.
 """
 
 from __future__ import annotations
@@ -19,12 +22,16 @@ class RequestLog:
     """One slot per workload row (request id = row index)."""
 
     __slots__ = (
+        "arrived_at",
         "completed_at",
         "finished",
+        "ignored",
         "num_cached_tokens",
         "num_lookup_tokens",
         "num_restarts",
+        "num_seqs",
         "num_served_decode",
+        "num_swaps",
         "prefill_completed_at",
         "replica_id",
         "scheduled_at",
@@ -34,6 +41,7 @@ class RequestLog:
 
     def __init__(self, num_requests: int) -> None:
         self.replica_id = np.full(num_requests, -1, dtype=np.int64)
+        self.arrived_at = np.full(num_requests, np.nan)
         self.finished = np.zeros(num_requests, dtype=bool)
         self.scheduled_at = np.full(num_requests, -1.0)
         self.prefill_completed_at = np.full(num_requests, -1.0)
@@ -44,11 +52,15 @@ class RequestLog:
         self.num_lookup_tokens = np.zeros(num_requests, dtype=np.int64)
         self.truncated = np.zeros(num_requests, dtype=bool)
         self.num_served_decode = np.zeros(num_requests, dtype=np.int64)   # kept for truncated rows
+        self.ignored = np.zeros(num_requests, dtype=bool)
+        self.num_seqs = np.ones(num_requests, dtype=np.int64)
+        self.num_swaps = np.zeros(num_requests, dtype=np.int64)
 
     def record(self, request: Request) -> None:
         """Store the request's figures as they are now (call when it is done or the run ends)."""
         rid = request.id
         self.replica_id[rid] = request.replica_id
+        self.arrived_at[rid] = request.arrived_at
         self.finished[rid] = request.status == RequestStatus.FINISHED
         self.scheduled_at[rid] = request.scheduled_at
         self.prefill_completed_at[rid] = request.prefill_completed_at
@@ -60,6 +72,9 @@ class RequestLog:
         if request.truncated:
             self.truncated[rid] = True
             self.num_served_decode[rid] = request.initial_decode_tokens
+        self.ignored[rid] = request.status == RequestStatus.IGNORED
+        self.num_seqs[rid] = request.num_seqs
+        self.num_swaps[rid] = request.num_swaps
 
     def rows(self, workload, rejected: dict[int, str]) -> dict:
         """Columns for `metrics.request_table` (status and reasons as lists of str)."""
@@ -68,12 +83,14 @@ class RequestLog:
         for rid, reason in rejected.items():
             if not self.finished[rid]:
                 reasons[rid] = reason
-        return {"request_id": np.arange(n, dtype=np.int64), "arrived_at": workload.arrived_at,
+        arrived = np.where(np.isnan(self.arrived_at), workload.arrived_at, self.arrived_at)
+        return {"request_id": np.arange(n, dtype=np.int64), "arrived_at": arrived,
                 "num_prefill_tokens": workload.num_prefill_tokens,
                 "num_decode_tokens": np.where(self.truncated, self.num_served_decode, workload.num_decode_tokens),
                 "replica_id": self.replica_id,
-                "status": np.where(self.finished, "finished", "rejected").tolist(),
+                "status": np.where(self.finished, "finished", np.where(self.ignored, "ignored", "rejected")).tolist(),
                 "scheduled_at": self.scheduled_at, "prefill_completed_at": self.prefill_completed_at,
                 "completed_at": self.completed_at, "num_restarts": self.num_restarts, "tbt_max": self.tbt_max,
-                "reject_reason": reasons, "num_cached_tokens": self.num_cached_tokens,
-                "num_lookup_tokens": self.num_lookup_tokens, "truncated": self.truncated}
+                "reject_reason": reasons, "n": self.num_seqs, "num_swaps": self.num_swaps,
+                "num_cached_tokens": self.num_cached_tokens, "num_lookup_tokens": self.num_lookup_tokens,
+                "truncated": self.truncated}

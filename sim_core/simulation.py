@@ -6,12 +6,18 @@ import numpy as np
 
 from sim_core.config import SimulationConfig
 from sim_core.errors import ConfigError
+from sim_core.handoff import Disaggregation, kv_bytes_per_token
 from sim_core.memory import plan_memory
+from sim_core.memory.swap_space import num_swap_blocks
+from sim_core.pool_summary import add_pools
+from sim_core.pools import pool_views
 from sim_core.predictor import build_predictor
+from sim_core.predictor.kv_copy import KvCopyCost
 from sim_core.record import REJECTED, Recorder
 from sim_core.result import SimulationResult, build_result
 from sim_core.routing import ROUTERS
 from sim_core.schedulers import SCHEDULERS, ReplicaLimits
+from sim_core.session_loop import build_chains, session_notes
 from sim_core.simulator import Simulator
 from sim_core.workload import Workload, build_workload
 
@@ -31,24 +37,41 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
         SimulationError: the policy hit a state it cannot handle (e.g. LightLLM out of KV).
     """
     workload = workload if workload is not None else build_workload(config)
-    plan, limits = _limits(config)
-    recorder = Recorder(config.engine.record, config.cluster.num_replicas, limits.num_blocks)
-    schedulers = [SCHEDULERS[config.scheduler.type](r, config.cluster.pipeline_parallel_size,
-                                                     config.scheduler, limits, recorder)
-                  for r in range(config.cluster.num_replicas)]
+    views = pool_views(config)
+    sized = [(view, *_limits(view.config)) for view in views]   # (view, plan, limits) per pool
+    recorder = Recorder(config.engine.record, sum(v.num_replicas for v in views),
+                        max(limits.num_blocks for _, _, limits in sized))
+    schedulers, predictors = [], []
+    for view, _, limits in sized:
+        predictor = build_predictor(view.config)
+        for r in view.replica_ids:
+            schedulers.append(SCHEDULERS[config.scheduler.type](r, view.config.cluster.pipeline_parallel_size,
+                                                                view.config.scheduler, limits, recorder))
+            predictors.append(predictor)
     for scheduler in schedulers:
         scheduler.attach_workload(workload, config.max_model_len)
-    rejected = _rejections(schedulers[0], workload)
+    rejected = _rejections(views, schedulers, workload)
     rng = np.random.default_rng(config.seed)
-    router = ROUTERS[config.cluster.global_scheduler](config.cluster.num_replicas, rng)
-    simulator = Simulator(schedulers, router, build_predictor(config), workload, recorder,
-                          fast_forward=config.engine.fast_forward)
-    simulator.run([i for i in range(len(workload)) if i not in rejected], after_event, progress)
+    routers = [ROUTERS[v.config.cluster.global_scheduler](v.num_replicas, rng) for v in views]
+    simulator = Simulator(schedulers, routers[0], predictors, workload, recorder,
+                          fast_forward=config.engine.fast_forward, num_entry=views[0].num_replicas,
+                          kv_copy_cost=KvCopyCost.from_config(config))
+    if len(views) > 1:
+        simulator.handoff = Disaggregation(simulator, views[0].num_replicas, routers[1], config.disaggregation,
+                                           kv_bytes_per_token(config.model_spec()))
+    chains = build_chains(workload, [i for i in range(len(workload)) if i not in rejected], config.workload.sessions,
+                          config.seed if config.workload.seed is None else config.workload.seed)
+    simulator.run(chains, after_event, progress)
     for request in simulator.unfinished():
-        rejected[request.id] = _stuck_reason(request)
+        rejected[request.id] = _stuck_reason(request, schedulers[request.replica_id])
         recorder.on_state(request.replica_id, request.id, REJECTED)
+    for rid in chains.never_arrived():
+        rejected[rid] = "never arrived: the previous turn of its session never finished"
     notes = list(workload.notes) + ([f"{len(rejected)} request(s) rejected: see reject_reason"] if rejected else [])
-    return build_result(config, workload, simulator, recorder, rejected, limits.num_blocks, plan, notes)
+    notes += session_notes(config, workload)
+    notes += _policy_notes(schedulers, workload, rejected)
+    result = build_result(config, workload, simulator, recorder, rejected, sized[0][2].num_blocks, sized[0][1], notes)
+    return add_pools(result, sized, simulator, recorder) if len(views) > 1 else result
 
 
 def _limits(config: SimulationConfig):
@@ -66,20 +89,38 @@ def _limits(config: SimulationConfig):
     if sched.type in ("orca", "faster_transformer") and num_blocks < reserve:
         raise ConfigError(f"scheduler.num_blocks: {sched.type} reserves {reserve} blocks per request "
                           f"but the replica has {num_blocks}")
-    return plan, ReplicaLimits(num_blocks, max_batch, reserve)
+    swap_blocks = num_swap_blocks(config) if sched.type == "vllm_v0" else 0
+    return plan, ReplicaLimits(num_blocks, max_batch, reserve, config.max_model_len, swap_blocks)
 
 
-def _rejections(scheduler, workload: Workload) -> dict[int, str]:
+def _rejections(views, schedulers, workload: Workload) -> dict[int, str]:
+    """Requests no replica of some pool could ever serve (a prefill replica only holds the prompt)."""
+    checks = [(f"{v.name} pool: " if len(views) > 1 else "", schedulers[v.first_replica], v.name == "prefill")
+              for v in views]
     reasons = {}
     for rid, (prefill, decode) in enumerate(zip(workload.num_prefill_tokens.tolist(),
                                                 workload.num_decode_tokens.tolist())):
-        reason = scheduler.rejection_reason(prefill, decode)
-        if reason:
-            reasons[rid] = f"can never be served: {reason}"
+        for label, scheduler, prompt_only in checks:
+            reason = scheduler.rejection_reason(prefill, 1 if prompt_only else decode)
+            if reason:
+                reasons[rid] = f"can never be served: {label}{reason}"
+                break
     return reasons
 
 
-def _stuck_reason(request) -> str:
-    where = "waiting in the queue" if not request.num_blocks else "holding KV blocks"
+def _policy_notes(schedulers, workload: Workload, rejected: dict[int, str]) -> list[str]:
+    """Requests the policy ignored (their reasons join the reject reasons), and an `n` column the
+    policy does not read."""
+    ignored = {rid: reason for s in schedulers for rid, reason in s.ignored.items()}
+    rejected.update(ignored)
+    notes = [f"{len(ignored)} request(s) ignored by {schedulers[0].config.type}: see reject_reason"] if ignored else []
+    if workload.n is not None and (workload.n > 1).any() and not schedulers[0].serves_parallel_samples:
+        notes.append(f"the workload's n column (parallel samples) is read only by vllm_v0; "
+                     f"{schedulers[0].config.type} serves one sequence per request")
+    return notes
+
+
+def _stuck_reason(request, scheduler) -> str:
+    where = scheduler.stuck_location(request)
     return (f"never finished: still {where} of replica {request.replica_id} when nothing else could "
             f"run (prompt now {request.num_prefill_tokens} tokens after {request.num_restarts} restart(s))")

@@ -9,6 +9,10 @@ With one stage per replica (PP = 1) the stage arrival and stage schedule events 
 only stage is idle whenever a batch forms, and nothing else can queue there), so a formation
 starts its stage directly and a stage end schedules the batch end directly; the batch end and
 the next formation keep their place behind everything already due, exactly as in Vidur.
+
+Two optional parts hook in here: closed-loop sessions (`session_loop.py`: a completion releases
+the session's next turn) and P/D disaggregation (`handoff.py`: prefill replicas hand requests
+to decode replicas). Arrivals go to the first pool's replicas (all replicas without pools).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from sim_core.overlap import OverlapClock
 from sim_core.predictor import BatchShape, padded, shape_of
 from sim_core.record import ADMITTED, FINISHED, QUEUED, Recorder
 from sim_core.request_log import RequestLog
+from sim_core.session_loop import SessionChains
 from sim_core.stage import Stage
 
 PROGRESS_STEPS = 4096  # simulated instants between two progress reports
@@ -29,28 +34,38 @@ SWEEP_EVERY = 4096  # arrivals between sweeps that retire finished requests (bou
 class Simulator:
     """Owns the replicas, the router and the kernel for one run (no state outside it)."""
 
-    def __init__(self, schedulers, router, predictor, workload, recorder: Recorder,
-                 fast_forward: bool = True) -> None:
+    def __init__(self, schedulers, router, predictors, workload, recorder: Recorder,
+                 fast_forward: bool = True, num_entry: int | None = None, kv_copy_cost=None) -> None:
+        """`predictors[r]` prices replica r's batches; arrivals are routed to replicas
+        0..num_entry-1 (default: all); `kv_copy_cost` prices vllm_v0's KV swaps and copies."""
         self.kernel = EventKernel()
         self.schedulers = schedulers
+        self.entry = schedulers if num_entry is None else schedulers[:num_entry]
         self.stages = [[Stage(s.replica_id, k, k == s.num_stages - 1) for k in range(s.num_stages)]
                        for s in schedulers]
-        self.router, self.predictor, self.workload, self.recorder = router, predictor, workload, recorder
+        self.router, self.predictors, self.workload, self.recorder = router, predictors, workload, recorder
         self.live: dict[int, Request] = {}   # arrived and not yet retired, by id
         self.request_log = RequestLog(len(workload))
         self.pending_routing: list[Request] = []
-        self._admitted: list[int] = []  # workload rows that arrive (the others were rejected)
+        self.sessions = SessionChains([])
+        self.handoff = None   # a Disaggregation when the run has prefill and decode pools
+        self._heads: list[int] = []     # requests that arrive at their workload time
+        self._num_arrived = 0
         self.single_stage = all(s.num_stages == 1 for s in schedulers)
         self.fast = FastForward(self) if fast_forward and self.single_stage else None
         overlapping = any(getattr(s, "overlap_schedule", False) for s in schedulers)
-        self.overlap = OverlapClock(predictor, len(schedulers)) if overlapping else None
+        self.overlap = OverlapClock(predictors) if overlapping else None
+        self.kv_copy_cost = kv_copy_cost  # prices the KV swaps / copies a batch runs first (vllm_v0)
+        # parallel samples per request, for policies that serve them (the others serve one each)
+        self.num_seqs = workload.n if workload.n is not None and schedulers[0].serves_parallel_samples else None
 
-    def run(self, admitted: list[int], after_event=None, progress=None) -> None:
-        """Simulate the requests whose indices are in `admitted` (the rest were rejected);
-        `after_event(simulator)` runs after every event when given (tests check invariants);
-        `progress(simulated_seconds)` now and then (every PROGRESS_STEPS distinct times)."""
-        self._admitted = admitted
-        times = self.workload.arrived_at[admitted].tolist()
+    def run(self, sessions: SessionChains, after_event=None, progress=None) -> None:
+        """Simulate: `sessions.heads` arrive at their workload times, later turns of closed-loop
+        sessions when released; `after_event(simulator)` runs after every event when given (tests
+        check invariants); `progress(simulated_seconds)` now and then (every PROGRESS_STEPS
+        distinct times)."""
+        self.sessions, self._heads = sessions, sessions.heads
+        times = self.workload.arrived_at[self._heads].tolist()
         check = (lambda: after_event(self)) if after_event is not None else None
         on_time = self._set_time if progress is None else self._reporting_clock(progress)
         self.kernel.run(times, self.on_arrival, on_time, check)
@@ -72,13 +87,23 @@ class Simulator:
     # ---- tier 1: arrivals and routing ------------------------------------------------------
 
     def on_arrival(self, index: int) -> None:
-        rid, w = self._admitted[index], self.workload
-        request = Request(rid, float(w.arrived_at[rid]), int(w.num_prefill_tokens[rid]),
-                          int(w.num_decode_tokens[rid]))
+        rid = self._heads[index]
+        self._arrive(rid, float(self.workload.arrived_at[rid]))
+
+    def on_turn_arrival(self, rid: int, time: float) -> None:
+        """A closed-loop session's next turn, released by its previous turn's completion."""
+        self._arrive(rid, time)
+
+    def _arrive(self, rid: int, time: float) -> None:
+        w = self.workload
+        request = Request(rid, time, int(w.num_prefill_tokens[rid]), int(w.num_decode_tokens[rid]))
+        if self.num_seqs is not None:
+            request.num_seqs = int(self.num_seqs[rid])
         self.live[rid] = request
         self.pending_routing.append(request)
         self.kernel.soon(self.on_global_schedule)
-        if index % SWEEP_EVERY == SWEEP_EVERY - 1:
+        self._num_arrived += 1
+        if self._num_arrived % SWEEP_EVERY == 0:
             self.sweep()
 
     def sweep(self) -> None:
@@ -97,7 +122,7 @@ class Simulator:
     def on_global_schedule(self) -> None:
         touched = set()
         for request in self.pending_routing:
-            replica = self.router.route(self.schedulers)
+            replica = self.router.route(self.entry)
             self.schedulers[replica].add_request(request)
             self.recorder.on_state(replica, request.id, QUEUED)
             if self.fast is not None:
@@ -111,6 +136,9 @@ class Simulator:
 
     def on_replica_schedule(self, replica: int) -> None:
         scheduler = self.schedulers[replica]
+        if self.handoff is not None and scheduler.num_running_batches < scheduler.num_stages \
+                and not self.handoff.is_prefill(replica):
+            self.handoff.pull(replica)
         preemptions = scheduler.num_preemptions
         batches = scheduler.on_schedule()
         if not batches:
@@ -120,6 +148,8 @@ class Simulator:
         for batch in batches:
             batch.formed_at = now
             batch.shape = self.batch_shape(batch)
+            if batch.cache_ops is not None:
+                self._price_cache_ops(replica, batch)
             for request in batch.requests:
                 if not request.scheduled:
                     record.on_state(replica, request.id, ADMITTED)
@@ -131,11 +161,21 @@ class Simulator:
                 self._start_stage(replica, self.stages[replica][0], batch)
             else:
                 self.kernel.soon(self.on_stage_arrival, replica, 0, batch)
-        self._record_replica(scheduler)
+        self.record_replica(scheduler)
+
+    def _price_cache_ops(self, replica: int, batch) -> None:
+        """Price and record the KV swaps / copies the batch runs before its model; their time
+        adds to every stage of the batch (`cache_seconds`)."""
+        total = 0.0
+        for kind, request_id, num_blocks in batch.cache_ops.ordered():
+            seconds = self.kv_copy_cost.seconds(kind, num_blocks)
+            self.recorder.on_cache_op(replica, batch.id, request_id, kind, num_blocks, seconds)
+            total += seconds
+        batch.cache_seconds = total
 
     def batch_shape(self, batch) -> BatchShape:
         """What the cost model sees of a batch about to run (token totals, or full detail)."""
-        if self.predictor.needs_context:
+        if self.predictors[batch.replica_id].needs_context:
             shape = shape_of(batch.requests, batch.num_tokens)
         else:
             shape = BatchShape(len(batch.num_tokens), sum(batch.num_tokens))
@@ -149,15 +189,20 @@ class Simulator:
                 gaps.append(gap)
             if request.completed:
                 record.on_state(replica, request.id, FINISHED)
+                if self.sessions.closed_loop:
+                    self.sessions.release(request.id, now, self.kernel, self.on_turn_arrival)
         batch.completed_at = now
         scheduler = self.schedulers[replica]
         scheduler.on_batch_end(batch)
-        self._record_replica(scheduler)
+        if self.handoff is not None and self.handoff.is_prefill(replica):
+            self.handoff.on_prefill_batch_end(replica, batch)
+        self.record_replica(scheduler)
         self.kernel.soon(self.on_replica_schedule, replica)
 
-    def _record_replica(self, scheduler) -> None:
+    def record_replica(self, scheduler) -> None:
+        """Record a replica's KV blocks in use and queue lengths, now."""
         self.recorder.on_replica_state(scheduler.replica_id, scheduler.pool.num_used,
-                                       len(scheduler.waiting), scheduler.pool.num_holders)
+                                       scheduler.num_waiting, scheduler.pool.num_holders)
 
     # ---- tier 3: pipeline stages -----------------------------------------------------------
 
@@ -180,10 +225,11 @@ class Simulator:
         self.kernel.at(now + self.stage_time(replica, batch, 0), self.on_stage_end, replica, 0, batch)
 
     def stage_time(self, replica: int, batch, stage: int) -> float:
-        """How long `batch` runs on `stage` of `replica` starting now."""
+        """How long `batch` runs on `stage` of `replica` starting now (KV swaps and copies it
+        runs first included)."""
         if self.overlap is not None and self.schedulers[replica].overlap_schedule:
-            return self.overlap.iteration_time(replica, batch.shape, self.kernel.now)
-        return self.predictor.stage_time(batch.shape, stage)
+            return self.overlap.iteration_time(replica, batch.shape, self.kernel.now) + batch.cache_seconds
+        return self.predictors[replica].stage_time(batch.shape, stage) + batch.cache_seconds
 
     def on_stage_end(self, replica: int, stage: int, batch) -> None:
         state = self.stages[replica][stage]

@@ -38,6 +38,23 @@ def test_a_sidebar_knob_resimulates_and_a_view_only_rerun_reuses_the_cached_run(
     assert app.session_state["scenario"]["scheduler"]["type"] == "sarathi"
 
 
+def test_views_without_events_run_the_cheaper_record_level_and_reuse_a_full_run(monkeypatch):
+    import sim_core.simulation as simulation
+
+    levels = []
+    original = simulation.run_simulation
+    monkeypatch.setattr("pages.state.run_simulation",
+                        lambda config, *a, **k: levels.append(config.engine.record) or original(config, *a, **k))
+    scenario = copy.deepcopy(TINY)
+    scenario["seed"] = 4321                      # a key no other test has cached
+    app = open_app(None, scenario)               # Overview: no block or state events needed
+    app.switch_page("pages/kv_cache.py").run()   # the KV map needs block events: a full run
+    app.switch_page("pages/pipeline.py").run()   # takes the cached full run
+    app.switch_page("pages/overview.py").run()
+    assert not app.exception
+    assert levels == ["batches", "full"]
+
+
 def test_the_view_stays_when_the_scenario_changes_from_the_sidebar():
     app = open_app("pages/kv_cache.py")
     app.slider(key="w:side:cluster.num_replicas").set_value(3).run()

@@ -31,6 +31,10 @@ def test_run_writes_every_output_and_prints_the_summary(tmp_path):
     assert "requests: 3 finished, 0 rejected" in done.stdout
     for name in ("requests.csv", "batches.csv", "summary.json", "chrome_trace.json", "batch_stages.csv"):
         assert (tmp_path / "out" / name).stat().st_size > 0
+    operators = (tmp_path / "out" / "operators.csv").read_text().splitlines()
+    # the linear cost model has two parts: per-iteration base and per-token time
+    assert operators[0] == "operator,seconds,share" and sorted(r.split(",")[0] for r in operators[1:]) == ["base", "tokens"]
+    assert "stage time by operator: " in done.stdout
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())["summary"]
     assert summary["num_finished"] == 3
     header = (tmp_path / "out" / "requests.csv").read_text().splitlines()[0]
@@ -43,7 +47,7 @@ def test_same_config_gives_byte_identical_outputs(tmp_path):
     (tmp_path / "trace.csv").write_text(TRACE)
     for out in ("a", "b"):
         assert cli("run", "--config", tmp_path / "s.yaml", "--out", tmp_path / out).returncode == 0
-    for name in ("requests.csv", "batches.csv", "summary.json", "chrome_trace.json", "timeseries.csv"):
+    for name in ("requests.csv", "batches.csv", "summary.json", "chrome_trace.json", "timeseries.csv", "operators.csv"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 

@@ -16,7 +16,8 @@ def test_overview_shows_metrics_cdfs_time_series_and_per_replica_load():
     assert [s.value for s in app.subheader] == ["Latency CDFs", "Throughput over time", "Queue length over time",
                                                 "Load per replica"]
     cdf = json.loads(chart_specs(app)[0])
-    assert [a["text"] for a in cdf["layout"]["annotations"]] == ["TTFT", "TPOT (mean TBT)", "worst TBT", "end-to-end"]
+    titles = [cdf["layout"][axis]["title"]["text"] for axis in ("xaxis", "xaxis2", "xaxis3", "xaxis4")]
+    assert titles == ["TTFT (ms)", "TPOT (mean TBT) (ms)", "worst TBT (ms)", "end-to-end (ms)"]
     assert len(chart_specs(app)) == 4
 
 
@@ -49,9 +50,11 @@ def test_requests_page_sorts_filters_and_selects_a_request_for_the_other_views()
     assert any(SELECTED in _codes(frame["data"][0]["z"]) for frame in kv_map["frames"])
 
 
-def test_pipeline_page_has_the_gantt_busy_shares_and_three_downloads():
+def test_pipeline_page_has_the_gantt_busy_shares_operator_times_and_three_downloads():
     app = open_app("pages/pipeline.py")
-    gantt = json.loads(chart_specs(app)[0])
+    gantt, operators = (json.loads(spec) for spec in chart_specs(app))
+    # TINY uses the linear cost model: its two parts, the larger (per-iteration base) on top
+    assert operators["data"][0]["y"] == ["tokens", "base"]
     assert {trace["name"] for trace in gantt["data"]} <= {"prefill", "mixed", "decode"}
     assert gantt["layout"]["xaxis"]["title"]["text"] == "time (s)"
     assert app.caption[0].value.startswith("Busy share per stage in the window")

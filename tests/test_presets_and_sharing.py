@@ -42,6 +42,17 @@ def test_lor_cuts_the_ttft_tail_of_round_robin_by_a_third_under_skew():
     assert lor["ttft_p99_s"] < 0.67 * rr["ttft_p99_s"]
 
 
+def test_vllm_v0_swap_keeps_the_work_that_recompute_redoes():
+    swap, recompute = (run_simulation(parse_config(preset(name).scenario)) for name in (
+        "Swap preemption under tight KV (vLLM v0.6, V0 engine)",
+        "Recompute preemption under tight KV (vLLM v0.6, V0 engine)"))
+    assert swap.summary["num_swap_outs"] >= 20 and swap.requests["num_restarts"].sum() == 0
+    assert recompute.summary["num_preemptions"] >= 20 and recompute.summary["num_swap_outs"] == 0
+    assert recompute.batches["num_prefill_tokens"].sum() > 1.2 * swap.batches["num_prefill_tokens"].sum()
+    assert swap.cache_ops["seconds"].sum() > 0.5 and not len(recompute.cache_ops)
+    assert swap.summary["e2e_p50_s"] < recompute.summary["e2e_p50_s"]
+
+
 def test_a_scenario_survives_the_url_token_and_a_damaged_token_is_refused():
     token = encode_scenario(DEFAULT_SCENARIO)
     assert re.fullmatch(r"[A-Za-z0-9_-]+", token)

@@ -10,12 +10,12 @@ from hypothesis import strategies as st
 from sim_core import SimulationError, parse_config, run_simulation
 from sim_core.workload import Workload
 
-POLICIES = ["vllm", "sarathi", "orca", "faster_transformer", "lightllm"]
+POLICIES = ["vllm", "sarathi", "orca", "faster_transformer", "lightllm", "vllm_v0"]
 
 
 @st.composite
-def scenarios(draw):
-    policy = draw(st.sampled_from(POLICIES))
+def scenarios(draw, policies=tuple(POLICIES)):
+    policy = draw(st.sampled_from(policies))
     lightllm = policy == "lightllm"
     block_size = 1 if lightllm else draw(st.sampled_from([4, 8, 16]))
     max_model_len = 256
@@ -36,7 +36,12 @@ def scenarios(draw):
         "scheduler": {"type": policy, "block_size": block_size, "num_blocks": num_blocks,
                       "batch_size_cap": draw(st.integers(2, 16)), "chunk_size": draw(st.integers(4, 64)),
                       "max_waiting_iters": draw(st.integers(0, 4)),
-                      "watermark_blocks_fraction": draw(st.sampled_from([0.0, 0.01, 0.1]))},
+                      "watermark_blocks_fraction": draw(st.sampled_from([0.0, 0.01, 0.1])),
+                      "preemption_mode": draw(st.sampled_from(["recompute", "swap"])),
+                      "swap_space_gb": draw(st.sampled_from([0.0, 0.01, 0.05, 4.0])),  # 0 to hundreds of blocks
+                      "enable_chunked_prefill": draw(st.booleans()),
+                      "max_num_seqs": draw(st.sampled_from([0, 2, 5, 256])),
+                      "max_num_batched_tokens": draw(st.sampled_from([None, 24, 90, 256]))},
     }
     n = draw(st.integers(1, 25))
     arrivals = sorted(draw(st.lists(st.floats(0, 2, allow_nan=False), min_size=n, max_size=n)))
@@ -44,7 +49,9 @@ def scenarios(draw):
         arrivals = [round(a, 1) for a in arrivals]
     prefill = draw(st.lists(st.integers(1, 100), min_size=n, max_size=n))
     decode = draw(st.lists(st.integers(1, 60), min_size=n, max_size=n))
-    workload = Workload(np.array(arrivals), np.array(prefill, dtype=np.int64), np.array(decode, dtype=np.int64), "h")
+    samples = draw(st.lists(st.integers(1, 4), min_size=n, max_size=n)) if policy == "vllm_v0" else None
+    workload = Workload(np.array(arrivals), np.array(prefill, dtype=np.int64), np.array(decode, dtype=np.int64), "h",
+                        n=None if samples is None or draw(st.booleans()) else np.array(samples, dtype=np.int64))
     return config, workload
 
 
@@ -53,7 +60,7 @@ def _check_state(simulator, last_time):
     last_time[0] = simulator.kernel.now
     holders = [r for r in simulator.requests if r is not None and r.num_blocks]
     for scheduler in simulator.schedulers:
-        scheduler.pool.check_integrity([r for r in holders if r.replica_id == scheduler.replica_id])
+        scheduler.check_integrity([r for r in holders if r.replica_id == scheduler.replica_id])
     for request in simulator.requests:
         if request is not None:
             assert 0 <= request.num_processed_tokens <= request.total_tokens
@@ -69,8 +76,9 @@ def _run(config, workload, fast_forward=True, check=False, record="full"):
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios(), st.sampled_from(["full", "requests"]))
 def test_invariants_hold_after_every_event(case, record):
-    """Block pools (with ids, or counting only) stay whole after every event; time only moves
-    forward; every request finishes or is rejected with a reason; token counts add up."""
+    """Block pools (with ids, or counting only; vllm_v0: reference counts and swap space) stay
+    whole after every event; time only moves forward; every request finishes or is rejected or
+    ignored with a reason; token counts add up (n parallel samples decode n tokens a step)."""
     config, workload = case
     try:
         result = _run(config, workload, fast_forward=False, check=True, record=record)
@@ -78,8 +86,12 @@ def test_invariants_hold_after_every_event(case, record):
         assert "lightllm" in str(error)
         return
     requests = result.requests
-    assert set(requests["status"]) <= {"finished", "rejected"}
-    assert (requests["reject_reason"][requests["status"] == "rejected"] != "").all()
+    assert set(requests["status"]) <= {"finished", "rejected", "ignored"}
+    assert (requests["reject_reason"][requests["status"] != "finished"] != "").all()
+    if config["scheduler"]["type"] == "vllm_v0" and config["scheduler"]["watermark_blocks_fraction"] == 0:
+        # nothing is left stuck: what can never run is ignored (only a watermark can hold a
+        # request back forever, as it would in vLLM)
+        assert "rejected" not in set(requests["status"])
     finished = requests[requests["status"] == "finished"]
     assert (finished["completed_at"] >= finished["prefill_completed_at"]).all()
     assert (finished["prefill_completed_at"] > finished["scheduled_at"]).all()
@@ -94,9 +106,10 @@ def test_invariants_hold_after_every_event(case, record):
         for rid, count in zip(ids, tokens):
             processed[rid] += count
     for row in finished.itertuples():
-        assert processed[row.request_id] >= row.num_prefill_tokens + row.num_decode_tokens - 1
+        expected = row.num_prefill_tokens + row.n * (row.num_decode_tokens - 1)
+        assert processed[row.request_id] >= expected
         if row.num_restarts == 0:
-            assert processed[row.request_id] == row.num_prefill_tokens + row.num_decode_tokens - 1
+            assert processed[row.request_id] == expected
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -121,3 +134,18 @@ def test_fast_forward_and_reruns_give_identical_results(case):
         if record == "batches":
             pd.testing.assert_frame_equal(lean.batches, fast.batches)
             pd.testing.assert_frame_equal(lean.timeseries, fast.timeseries)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(policies=("vllm_v0",)), st.sampled_from(["full", "requests"]))
+def test_vllm_v0_invariants_hold_after_every_event(case, record):
+    """vllm_v0 on its own (swap space from none to plenty, chunked or not, parallel samples):
+    the same invariants as every scheduler."""
+    test_invariants_hold_after_every_event.hypothesis.inner_test(case, record)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(policies=("vllm_v0",)))
+def test_vllm_v0_fast_forward_and_record_levels_agree(case):
+    """vllm_v0: fast-forwarded and stepwise runs, reruns and every record level agree."""
+    test_fast_forward_and_reruns_give_identical_results.hypothesis.inner_test(case)

@@ -93,3 +93,20 @@ def test_throughput_and_replica_load_count_what_finished_where():
     assert series["output_tokens_per_s"].sum() * 0.05 == 4         # 2 decode tokens each
     load = replica_load(run)
     assert load[["replica", "requests", "prompt_tokens", "output_tokens"]].values.tolist() == [[0, 2, 20, 6]]
+
+
+def test_replica_load_figure_puts_request_and_token_shares_on_one_percent_axis():
+    from sim_core.workload import Workload
+    from sim_core.viz.overview import replica_load_figure
+
+    # round robin over 2 replicas: requests 0 and 2 (10 + 30 prompt tokens) go to replica 0,
+    # request 1 (20 prompt tokens) to replica 1; 3 output tokens each
+    workload = Workload(np.zeros(3), np.array([10, 20, 30]), np.array([3, 3, 3]), "test")
+    config = parse_config({"model": "llama-2-7b", "device": "a100-80gb", "cluster": {"num_replicas": 2},
+                           "predictor": {"type": "linear", "base_s": 0.01, "per_token_s": 0.001}})
+    figure = replica_load_figure(run_simulation(config, workload))
+    bars = {trace.name: list(trace.y) for trace in figure.data}
+    assert bars["share of requests"] == pytest.approx([2 / 3, 1 / 3])
+    assert bars["share of tokens"] == pytest.approx([46 / 69, 23 / 69])
+    assert len(bars["mean KV use"]) == 2
+    assert figure.layout.shapes[0].y0 == 0.5 and figure.layout.yaxis.tickformat == ".0%"

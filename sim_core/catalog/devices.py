@@ -3,7 +3,10 @@
 `bf16_tflops` is dense (no sparsity) BF16/FP16 tensor throughput; `memory_gib` the HBM/GDDR
 capacity as the driver reports it in GiB (Vidur's planner multiplies it by 1024**3);
 `memory_bandwidth_gbps` in GB/s; `link_bandwidth_gbps` the per-GPU intra-node bandwidth
-(NVLink / Infinity Fabric where present, else PCIe), one direction, GB/s.
+(NVLink / Infinity Fabric where present, else PCIe), one direction, GB/s;
+`pcie_bandwidth_gbps` the GPU's host link, one direction, GB/s (it prices vLLM v0's KV swaps):
+PCIe Gen4 x16 is 32 GB/s (A100, A30, A40, L40S, RTX 4090: PCI-SIG 4.0 spec, 16 GT/s x 16 lanes),
+Gen5 x16 is 64 GB/s (H100, H200, B200, MI300X: PCI-SIG 5.0, 32 GT/s x 16 lanes).
 
 `compute_efficiency` and `memory_efficiency` are the fractions of those peaks that real LLM
 kernels reach (the roofline predictor's defaults; a scenario or a calibration can override

@@ -1,5 +1,6 @@
 """The scenario: one validated `SimulationConfig`, loadable from YAML or JSON."""
 
+from sim_core.config.disaggregation import DisaggregationConfig, PoolConfig
 from sim_core.config.loading import config_to_yaml, load_config, parse_config
 from sim_core.config.sections import (
                                       ClusterConfig,
@@ -20,9 +21,11 @@ __all__ = [
                                       "VIDUR_SCHEDULERS",
                                       "ArrivalConfig",
                                       "ClusterConfig",
+                                      "DisaggregationConfig",
                                       "EngineConfig",
                                       "LengthConfig",
                                       "MemoryConfig",
+                                      "PoolConfig",
                                       "PredictorConfig",
                                       "SchedulerConfig",
                                       "SessionConfig",

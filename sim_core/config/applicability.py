@@ -16,11 +16,13 @@ CPU_PHASES = ("schedule", "prepare_inputs", "sample", "process_outputs")  # host
 
 APPLIES: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
     "scheduler": ("type", {
-        "watermark_blocks_fraction": ("vllm", "sarathi"),
+        "batch_size_cap": ("vllm", "sarathi", "orca", "faster_transformer", "lightllm"),
+        "watermark_blocks_fraction": ("vllm", "sarathi", "vllm_v0"),
         "max_tokens_in_batch": ("vllm", "lightllm"),
         "chunk_size": ("sarathi",),
         "max_waiting_iters": ("lightllm",),
-        "max_num_seqs": ("vllm_v1",), "max_num_batched_tokens": ("vllm_v1",),
+        "max_num_seqs": ("vllm_v0", "vllm_v1"), "max_num_batched_tokens": ("vllm_v0", "vllm_v1"),
+        "enable_chunked_prefill": ("vllm_v0",), "preemption_mode": ("vllm_v0",), "swap_space_gb": ("vllm_v0",),
         "long_prefill_token_threshold": ("vllm_v1",), "prioritize_prefill": ("vllm_v1",),
         "scheduling_policy": ("vllm_v1",), "enable_prefix_caching": ("vllm_v1", "sglang"),
         "max_prefill_tokens": ("sglang",), "chunked_prefill_size": ("sglang",),

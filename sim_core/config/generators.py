@@ -90,11 +90,21 @@ class SessionConfig(BaseModel):
         "Mean pause (exponential) between receiving an answer and sending the next turn, seconds."))
     response_s_per_token: float = Field(0.02, ge=0.0, le=100.0, description=(
         "Estimated seconds to generate one output token, used to place the next turn after the "
-        "answer (open loop; closed-loop timing comes with the session-aware scheduler)."))
+        "answer (open loop only; closed_loop waits for the simulated answer instead)."))
     system_prompt_tokens: int = Field(0, ge=0, le=1_000_000, description=(
         "Tokens of a system prompt shared by many conversations (0: none); added to every prompt."))
     num_system_prompts: int = Field(1, ge=1, le=1_000_000, description=(
         "How many distinct system prompts conversations draw from (uniformly)."))
+
+    closed_loop: bool = Field(False, description=(
+        "Closed loop (agentic sessions): a session's next turn arrives a pause after its previous "
+        "turn completes in the simulation, not at a time fixed in advance. Applies to generated "
+        "sessions and to traces with a session_id column (turns ordered by turn, else by arrival)."))
+    closed_loop_gap: Literal["workload", "think_time"] = Field("workload", description=(
+        "closed loop: the pause before a later turn: workload (its arrival time minus the previous "
+        "turn's: for generated sessions exactly the drawn think time; for a trace the recorded gap, "
+        "which also holds the recorded answer time) or think_time (exponential with mean "
+        "think_time_s, seeded)."))
 
     @model_validator(mode="after")
     def _turns(self) -> SessionConfig:

@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 Strict = ConfigDict(extra="forbid", validate_assignment=True)
 
 GlobalSchedulerType = Literal["round_robin", "lor", "random"]
-ReplicaSchedulerType = Literal["vllm", "sarathi", "orca", "faster_transformer", "lightllm", "vllm_v1", "sglang"]
+ReplicaSchedulerType = Literal["vllm", "sarathi", "orca", "faster_transformer", "lightllm", "vllm_v0", "vllm_v1",
+                              "sglang"]
 
 # SGLang v0.4's default CUDA-graph capture sizes (cuda_graph_max_bs 160)
 SGLANG_GRAPH_SIZES = (1, 2, 4, 8, *range(16, 161, 8))
@@ -40,19 +41,22 @@ class SchedulerConfig(BaseModel):
     type: ReplicaSchedulerType = Field("vllm", description=(
         "Batching policy: vllm (prefill-first continuous batching, paged KV), sarathi (chunked "
         "prefill mixed with decodes), orca (iteration-level, reserves max_model_len per request), "
-        "faster_transformer (static batches), lightllm (token-level KV, separate prefill/decode), "
+        "faster_transformer (static batches), lightllm (token-level KV, separate prefill/decode) "
+        "(these five as Vidur models them); vllm_v0 (vLLM v0.6's V0-engine scheduler: waiting, running "
+        "and swapped queues, swap or recompute preemption, parallel samples, optional chunked prefill), "
         "vllm_v1 (vLLM V1 engine: one token budget for decodes and prompt chunks, prefix caching), "
         "sglang (SGLang: prefill batch else decode batch, radix prefix cache, CUDA-graph padding)."))
     batch_size_cap: int = Field(128, ge=1, le=65536, description=(
-        "Most requests holding KV memory at once; a batch holds at most batch_size_cap // PP."))
+        "vllm/sarathi/orca/faster_transformer/lightllm: most requests holding KV memory at once; a "
+        "batch holds at most batch_size_cap // PP."))
     block_size: int = Field(16, ge=1, le=4096, description=(
         "Tokens per KV-cache block (lightllm requires 1: one block per token)."))
     num_blocks: int | None = Field(None, ge=1, le=1_000_000_000, description=(
         "KV-cache blocks per replica; when absent the memory planner derives it from the model, "
         "device and max_model_len."))
     watermark_blocks_fraction: float = Field(0.01, ge=0.0, le=0.9, description=(
-        "vllm/sarathi: keep int(fraction * num_blocks) blocks free when admitting a new request, "
-        "headroom for running requests to grow."))
+        "vllm/sarathi/vllm_v0: keep int(fraction * num_blocks) blocks free when admitting a new request "
+        "(vllm_v0: also when swapping one back in), headroom for running requests to grow."))
     max_tokens_in_batch: int = Field(4096, ge=1, le=10_000_000, description=(
         "vllm: batch size x longest prompt must stay within this; lightllm: sum of prompt tokens "
         "in a prefill batch."))
@@ -61,11 +65,26 @@ class SchedulerConfig(BaseModel):
     max_waiting_iters: int = Field(10, ge=0, le=1_000_000, description=(
         "lightllm: decode iterations after which a prefill batch is tried even while requests run."))
     max_num_seqs: int = Field(256, ge=0, le=1_000_000, description=(
-        "vllm_v0/vllm_v1: most requests running (holding KV) at once; checked only when admitting "
-        "a request, never against one already running (0 = unbounded)."))
-    max_num_batched_tokens: int = Field(2048, ge=1, le=10_000_000, description=(
-        "vllm_v0/vllm_v1: token budget of one iteration, shared by running decodes (1 token each) "
-        "and prompt chunks."))
+        "vllm_v0/vllm_v1: most sequences running at once (vLLM's --max-num-seqs, default 256; a "
+        "vllm_v0 request with n parallel samples counts n; vllm_v1 checks it only when admitting a "
+        "request, never against one already running); 0 = unbounded."))
+    max_num_batched_tokens: int | None = Field(None, ge=1, le=10_000_000, description=(
+        "vllm_v0/vllm_v1: tokens one iteration may process, shared by running decodes (1 token "
+        "each) and prompt chunks (vLLM's --max-num-batched-tokens); empty: the engine's default "
+        "(vllm_v1: 2048; vllm_v0: max(max_model_len, 2048), or 512 with chunked prefill). vllm_v0 "
+        "without chunked prefill ignores a prompt longer than min(this, max_model_len)."))
+    enable_chunked_prefill: bool = Field(False, description=(
+        "vllm_v0: decodes first, then swapped requests, then prompt chunks, all under one token "
+        "budget (vLLM's --enable-chunked-prefill); off: an iteration is either prompts only "
+        "(whole prompts) or decodes only."))
+    preemption_mode: Literal["recompute", "swap"] = Field("recompute", description=(
+        "vllm_v0: what a running request gives up when KV blocks run out: recompute (its blocks are "
+        "freed; it re-joins the waiting queue's front and its tokens are prefilled again) or swap "
+        "(its blocks are copied to CPU swap space over PCIe and copied back before it resumes). A "
+        "request with several parallel samples is swapped in both modes, as vLLM does."))
+    swap_space_gb: float = Field(4.0, ge=0.0, le=100_000.0, description=(
+        "vllm_v0: CPU swap space per GPU in GiB (vLLM's --swap-space, default 4); a swap-out that "
+        "does not fit falls back to recompute (vLLM aborts the engine there)."))
     long_prefill_token_threshold: int = Field(0, ge=0, le=10_000_000, description=(
         "vllm_v1: most prompt tokens one request may run in one iteration (longer prompts are "
         "chunked; 0 = only the token budget limits them)."))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field, model_validator
 
 from sim_core.catalog import DEVICES, MODELS, DeviceSpec, ModelSpec
+from sim_core.config.disaggregation import NOT_DISAGGREGATED, DisaggregationConfig
 from sim_core.config.sections import (
     ClusterConfig,
     EngineConfig,
@@ -41,6 +42,8 @@ class SimulationConfig(BaseModel):
     devices: dict[str, DeviceSpec] = Field(default_factory=dict, description=(
         "Extra or edited device specs by id; they take precedence over the catalog."))
     name: str | None = Field(None, description="Optional label shown in reports.")
+    disaggregation: DisaggregationConfig = Field(default_factory=DisaggregationConfig, description=(
+        "Prefill and decode pools joined by KV links (P/D disaggregation)."))
 
     def model_spec(self) -> ModelSpec:
         return {**MODELS, **self.models}[self.model]
@@ -53,6 +56,7 @@ class SimulationConfig(BaseModel):
         _check_catalog_ids(self)
         _check_parallelism(self)
         _check_scheduler(self)
+        _check_disaggregation(self)
         if self.predictor.type == "linear" and self.predictor.base_s + self.predictor.per_token_s <= 0:
             raise ValueError("predictor: base_s and per_token_s cannot both be 0 (batches would take no time)")
         if self.predictor.type == "learned" and not self.predictor.profiles_dir:
@@ -95,3 +99,20 @@ def _check_scheduler(config: SimulationConfig) -> None:
     if sched.type in ("orca", "faster_transformer") and sched.num_blocks is not None and sched.num_blocks < reserve:
         raise ValueError(f"scheduler.num_blocks: {sched.type} reserves max_model_len // block_size = {reserve} "
                          f"blocks per request, more than num_blocks = {sched.num_blocks}")
+
+
+def _check_disaggregation(config: SimulationConfig) -> None:
+    pd = config.disaggregation
+    if not pd.enabled:
+        return
+    if config.scheduler.type in NOT_DISAGGREGATED:
+        raise ValueError(f"disaggregation.enabled: scheduler.type {config.scheduler.type} cannot hand requests "
+                         f"between pools (not supported: {', '.join(NOT_DISAGGREGATED)})")
+    spec = config.model_spec()
+    for name, pool in (("prefill", pd.prefill), ("decode", pd.decode)):
+        if spec.num_layers % pool.pipeline_parallel_size:
+            raise ValueError(f"disaggregation.{name}.pipeline_parallel_size: {pool.pipeline_parallel_size} must "
+                             f"divide the model's {spec.num_layers} layers")
+        if spec.num_q_heads % pool.tensor_parallel_size:
+            raise ValueError(f"disaggregation.{name}.tensor_parallel_size: {pool.tensor_parallel_size} must "
+                             f"divide the model's {spec.num_q_heads} query heads")

@@ -67,6 +67,9 @@ class WorkloadConfig(BaseModel):
     sessions: SessionConfig = Field(default_factory=SessionConfig, description="Synthetic multi-turn conversations.")
     shared_prefix: SharedPrefixConfig = Field(default_factory=SharedPrefixConfig, description=(
         "Synthetic shared prompt prefixes (system prompts): the prefix_group and prefix_len columns."))
+    parallel_samples: int = Field(1, ge=1, le=256, description=(
+        "Synthetic: samples (n) each request asks for; above 1 the workload gets an n column, which "
+        "vllm_v0 serves as one group of sequences sharing the prompt (other policies: one sequence)."))
     seed: int | None = Field(None, ge=0, le=2**32 - 1, description=(
         "Seed of the generator and of sampling; defaults to the scenario's seed."))
     time_scale_factor: float = Field(1.0, gt=0.0, le=1e6, description=(

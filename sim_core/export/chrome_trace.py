@@ -3,7 +3,11 @@
 Mapping: one process per replica (pid = replica id), one thread per pipeline stage
 (tid = stage id), each batch stage a complete event (`ph: X`, microseconds) whose args list the
 request ids and tokens; counter tracks (`ph: C`) per replica for KV blocks in use and queue
-lengths.
+lengths. With P/D disaggregation processes are named by pool ("Prefill replica 0") and each
+prefill replica has one more thread, its KV link (tid = its number of stages), whose complete
+events are the KV transfers it sent (category `kv_transfer`). vllm_v0's KV swaps and copies are
+complete events on their own thread per stage (tid = KV_COPY_TID + stage, "Stage s KV copies"),
+at the start of the batch's stage.
 """
 
 from __future__ import annotations
@@ -11,12 +15,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
+
+from sim_core.memory.cache_ops import cache_op_spans
+from sim_core.pool_summary import blocks_per_replica
+from sim_core.pools import replica_names, replica_stages
+
 US = 1e6
+KV_COPY_TID = 1000
 
 
 def chrome_trace(result) -> dict:
     """The trace as a JSON-serializable dict {"traceEvents": [...], "displayTimeUnit": "ms"}."""
-    events = _metadata(result) + _stage_events(result) + _counter_events(result)
+    events = (_metadata(result) + _stage_events(result) + _transfer_events(result) + _cache_op_events(result)
+              + _counter_events(result))
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"scenario": result.config.name or "", "num_blocks": result.num_blocks}}
 
@@ -26,16 +38,35 @@ def write_chrome_trace(result, path: str | Path) -> None:
 
 
 def _metadata(result) -> list[dict]:
-    cluster, events = result.config.cluster, []
-    for replica in range(cluster.num_replicas):
+    events, stages = [], replica_stages(result.config)
+    senders = set(result.transfers["source_replica"].tolist()) if len(result.transfers) else set()
+    for replica, name in enumerate(replica_names(result.config)):
         events.append({"name": "process_name", "ph": "M", "pid": replica, "tid": 0,
-                       "args": {"name": f"Replica {replica}"}})
+                       "args": {"name": f"{name.split()[0].capitalize()} replica {replica}"
+                                if result.pools else f"Replica {replica}"}})
         events.append({"name": "process_sort_index", "ph": "M", "pid": replica, "tid": 0,
                        "args": {"sort_index": replica}})
-        for stage in range(cluster.pipeline_parallel_size):
+        for stage in range(stages[replica]):
             events.append({"name": "thread_name", "ph": "M", "pid": replica, "tid": stage,
                            "args": {"name": f"Stage {stage}"}})
+        if replica in senders:
+            events.append({"name": "thread_name", "ph": "M", "pid": replica, "tid": stages[replica],
+                           "args": {"name": "KV link"}})
     return events
+
+
+def _transfer_events(result) -> list[dict]:
+    transfers, stages = result.transfers, replica_stages(result.config)
+    if not len(transfers):
+        return []
+    names = replica_names(result.config)
+    return [{"name": f"KV request {rid}", "cat": "kv_transfer", "ph": "X", "ts": start * US,
+             "dur": (end - start) * US, "pid": source, "tid": stages[source],
+             "args": {"request_id": rid, "num_bytes": num_bytes, "num_tokens": tokens, "to": names[target]}}
+            for rid, source, target, tokens, num_bytes, start, end in zip(
+                transfers["request_id"].tolist(), transfers["source_replica"].tolist(),
+                transfers["target_replica"].tolist(), transfers["num_tokens"].tolist(),
+                transfers["num_bytes"].tolist(), transfers["start"].tolist(), transfers["end"].tolist())]
 
 
 def _stage_events(result) -> list[dict]:
@@ -61,13 +92,29 @@ def _stage_events(result) -> list[dict]:
     return events
 
 
+def _cache_op_events(result) -> list[dict]:
+    spans = cache_op_spans(getattr(result, "cache_ops", pd.DataFrame()), result.batch_stages)
+    events, lanes = [], set()
+    for replica, stage, batch, request, kind, blocks, start, end in zip(
+            spans["replica_id"].tolist(), spans["stage_id"].tolist(), spans["batch_id"].tolist(),
+            spans["request_id"].tolist(), spans["kind"].astype(str).tolist(), spans["num_blocks"].tolist(),
+            spans["start"].tolist(), spans["end"].tolist()):
+        lanes.add((replica, stage))
+        events.append({"name": f"{kind} {blocks} blocks (request {request})", "cat": "kv_copy", "ph": "X",
+                       "ts": start * US, "dur": (end - start) * US, "pid": replica, "tid": KV_COPY_TID + stage,
+                       "args": {"batch_id": batch, "request_id": request, "kind": kind, "num_blocks": blocks}})
+    names = [{"name": "thread_name", "ph": "M", "pid": replica, "tid": KV_COPY_TID + stage,
+              "args": {"name": f"Stage {stage} KV copies"}} for replica, stage in sorted(lanes)]
+    return names + events
+
+
 def _counter_events(result) -> list[dict]:
-    series, events = result.timeseries, []
+    series, events, blocks = result.timeseries, [], blocks_per_replica(result)
     for time, replica, used, waiting, running in zip(series["time"].tolist(), series["replica_id"].tolist(),
                                                      series["kv_blocks_used"].tolist(),
                                                      series["num_waiting"].tolist(), series["num_running"].tolist()):
         events.append({"name": "KV blocks", "ph": "C", "ts": time * US, "pid": replica,
-                       "args": {"used": used, "free": result.num_blocks - used}})
+                       "args": {"used": used, "free": blocks[replica] - used}})
         events.append({"name": "Requests", "ph": "C", "ts": time * US, "pid": replica,
                        "args": {"waiting": waiting, "running": running}})
     return events

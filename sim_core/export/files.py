@@ -10,7 +10,7 @@ from sim_core.export.chrome_trace import write_chrome_trace
 
 REQUEST_COLUMNS = ("request_id", "arrived_at", "num_prefill_tokens", "num_decode_tokens", "replica_id",
                    "status", "scheduled_at", "prefill_completed_at", "completed_at", "num_restarts",
-                   "ttft", "tpot", "tbt_max", "e2e", "scheduling_delay", "reject_reason")
+                   "ttft", "tpot", "tbt_max", "e2e", "scheduling_delay", "reject_reason", "n", "num_swaps")
 
 
 def requests_csv(result) -> str:
@@ -31,13 +31,20 @@ def summary_json(result) -> str:
 
 
 def write_outputs(result, out_dir: str | Path) -> list[Path]:
-    """Write requests.csv, batches.csv, batch_stages.csv, timeseries.csv, summary.json and
-    chrome_trace.json into `out_dir` (created if missing); returns the paths written."""
+    """Write requests.csv, batches.csv, batch_stages.csv, timeseries.csv, operators.csv (stage
+    time per cost-model operator), summary.json, chrome_trace.json, transfers.csv with P/D pools
+    and cache_ops.csv when the run swapped or copied KV blocks (vllm_v0) into `out_dir` (created
+    if missing); returns the paths written."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {"requests.csv": requests_csv(result), "batches.csv": batches_csv(result),
              "batch_stages.csv": result.batch_stages.to_csv(index=False),
-             "timeseries.csv": result.timeseries.to_csv(index=False), "summary.json": summary_json(result)}
+             "timeseries.csv": result.timeseries.to_csv(index=False),
+             "operators.csv": result.operator_times.to_csv(index=False), "summary.json": summary_json(result)}
+    if result.pools:   # P/D disaggregation: one row per KV transfer
+        files["transfers.csv"] = result.transfers.to_csv(index=False)
+    if len(result.cache_ops):
+        files["cache_ops.csv"] = result.cache_ops.to_csv(index=False)
     for name, text in files.items():
         (out / name).write_text(text)
     write_chrome_trace(result, out / "chrome_trace.json")

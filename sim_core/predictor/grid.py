@@ -95,6 +95,12 @@ class GridPredictor:
         decode = self.decode_attention(num_requests.astype(np.float64), context.astype(np.float64))
         return fixed + self.layers * decode
 
+    def fixed_times(self, tokens: np.ndarray, requests: np.ndarray, stage_id: int) -> np.ndarray:
+        """Per row, the stage time without attention (token and request parts) of batches with
+        `tokens[j]` tokens and `requests[j]` requests."""
+        self._ensure(int(max(tokens.max(initial=0), requests.max(initial=0))))
+        return self._token_total[stage_id][tokens] + self._request_total[stage_id][requests]
+
     def breakdown(self, shape: BatchShape, stage_id: int) -> dict[str, float]:
         """Seconds per operator for the whole stage (layer operators times the stage's layers);
         the values sum to stage_time."""

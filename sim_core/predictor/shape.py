@@ -30,15 +30,18 @@ class BatchShape:
 
 
 def shape_of(requests, num_tokens) -> BatchShape:
-    """Shape of a batch from its requests (before the iteration runs) and their token counts."""
+    """Shape of a batch from its requests (before the iteration runs) and their token counts.
+
+    A decoding request contributes one decode per token it runs: 1, or `num_seqs` for a group of
+    parallel samples (each sequence is its own decode with its own context and logits row)."""
     chunks, num_decodes, context = [], 0, 0
     for request, tokens in zip(requests, num_tokens):
         if request.is_prefill_complete:
-            num_decodes += 1
-            context += request.num_processed_tokens
+            num_decodes += tokens
+            context += tokens * request.num_processed_tokens
         else:
             chunks.append((tokens, request.num_processed_tokens))
-    return BatchShape(len(num_tokens), sum(num_tokens), tuple(chunks), num_decodes, context)
+    return BatchShape(len(chunks) + num_decodes, sum(num_tokens), tuple(chunks), num_decodes, context)
 
 
 def padded(shape: BatchShape, num_padding: int) -> BatchShape:

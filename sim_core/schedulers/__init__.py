@@ -1,5 +1,7 @@
 """Replica schedulers: one file per policy on a shared base; register new ones here."""
 
+from collections.abc import Callable
+
 from sim_core.schedulers.base import ReplicaLimits, ReplicaScheduler
 from sim_core.schedulers.faster_transformer import FasterTransformerScheduler
 from sim_core.schedulers.lightllm import LightLLMScheduler
@@ -7,14 +9,16 @@ from sim_core.schedulers.orca import OrcaScheduler
 from sim_core.schedulers.sarathi import SarathiScheduler
 from sim_core.schedulers.sglang import SglangScheduler
 from sim_core.schedulers.vllm import VllmScheduler
+from sim_core.schedulers.vllm_v0_pipeline import vllm_v0_scheduler
 from sim_core.schedulers.vllm_v1 import VllmV1Scheduler
 
-SCHEDULERS: dict[str, type[ReplicaScheduler]] = {
+SCHEDULERS: dict[str, Callable[..., ReplicaScheduler]] = {
     "vllm": VllmScheduler,
     "sarathi": SarathiScheduler,
     "orca": OrcaScheduler,
     "faster_transformer": FasterTransformerScheduler,
     "lightllm": LightLLMScheduler,
+    "vllm_v0": vllm_v0_scheduler,  # one scheduler, or vLLM's virtual engines when PP > 1
     "vllm_v1": VllmV1Scheduler,
     "sglang": SglangScheduler,
 }

@@ -24,6 +24,8 @@ class ReplicaLimits:
     num_blocks: int
     max_batch_size: int          # min(planner's max batch, batch_size_cap): orca / FT
     max_blocks_per_request: int  # max_model_len // block_size: orca / FT reservation
+    max_model_len: int = 0       # vllm_v0: prompt limit and default token budget
+    num_swap_blocks: int = 0     # vllm_v0: CPU swap space, in KV blocks per GPU
 
 
 UNBOUNDED = 1 << 62
@@ -51,6 +53,7 @@ class ReplicaScheduler:
         self.num_running_batches = 0
         self.num_batches = 0  # batch ids are per replica: (replica_id, batch id) is unique
         self.num_preemptions = 0
+        self.ignored: dict[int, str] = {}  # request id -> why the policy dropped it while queued
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -91,6 +94,16 @@ class ReplicaScheduler:
         """Why a request of this size can never be served here, or None if it can."""
         return None
 
+    serves_parallel_samples = False  # reads the workload's `n` column (else one sequence each)
+
+    def check_integrity(self, holders: list[Request] | None = None) -> None:
+        """Assert the policy's memory accounting is whole (`holders`: requests holding blocks)."""
+        self.pool.check_integrity(holders)
+
+    def stuck_location(self, request: Request) -> str:
+        """Where an unfinished request was left when the run ended (for its reject reason)."""
+        return "waiting in the queue" if not request.num_blocks else "holding KV blocks"
+
     # ---- steady decode (fast-forward) hooks --------------------------------------------------
     # A "steady" decode batch is one the policy will form again, unchanged, at every following
     # iteration until one of its requests finishes, a request arrives, or (per `growth`) KV
@@ -114,6 +127,34 @@ class ReplicaScheduler:
         """Policy bookkeeping after `num_iterations` identical decode iterations ran in one step;
         `last` is the batch object of the final iteration (still in flight)."""
         return
+
+    # ---- P/D disaggregation ----------------------------------------------------------------
+    # A prefill replica lets a request go once its prompt is done (`hand_off`; its blocks stay
+    # until the KV transfer ends). A decode replica takes it over: it allocates blocks for the
+    # prompt's KV when it accepts the request, before the transfer, and the request decodes like
+    # any running one once the KV has arrived (`on_transfer_done`).
+
+    def hand_off(self, request: Request) -> None:
+        """Forget a request whose prompt this (prefill) replica has just completed."""
+        self.running.remove(request)
+
+    def transfer_blocks(self, request: Request) -> int:
+        """Blocks a decode replica allocates for a handed-off request's prompt KV."""
+        return -(-request.num_prefill_tokens // self.block_size)
+
+    def can_accept_transfer(self, request: Request) -> bool:
+        """Whether this (decode) replica can allocate a handed-off request's blocks now."""
+        return (self.pool.num_holders < self.config.batch_size_cap
+                and self.pool.can_allocate(self.transfer_blocks(request)))
+
+    def accept_transfer(self, request: Request) -> None:
+        """Allocate the blocks the request's KV will be written to (caller checked can_accept)."""
+        request.replica_id = self.replica_id
+        self.allocate(request, self.transfer_blocks(request))
+
+    def on_transfer_done(self, request: Request) -> None:
+        """The request's KV has arrived: it decodes from the next formation on."""
+        self.running.append(request)
 
     @property
     def num_waiting(self) -> int:

@@ -23,6 +23,12 @@ class OrcaScheduler(ReplicaScheduler):
         # until a request finishes (admission stays blocked: free memory does not change).
         return 0 if batch.num_prefill_tokens or self.running else UNBOUNDED
 
+    def transfer_blocks(self, request) -> int:
+        return self.limits.max_blocks_per_request  # the same worst-case reservation as admission
+
+    def can_accept_transfer(self, request) -> bool:
+        return self.pool.can_allocate(self.limits.max_blocks_per_request)
+
     def next_batch(self) -> Batch | None:
         limit, reserve = self.limits.max_batch_size, self.limits.max_blocks_per_request
         requests = self.running[:limit]

@@ -28,6 +28,10 @@ class PagedScheduler(ReplicaScheduler):
     def can_admit(self, request: Request) -> bool:
         return self.pool.num_free - self.prompt_blocks(request) >= self.watermark_blocks
 
+    def can_accept_transfer(self, request: Request) -> bool:
+        """A handed-off request is admitted like a new one (prompt blocks above the watermark)."""
+        return self.pool.num_holders < self.config.batch_size_cap and self.can_admit(request)
+
     def admit(self, request: Request) -> None:
         self.allocate(request, self.prompt_blocks(request))
 

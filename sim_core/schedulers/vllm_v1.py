@@ -34,6 +34,8 @@ from sim_core.schedulers.engine import EngineScheduler
 from sim_core.schedulers.step import Step
 from sim_core.schedulers.waiting import PriorityQueue
 
+V1_BATCHED_TOKENS = 2048  # max_num_batched_tokens when the scenario leaves it empty (vLLM V1's default)
+
 
 class VllmV1Scheduler(EngineScheduler):
     label = "vLLM V1 engine (v0.8+)"
@@ -59,7 +61,7 @@ class VllmV1Scheduler(EngineScheduler):
                 return self.launch(step.requests, step.num_tokens)
 
     def _step(self) -> Step:
-        step = Step(self.config.max_num_batched_tokens)
+        step = Step(self.config.max_num_batched_tokens or V1_BATCHED_TOKENS)
         runnable = self.runnable()
         if self.config.prioritize_prefill:
             self._run(step, [r for r in runnable if not r.is_prefill_complete])

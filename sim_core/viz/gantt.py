@@ -1,4 +1,5 @@
-"""Chrome-trace-style Gantt of pipeline stages: rows = replica x stage, bars = batch stages."""
+"""Chrome-trace-style Gantt of pipeline stages: rows = replica x stage, bars = batch stages; with
+P/D disaggregation each prefill replica also has a KV-link row whose bars are transfers."""
 
 from __future__ import annotations
 
@@ -6,7 +7,13 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from sim_core.memory.cache_ops import cache_op_spans
+from sim_core.pools import replica_names, replica_stages
+
 KIND_COLORS = {"prefill": "#d95f02", "mixed": "#7570b3", "decode": "#1b9e77"}
+TRANSFER_COLOR = "#e6ab02"
+OP_COLORS = {"swap_in": "#59a14f", "swap_out": "#e15759", "copy": "#b07aa1"}   # vllm_v0's KV copies
+OP_NAMES = {"swap_in": "swap in (PCIe)", "swap_out": "swap out (PCIe)", "copy": "copy-on-write"}
 MAX_BARS = 4000
 
 
@@ -30,9 +37,64 @@ def gantt_frame(result, start: float | None = None, end: float | None = None) ->
     frame = stages.merge(batches, on=["replica_id", "batch_id"], how="left")
     frame["kind"] = batch_kind(frame["num_prefill_tokens"].to_numpy(), frame["num_tokens"].to_numpy(),
                                frame["num_requests"].to_numpy())
-    frame["row"] = [f"replica {r} / stage {s}" for r, s in zip(frame["replica_id"], frame["stage_id"])]
+    names = replica_names(result.config)
+    frame["row"] = [f"{names[r]} / stage {s}" for r, s in zip(frame["replica_id"], frame["stage_id"])]
     frame["requests"] = [_ids_text(ids) for ids in frame["request_ids"]]
     return frame
+
+
+def link_row(name: str) -> str:
+    return f"{name} / KV link"
+
+
+def transfer_frame(result, start: float | None = None, end: float | None = None) -> pd.DataFrame:
+    """KV transfers in [start, end) with their lane (the sending replica's link), at most MAX_BARS."""
+    transfers = result.transfers
+    if not len(transfers):
+        return pd.DataFrame({"row": [], "start": [], "end": [], "request_id": [], "num_bytes": [], "target": []})
+    if start is not None:
+        transfers = transfers[transfers["end"] > start]
+    if end is not None:
+        transfers = transfers[transfers["start"] < end]
+    transfers = transfers.head(MAX_BARS)
+    names = replica_names(result.config)
+    return pd.DataFrame({"row": [link_row(names[r]) for r in transfers["source_replica"]],
+                         "start": transfers["start"].to_numpy(), "end": transfers["end"].to_numpy(),
+                         "request_id": transfers["request_id"].to_numpy(),
+                         "num_bytes": transfers["num_bytes"].to_numpy(),
+                         "target": [names[r] for r in transfers["target_replica"]]})
+
+
+def lanes(result) -> list[str]:
+    """Gantt rows from top to bottom: each replica's stages (each followed by its KV-copy lane),
+    then its KV link if it sends any."""
+    names, stages = replica_names(result.config), replica_stages(result.config)
+    senders = {p.first_replica + i for p in result.pools if p.name == "prefill" for i in range(p.num_replicas)}
+    rows = []
+    for replica, name in enumerate(names):
+        for s in range(stages[replica]):
+            rows += [f"{name} / stage {s}", copy_row(name, s)]
+        if replica in senders:
+            rows.append(link_row(name))
+    return rows
+
+
+def copy_row(name: str, stage: int) -> str:
+    return f"{name} / stage {stage} / KV copies"
+
+
+def cache_op_frame(result, start: float | None = None, end: float | None = None) -> pd.DataFrame:
+    """KV swaps and copies in [start, end) as bars on their own lane below each stage row
+    ("replica r / stage s / KV copies"), at most MAX_BARS rows."""
+    ops = cache_op_spans(getattr(result, "cache_ops", pd.DataFrame()), result.batch_stages)
+    if start is not None:
+        ops = ops[ops["end"] > start]
+    if end is not None:
+        ops = ops[ops["start"] < end]
+    ops = ops.head(MAX_BARS).copy()
+    names = replica_names(result.config)
+    ops["row"] = [copy_row(names[r], s) for r, s in zip(ops["replica_id"], ops["stage_id"])]
+    return ops
 
 
 def _ids_text(ids) -> str:
@@ -46,8 +108,9 @@ def pipeline_gantt(result, start: float | None = None, end: float | None = None,
     stage row are pipeline bubbles. Hover shows batch id, requests, the GPU batch size (with
     CUDA-graph padding; padded bars are hatched) and token counts. Batches carrying the selected
     request are outlined."""
-    frame = gantt_frame(result, start, end)
-    rows = sorted(frame["row"].unique(), key=lambda r: [int(x) for x in r.split() if x.isdigit()], reverse=True)
+    frame, ops = gantt_frame(result, start, end), cache_op_frame(result, start, end)
+    used = {*frame["row"], *ops["row"]}
+    rows = [row for row in lanes(result) if row in used or row.endswith("KV link")][::-1]
     figure = go.Figure()
     for kind, color in KIND_COLORS.items():
         part = frame[frame["kind"] == kind]
@@ -62,6 +125,8 @@ def pipeline_gantt(result, start: float | None = None, end: float | None = None,
             hovertemplate=("batch %{customdata[0]}<br>%{base:.4f} s + %{x:.4f} s<br>%{customdata[1]} requests "
                            "(GPU batch %{customdata[5]}), %{customdata[2]} tokens (%{customdata[3]} prompt)"
                            "<br>ids: %{customdata[4]}<extra>%{y}</extra>")))
+    _add_transfers(figure, transfer_frame(result, start, end))
+    _add_cache_ops(figure, ops)
     if selected is not None:
         mine = frame[[selected in ids for ids in frame["request_ids"]]]
         figure.add_trace(go.Bar(name=f"request {selected}", orientation="h", y=mine["row"], base=mine["start"],
@@ -72,6 +137,31 @@ def pipeline_gantt(result, start: float | None = None, end: float | None = None,
                          "categoryarray": rows}, height=140 + 40 * max(len(rows), 1), bargap=0.25,
                          legend_title_text="batch", margin={"l": 10, "r": 10, "t": 30, "b": 40})
     return figure
+
+
+def _add_transfers(figure: go.Figure, transfers: pd.DataFrame) -> None:
+    """One trace of all transfer bars (hover: request, bytes, destination)."""
+    if not len(transfers):
+        return
+    figure.add_trace(go.Bar(
+        name="KV transfer", orientation="h", y=transfers["row"], base=transfers["start"],
+        x=transfers["end"] - transfers["start"], marker={"color": TRANSFER_COLOR, "line": {"width": 0}},
+        customdata=np.stack([transfers["request_id"], transfers["num_bytes"] / 1e6, transfers["target"]], axis=1),
+        hovertemplate=("request %{customdata[0]}: %{customdata[1]:.1f} MB to %{customdata[2]}<br>"
+                       "%{base:.4f} s + %{x:.4f} s<extra>%{y}</extra>")))
+def _add_cache_ops(figure: go.Figure, ops: pd.DataFrame) -> None:
+    """One trace per kind of KV copy (swap in, swap out, copy-on-write)."""
+    kinds = ops["kind"].astype(str) if len(ops) else ops.get("kind", pd.Series(dtype=str))
+    for kind, color in OP_COLORS.items():
+        part = ops[kinds == kind]
+        if not len(part):
+            continue
+        figure.add_trace(go.Bar(
+            name=OP_NAMES[kind], orientation="h", y=part["row"], base=part["start"], x=part["end"] - part["start"],
+            marker={"color": color, "line": {"width": 0}},
+            customdata=np.stack([part["batch_id"], part["request_id"], part["num_blocks"]], axis=1),
+            hovertemplate=(f"{OP_NAMES[kind]}: %{{customdata[2]}} blocks of request %{{customdata[1]}}<br>"
+                           "before batch %{customdata[0]}<br>%{base:.6f} s + %{x:.6f} s<extra>%{y}</extra>")))
 
 
 def stage_busy(result, start: float, end: float) -> dict[tuple[int, int], float]:

@@ -129,16 +129,65 @@ def _hold_intervals(holds: pd.DataFrame, positions: np.ndarray):
 def replica_frames(result, replica: int, times: np.ndarray, selected: int | None = None) -> BlockFrames:
     """Sampled block owners and states of one replica of a run recorded with `record: full`:
     blocks held by several requests are SHARED, unheld blocks that keep a prefix-cache key
-    CACHED."""
+    CACHED; where the run has the data (vllm_v0), blocks referenced by several sequences are
+    SHARED and blocks whose KV is being swapped in or out are PREEMPTED (swapped) until the copy
+    ends."""
     events = result.block_events
     mine = events[events["replica"] == replica]
     owners, counts, cached, by_selected = block_holders(mine, result.num_blocks, times, selected)
     states = owner_states(owners, times, result.requests, None)
     states[counts > 1] = SHARED
     states[(counts == 0) & cached] = CACHED
+    refs = getattr(result, "block_refs", None)
+    if refs is not None and len(refs):
+        shared = block_refs_at(refs[refs["replica"] == replica], result.num_blocks, times) > 1
+        states[shared & (owners >= 0)] = SHARED
+    ops = getattr(result, "cache_ops", None)
+    if ops is not None and len(ops):
+        _mark_swaps(result, replica, mine, times, owners, states)
     if selected is not None:
-        states[by_selected] = SELECTED
+        states[by_selected | (owners == selected)] = SELECTED
     return BlockFrames(times, owners, states)
+
+
+def block_refs_at(refs: pd.DataFrame, num_blocks: int, times: np.ndarray) -> np.ndarray:
+    """Reference count of every block right after each instant (0 when never shared), from one
+    replica's reference-count rows (time, block, refs) in the order they happened."""
+    counts = np.zeros((len(times), num_blocks), dtype=np.int64)
+    if not len(refs) or not len(times):
+        return counts
+    boundaries = np.searchsorted(refs["time"].to_numpy(), times, side="right")   # rows seen by each frame
+    frame_of = np.searchsorted(boundaries, np.arange(len(refs)), side="right")
+    seen = frame_of < len(times)
+    last = np.full((len(times), num_blocks), -1, dtype=np.int64)
+    np.maximum.at(last, (frame_of[seen], refs["block"].to_numpy()[seen]), np.flatnonzero(seen))
+    last = np.maximum.accumulate(last, axis=0)                     # latest row so far, per block
+    has = last >= 0
+    counts[has] = refs["refs"].to_numpy()[last[has]]
+    return counts
+
+
+def _mark_swaps(result, replica: int, events: pd.DataFrame, times: np.ndarray, owners: np.ndarray,
+                states: np.ndarray) -> None:
+    """PREEMPTED for blocks in transit: a swap-in's new blocks until its copy ends, and a
+    swap-out's released blocks (still holding the KV being copied) unless someone took them."""
+    ops = result.cache_ops[result.cache_ops["replica_id"] == replica]
+    stages = result.batch_stages
+    first = stages[(stages["replica_id"] == replica) & (stages["stage_id"] == 0)]
+    start = dict(zip(first["batch_id"].tolist(), first["start"].tolist()))
+    ends = ops.groupby("batch_id", sort=False)["seconds"].cumsum().to_numpy()
+    for (batch, request, kind, formed), end in zip(ops[["batch_id", "request_id", "kind", "formed_at"]].itertuples(
+            index=False), ends):
+        window = (times >= formed) & (times < start.get(batch, formed) + end)
+        if not window.any() or str(kind) == "copy":
+            continue
+        if str(kind) == "swap_in":
+            states[window] = np.where(owners[window] == request, PREEMPTED, states[window])
+            continue
+        released = events[(events["request"] == request) & (events["delta"] < 0) & (events["time"] == formed)]
+        for block in released["block"].tolist():
+            idle = window & (owners[:, block] < 0)
+            owners[idle, block], states[idle, block] = request, PREEMPTED
 
 
 def super_cells(states: np.ndarray, group: int) -> np.ndarray:

@@ -13,7 +13,7 @@ LATENCIES = (("ttft", "TTFT"), ("tpot", "TPOT (mean TBT)"), ("tbt_max", "worst T
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#9c755f")
 
 
-def cdf_points(values: np.ndarray, max_points: int = 800) -> tuple[np.ndarray, np.ndarray]:
+def cdf_points(values: np.ndarray, max_points: int = 300) -> tuple[np.ndarray, np.ndarray]:
     """(sorted values, cumulative fraction) of the finite values, thinned to about max_points
     evenly spaced quantiles (the last point, the maximum, is always kept)."""
     values = np.sort(values[np.isfinite(values)])
@@ -28,8 +28,7 @@ def cdf_points(values: np.ndarray, max_points: int = 800) -> tuple[np.ndarray, n
 
 def latency_cdfs(runs: dict[str, pd.DataFrame]) -> go.Figure:
     """One panel per latency (ms on the x axis), one line per run (name -> requests table)."""
-    figure = make_subplots(rows=1, cols=len(LATENCIES), subplot_titles=[title for _, title in LATENCIES],
-                           shared_yaxes=True, horizontal_spacing=0.04)
+    figure = make_subplots(rows=1, cols=len(LATENCIES), shared_yaxes=True, horizontal_spacing=0.04)
     for i, (name, requests) in enumerate(runs.items()):
         finished = requests[requests["status"] == "finished"]
         for col, (column, title) in enumerate(LATENCIES, start=1):
@@ -38,9 +37,9 @@ def latency_cdfs(runs: dict[str, pd.DataFrame]) -> go.Figure:
                                         name=name, legendgroup=name, showlegend=col == 1,
                                         hovertemplate=f"{title} %{{x:.1f}} ms: %{{y:.1%}}<extra>{name}</extra>"),
                              1, col)
-            figure.update_xaxes(title_text="ms", row=1, col=col)
+            figure.update_xaxes(title_text=f"{title} (ms)", row=1, col=col)
     figure.update_yaxes(tickformat=".0%", range=[0, 1.02], row=1, col=1)
-    figure.update_layout(height=320, margin={"l": 10, "r": 10, "t": 40, "b": 40},
+    figure.update_layout(height=300, margin={"l": 10, "r": 10, "t": 10, "b": 40},
                          legend={"orientation": "h", "y": -0.25}, showlegend=len(runs) > 1)
     return figure
 
@@ -81,7 +80,7 @@ def queue_figure(result) -> go.Figure:
     for replica, rows in series.groupby("replica_id"):
         times = rows["time"].to_numpy()
         for column, dash in (("num_waiting", "solid"), ("num_running", "dot")):
-            xs, ys = step_peaks(times, rows[column].to_numpy(np.int32))
+            xs, ys = step_peaks(times, rows[column].to_numpy(np.int32), max_points=600)
             figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=f"replica {replica} {column[4:]}",
                                         line={"shape": "hv", "dash": dash, "color": PALETTE[int(replica) % 8]}))
     figure.update_layout(height=300, xaxis_title="time (s)", yaxis_title="requests",
@@ -113,15 +112,19 @@ def _time_mean(times: np.ndarray, values: np.ndarray) -> float:
 
 
 def replica_load_figure(result) -> go.Figure:
-    """Requests and tokens per replica (bars) with mean KV use: skew shows at a glance."""
+    """Each replica's share of the requests and of the tokens (prompt + output), and its mean
+    KV use, as grouped bars on one percent axis (one axis draws fast); with even load every
+    share sits on the dotted 1/n line."""
     load = replica_load(result)
     names = [f"replica {r}" for r in load["replica"]]
-    figure = make_subplots(rows=1, cols=3, subplot_titles=["requests", "tokens (prompt + output)", "mean KV use"])
-    figure.add_trace(go.Bar(x=names, y=load["requests"], marker={"color": PALETTE[0]}, name="requests"), 1, 1)
-    figure.add_trace(go.Bar(x=names, y=load["prompt_tokens"], marker={"color": PALETTE[1]}, name="prompt"), 1, 2)
-    figure.add_trace(go.Bar(x=names, y=load["output_tokens"], marker={"color": PALETTE[0]}, name="output"), 1, 2)
-    figure.add_trace(go.Bar(x=names, y=load["kv_utilization_mean"], marker={"color": PALETTE[2]},
-                            name="KV use"), 1, 3)
-    figure.update_layout(barmode="stack", height=280, showlegend=False, margin={"l": 10, "r": 10, "t": 40, "b": 30})
-    figure.update_yaxes(tickformat=".0%", row=1, col=3)
+    tokens = load["prompt_tokens"] + load["output_tokens"]
+    series = (("share of requests", load["requests"] / max(int(load["requests"].sum()), 1)),
+              ("share of tokens", tokens / max(int(tokens.sum()), 1)),
+              ("mean KV use", load["kv_utilization_mean"]))
+    figure = go.Figure([go.Bar(x=names, y=values.to_numpy(np.float64), name=label, marker={"color": PALETTE[i]},
+                               hovertemplate=f"%{{x}} {label}: %{{y:.1%}}<extra></extra>")
+                        for i, (label, values) in enumerate(series)])
+    figure.add_hline(y=1 / max(len(names), 1), line={"dash": "dot", "color": "#888", "width": 1})
+    figure.update_layout(barmode="group", height=280, yaxis_tickformat=".0%", legend={"orientation": "h", "y": 1.12},
+                         margin={"l": 10, "r": 10, "t": 30, "b": 30})
     return figure

@@ -10,7 +10,7 @@
 | mooncake        | JSON lines            | timestamp (ms)        | input_length, output_length (+ hash_ids) |
 
 The canonical format is Vidur's replay format plus optional columns (priority, session_id,
-turn, prefix_group, prefix_len, and hash_ids as space-separated integers); `vidur` reads only
+turn, prefix_group, prefix_len, n (parallel samples), and hash_ids as space-separated integers); `vidur` reads only
 the three required columns.
 """
 

@@ -7,8 +7,9 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 # Optional per-request columns a workload may carry (int64, one value per row). The simulator
-# does not use them yet; schedulers with priorities, prefix caching and sessions will.
-OPTIONAL_COLUMNS = ("priority", "session_id", "turn", "prefix_group", "prefix_len")
+# reads `n` (vllm_v0's parallel samples); schedulers with priorities, prefix caching and sessions
+# will read the others.
+OPTIONAL_COLUMNS = ("priority", "session_id", "turn", "prefix_group", "prefix_len", "n")
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class Workload:
         hash_ids, hash_offsets: optional prefix-block hashes (Mooncake style): the hashes of row
             i are hash_ids[hash_offsets[i]:hash_offsets[i + 1]]; equal hashes mean equal blocks.
         hash_block_size: tokens per hashed block (0 when there are no hashes).
+        n: optional; parallel samples per request (>= 1, default 1): vllm_v0 serves them as one
+            group of n sequences that share the prompt's KV blocks, each decoding the output tokens.
     """
 
     arrived_at: np.ndarray
@@ -43,6 +46,7 @@ class Workload:
     hash_ids: np.ndarray | None = None
     hash_offsets: np.ndarray | None = None
     hash_block_size: int = 0
+    n: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.arrived_at)

@@ -9,6 +9,7 @@ from sim_core.workload.problems import RowProblems
 
 PROMPT, OUTPUT = "num_prefill_tokens", "num_decode_tokens"
 NON_NEGATIVE = ("session_id", "turn", "prefix_len")
+AT_LEAST_ONE = ("n",)  # parallel samples per request
 
 
 class ParsedRows:
@@ -51,10 +52,13 @@ def check_tokens(parsed: ParsedRows, names: dict[str, str], problems: RowProblem
 
 
 def check_optional(parsed: ParsedRows, problems: RowProblems) -> None:
-    """Optional id columns must be whole numbers (ids, turns and prefix lengths non-negative)."""
+    """Optional id columns must be whole numbers (ids, turns and prefix lengths non-negative,
+    parallel samples n at least 1)."""
     for name in [n for n in parsed.columns if n not in (PROMPT, OUTPUT, "arrived_at")]:
-        if name in NON_NEGATIVE:
+        if name in NON_NEGATIVE or name in AT_LEAST_ONE:
             _whole_non_negative(parsed, name, name, problems)
+            if name in AT_LEAST_ONE:
+                _at_least_one(parsed, name, problems)
         else:
             _whole(parsed, name, name, problems)
         parsed.columns[name] = parsed.columns[name].astype(np.int64)
@@ -81,6 +85,12 @@ def _whole_non_negative(parsed, canonical, column, problems) -> None:
     values = parsed.columns[canonical]
     parsed.keep(problems.check(values < 0, parsed.rows, column,
                                lambda i: f"value {_shown(values[i])} is negative", "negative value(s)"))
+
+
+def _at_least_one(parsed, name, problems) -> None:
+    values = parsed.columns[name]
+    parsed.keep(problems.check(values < 1, parsed.rows, name,
+                               lambda i: f"value {_shown(values[i])} is below 1 (parallel samples)", "value(s) below 1"))
 
 
 def _shown(value: float):

@@ -1,11 +1,13 @@
-"""Multi-turn conversations (open loop).
+"""Multi-turn conversations.
 
 A conversation has k turns (uniform in [min_turns, max_turns]). Turn j's prompt is the system
-prompt, everything said so far (earlier inputs and answers) and its new input; it arrives at
-turn j-1's arrival + (j-1's output tokens x response_s_per_token) + an exponential think time.
-That estimate stands in for the real answer time: closed-loop timing (the next turn waits for
-the simulated answer) comes with the session-aware scheduler. Conversations start as the
-arrival process says; the first num_requests turns in arrival order are kept.
+prompt, everything said so far (earlier inputs and answers) and its new input. Open loop, it
+arrives at turn j-1's arrival + (j-1's output tokens x response_s_per_token) + an exponential
+think time: that estimate stands in for the real answer time. With `closed_loop` the estimate
+is left out, so the gap between consecutive turns' arrival times is exactly the think time; the
+simulator then releases turn j that long after turn j-1 actually completes
+(`sim_core/session_loop.py`). Conversations start as the arrival process says; the first
+num_requests turns in arrival order are kept.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ def generate_sessions(spec, num_requests: int, rng: np.random.Generator, observe
     group = rng.integers(0, cfg.num_system_prompts, num_sessions)[session]
     said = _exclusive_segment_sum(new_input + output, first, session)     # tokens of earlier turns
     previous_output = np.where(turn > 0, np.roll(output, 1), 0)
-    step = np.where(turn > 0, previous_output * cfg.response_s_per_token + think, 0.0)
+    response_s_per_token = 0.0 if cfg.closed_loop else cfg.response_s_per_token
+    step = np.where(turn > 0, previous_output * response_s_per_token + think, 0.0)
     arrived = starts[session] + _exclusive_segment_sum(step, first, session) + step
     system = cfg.system_prompt_tokens
     columns = {"arrived_at": arrived, "num_prefill_tokens": system + said + new_input,

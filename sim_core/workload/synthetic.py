@@ -18,12 +18,16 @@ def generate_columns(spec: WorkloadConfig, rng: np.random.Generator) -> dict[str
     """Columns of `spec.num_requests` synthetic requests (arrival order)."""
     observed = observed_inputs(spec)
     if spec.sessions.enabled:
-        return generate_sessions(spec, spec.num_requests, rng, observed)
-    n = spec.num_requests
-    columns = {"arrived_at": generate_arrivals(spec.arrival, n, rng, observed.get("arrivals")),
-               "num_prefill_tokens": generate_lengths(spec.prompt_tokens, n, rng, observed.get("prompt")),
-               "num_decode_tokens": generate_lengths(spec.output_tokens, n, rng, observed.get("output"))}
-    return with_shared_prefix(columns, spec.shared_prefix, rng)
+        columns = generate_sessions(spec, spec.num_requests, rng, observed)
+    else:
+        n = spec.num_requests
+        columns = {"arrived_at": generate_arrivals(spec.arrival, n, rng, observed.get("arrivals")),
+                   "num_prefill_tokens": generate_lengths(spec.prompt_tokens, n, rng, observed.get("prompt")),
+                   "num_decode_tokens": generate_lengths(spec.output_tokens, n, rng, observed.get("output"))}
+        columns = with_shared_prefix(columns, spec.shared_prefix, rng)
+    if spec.parallel_samples > 1:
+        columns["n"] = np.full(len(columns["arrived_at"]), spec.parallel_samples, dtype=np.int64)
+    return columns
 
 
 def with_shared_prefix(columns: dict, spec, rng: np.random.Generator) -> dict:

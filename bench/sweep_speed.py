@@ -1,0 +1,105 @@
+"""Capacity-search speed: configurations per minute on the local process pool and on Ray.
+
+    python bench/sweep_speed.py [--configs 1000] [--ray-configs 200] [--address HOST:PORT] [--workers N]
+
+The grid (1,000 configurations) is Llama-2-7B with the roofline predictor on a synthetic chat
+workload (uniform prompts 64-1024, outputs 16-256 tokens), SLOs TTFT p90 <= 2 s and TBT p99 <=
+200 ms, search 0.25 .. 1024 req/s with 400 requests per probe and 5% tolerance, over
+device (5) x scheduler (4) x replicas (1, 2, 4, 8, 16) x PP (1, 2) x batch size cap (5).
+`--configs N` times the first N. Ray: connects to `--address`, or starts a temporary local head
+(`ray start --head` with this machine's cores; stopped at the end) and times `--ray-configs`
+configurations (0 skips Ray); their results are checked equal to the local ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sim_core.sweep import LocalBackend, RayBackend, parse_sweep_spec, run_sweep
+
+SPEC = {
+    "base": {"model": "llama-2-7b", "device": "a100-80gb", "predictor": {"type": "roofline"},
+             "scheduler": {"type": "vllm"},
+             "workload": {"arrival": {"process": "poisson", "qps": 1.0},
+                          "prompt_tokens": {"distribution": "uniform", "min": 64, "max": 1024},
+                          "output_tokens": {"distribution": "uniform", "min": 16, "max": 256}}},
+    "vary": {"device": ["a100-80gb", "h100-sxm", "h200", "l40s", "a40"],
+             "scheduler.type": ["vllm", "sarathi", "orca", "faster_transformer"],
+             "cluster.num_replicas": [1, 2, 4, 8, 16], "cluster.pipeline_parallel_size": [1, 2],
+             "scheduler.batch_size_cap": [16, 32, 64, 128, 256]},
+    "slo": {"ttft_p90_s": 2.0, "tbt_p99_s": 0.2},
+    "search": {"qps_min": 0.25, "qps_max": 1024, "num_requests": 400, "tolerance": 0.05},
+    "gpu_hour_usd": 2.5,
+}
+
+
+def timed(name: str, backend, limit: int) -> list[dict]:
+    """Run the first `limit` configurations on `backend` (fresh output folder) and print the rate."""
+    spec, base = parse_sweep_spec(SPEC, source="bench spec")
+    with tempfile.TemporaryDirectory() as out:
+        cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+        load, started = os.getloadavg()[0], time.perf_counter()
+        outcome = run_sweep(spec, base, backend, out, limit=limit)
+        elapsed = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    count, probes = len(outcome.records), sum(len(r["probes"]) for r in outcome.records)
+    print(f"{name:6s} {count:5d} configurations in {elapsed:7.1f} s: {count / elapsed * 60:7.1f} configurations/min, "
+          f"{probes / count:.1f} probes each ({probes / elapsed:.1f} probes/s); load average before: {load:.2f}",
+          flush=True)
+    worker_cpu = after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime
+    if isinstance(backend, LocalBackend):   # its workers are child processes: their CPU time says what free cores do
+        print(f"{'':6s} worker CPU {worker_cpu:.1f} s ({worker_cpu / count:.3f} s per configuration): "
+              f"{count / (worker_cpu / backend.workers) * 60:.1f} configurations/min if every worker had "
+              "a whole core", flush=True)
+    return outcome.records
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _ray_head(cpus: int):
+    """Start a local head; returns (address, stop function)."""
+    ray = shutil.which("ray", path=str(Path(sys.executable).parent)) or "ray"
+    port = _free_port()
+    subprocess.run([ray, "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1", f"--num-cpus={cpus}",
+                    "--include-dashboard=false"], check=True, capture_output=True)
+    return f"127.0.0.1:{port}", lambda: subprocess.run([ray, "stop", "--force"], capture_output=True, check=False)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--configs", type=int, default=1000)
+    parser.add_argument("--ray-configs", type=int, default=200)
+    parser.add_argument("--address", help="an existing Ray cluster (default: start a local head)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count())
+    args = parser.parse_args()
+    print(f"{os.cpu_count()} cores, {args.workers} local workers")
+    local = timed("local", LocalBackend(args.workers), args.configs) if args.configs else []
+    if not args.ray_configs:
+        return
+    address, stop = (args.address, lambda: None) if args.address else _ray_head(args.workers)
+    try:
+        remote = timed("ray", RayBackend(address), args.ray_configs)
+    finally:
+        stop()
+    common = min(len(local), len(remote))
+    same = all(a["max_qps"] == b["max_qps"] and a["probes"] == b["probes"] for a, b in zip(local, remote))
+    print(f"local and ray agree on the first {common} configurations: {same}")
+
+
+if __name__ == "__main__":
+    main()

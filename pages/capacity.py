@@ -1,0 +1,48 @@
+"""Capacity: for every configuration around the current scenario, the highest arrival rate that
+meets the SLOs; cost, Pareto views, and any point in detail."""
+
+import streamlit as st
+import yaml
+
+from pages.capacity_inputs import sweep_spec
+from pages.capacity_jobs import (
+    current_job,
+    show_start_error,
+    start_clicked,
+    stop_clicked,
+)
+from pages.capacity_results import leave_if_opened, progress, results
+from pages.entry import through_app
+from pages.remember import remember
+from pages.state import scenario
+
+through_app()
+leave_if_opened()
+
+st.title("Capacity planning")
+st.caption("Each configuration's capacity is found by a bracketing search on the arrival rate (each probe "
+           "simulates the workload's first N requests at that rate); sweeps run in the background.")
+spec, problems = sweep_spec(scenario())
+for problem in problems:
+    st.error(problem, icon=":material/error:")
+with st.expander("Sweep spec (YAML), to run it with `python -m sim_core sweep --spec FILE --out DIR`"):
+    text = yaml.safe_dump(spec, sort_keys=False)
+    st.code(text, language="yaml")
+    st.download_button("Download sweep spec", text, "sweep.yaml", key="cap_download")
+cols = st.columns([1, 2, 1, 1])
+backend = cols[0].radio("Run on", ["local", "ray"], horizontal=True, **remember("cap_backend", "local"))
+address = cols[1].text_input("Ray cluster address", placeholder="HOST:PORT of a running cluster",
+                             disabled=backend == "local", **remember("cap_address", ""))
+cols[2].button("Start sweep", type="primary", disabled=bool(problems), key="cap_start", on_click=start_clicked,
+               args=(spec, backend, address))
+job = current_job()
+cols[3].button("Stop", key="cap_stop", disabled=job is None, on_click=stop_clicked)
+show_start_error()
+if job is None:
+    st.info("Choose what to vary and press Start sweep.", icon=":material/info:")
+    st.stop()
+running = job.snapshot().status == "running"
+st.fragment(progress, run_every=1.0 if running else None)(job)
+state = job.snapshot()
+if state.records:
+    results(job, state.records, float(spec["gpu_hour_usd"]))

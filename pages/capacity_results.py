@@ -1,0 +1,86 @@
+"""The Capacity page's results: progress, the table at the current price, Pareto views, the best
+configuration per objective, the fewest GPUs for a target rate, and one point in detail."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages.remember import remember
+from pages.state import result_of, try_scenario
+from sim_core.sweep import sweep_table
+from sim_core.sweep.pareto import best_per_objective, config_label, min_gpus_for
+from sim_core.sweep.probe import probe_scenario
+from sim_core.sweep.spec import set_path
+from sim_core.viz.capacity import PARETO_VIEWS, pareto_figure, probe_figure
+from sim_core.viz.overview import latency_cdfs, queue_figure, throughput_figure
+
+OPEN_KEY = "capacity_opened"
+SHOWN = ["max_qps", "num_gpus", "cost_per_hour_usd", "qps_per_usd", "qps_per_gpu", "binding_slo", "ttft_p90_s",
+         "tbt_p99_s", "num_probes"]
+
+
+def progress(job) -> None:
+    """A progress bar that refreshes itself every second while the job runs; the whole page
+    reruns once when it ends (to show the results)."""
+    state = job.snapshot()
+    st.progress(state.done / max(state.total, 1), text=f"{state.done} of {state.total} configurations: {state.status}")
+    if state.error:
+        st.error(state.error, icon=":material/error:")
+    for _, reason in job.grid.skipped[:10]:
+        st.caption(f"skipped {reason}")
+    seen = st.session_state.get("cap_seen_status")
+    st.session_state["cap_seen_status"] = (id(job), state.status)
+    if state.status != "running" and seen == (id(job), "running"):
+        st.rerun()
+
+
+def results(job, records: list[dict], price: float) -> None:
+    keys = list(job.spec.vary)
+    table = sweep_table(job.spec, records, price)
+    st.subheader("Configurations")
+    st.dataframe(table[[*keys, *SHOWN]], hide_index=True, key="cap_table")
+    left, right = st.columns([3, 2])
+    with left:
+        view = st.selectbox("Pareto view", list(PARETO_VIEWS), **remember("cap_view", "capacity vs cost"))
+        st.plotly_chart(pareto_figure(table, keys, view), key="cap_pareto")
+    with right:
+        st.markdown("**Best configuration per objective**")
+        st.dataframe(best_per_objective(table, keys)[["objective", "configuration", "value"]], hide_index=True,
+                     key="cap_best")
+        target = st.number_input("Target rate (req/s)", 0.01, 1e6, **remember("cap_target", 10.0))
+        st.info(f"Fewest GPUs: {min_gpus_for(table, target).text(target, keys)}", icon=":material/memory:")
+    point_detail(job, table, records, keys)
+
+
+def point_detail(job, table, records: list[dict], keys: list[str]) -> None:
+    """One configuration: how its search went, and its full simulation at its capacity."""
+    st.subheader("One configuration in detail")
+    labels = [config_label(row, keys) for _, row in table.iterrows()]
+    index = st.selectbox("Configuration", range(len(labels)), format_func=lambda i: labels[i], key="cap_point")
+    record = records[index]
+    st.plotly_chart(probe_figure(record, job.spec.slo), key="cap_probes")
+    if record["max_qps"] <= 0:
+        st.caption(f"No rate meets the SLOs ({record['binding_slo']}).")
+        return
+    point = next(p for p in job.grid.points if p.key == record["key"])
+    scenario = set_path(probe_scenario(point.scenario, record["max_qps"], job.spec.search.num_requests),
+                        "engine.record", "full")
+    run = result_of(scenario, events=False)
+    st.caption(f"Simulated at its capacity, {record['max_qps']:.3g} req/s; the SLO that binds just above: "
+               f"{record['binding_slo']}.")
+    st.plotly_chart(latency_cdfs({labels[index]: run.requests}), key="cap_cdf")
+    cols = st.columns(2)
+    cols[0].plotly_chart(throughput_figure(run), key="cap_throughput")
+    cols[1].plotly_chart(queue_figure(run), key="cap_queue")
+    st.button("Open this configuration in the explorer", key="cap_open", on_click=_open, args=(scenario,))
+
+
+def _open(scenario: dict) -> None:
+    if try_scenario(scenario, reset_widgets=True):
+        st.session_state[OPEN_KEY] = True
+
+
+def leave_if_opened() -> None:
+    """After "Open in the explorer", go to the Overview of the new scenario."""
+    if st.session_state.pop(OPEN_KEY, False):
+        st.switch_page("pages/overview.py")

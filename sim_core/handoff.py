@@ -1,0 +1,213 @@
+"""P/D disaggregation: prefill replicas hand finished prompts to decode replicas over KV links.
+
+Replica ids: the prefill pool is 0..P-1, the decode pool P..P+D-1. A request's life:
+
+1. The prefill pool's router sends it to a prefill replica, which runs its prompt; the iteration
+   that completes the prompt yields the first token (TTFT is measured there). A request with a
+   single output token is done at that point and never moves.
+2. Hand-off: the prefill replica forgets the request, but the prompt's KV blocks stay allocated
+   there, held by a `KvHandle`. At the end of the instant (request order) the decode pool's
+   router picks a decode replica and the request joins that replica's inbox (FIFO).
+3. Accept: whenever the decode replica schedules with a free pipeline slot, it allocates blocks
+   for the inbox head if its policy admits it (`can_accept_transfer`), and so on down the inbox;
+   the head waits for a later step otherwise (head-of-line). Blocks are allocated *before* the
+   transfer, as a pulling decode engine does, so the KV always has a place to land.
+4. Transfer: each prefill replica has one outgoing link that carries one transfer at a time,
+   in order of acceptance (ties: request id). Time = latency + prompt tokens x KV bytes per
+   token / bandwidth (the KV of every layer and KV head, as the memory planner sizes it).
+5. When the transfer ends, the prefill replica frees the blocks and the request joins the decode
+   replica's running requests; the gap to its second token includes steps 2-4.
+
+Blocks are therefore held twice while a transfer is in flight. Preempted on the decode replica,
+a request is recomputed there (its prompt and tokens so far), as engines do.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from heapq import heappop, heappush
+
+import numpy as np
+
+from sim_core.entities import NOT_YET, Request
+from sim_core.memory.planner import BYTES_PER_VALUE
+
+HANDOFF_PHASE, DISPATCH_PHASE = 1, 2   # end-of-instant keys: after released session turns (0)
+TRANSFER_COLUMNS = ("request_id", "source_replica", "target_replica", "num_tokens", "num_bytes",
+                    "handed_off_at", "accepted_at", "start", "end")
+
+
+def kv_bytes_per_token(model) -> int:
+    """Bytes of K and V for one token over every layer and KV head (fp16/bf16)."""
+    return 2 * model.head_dim * model.num_kv_heads * model.num_layers * BYTES_PER_VALUE
+
+
+@dataclass(slots=True, eq=False)
+class KvHandle:
+    """The prompt's blocks left on the prefill replica during a hand-off: a block-pool holder
+    standing in for the request (which meanwhile holds its decode replica's blocks)."""
+
+    id: int
+    replica_id: int
+    num_blocks: int = 0
+    blocks: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True, eq=False)
+class Transfer:
+    """One request's KV on its way from `source` to `target`."""
+
+    request: Request
+    source: int
+    handle: KvHandle
+    num_bytes: int
+    handed_off_at: float
+    target: int = -1
+    accepted_at: float = NOT_YET
+    started_at: float = NOT_YET
+
+
+@dataclass(slots=True, eq=False)
+class Link:
+    """A prefill replica's outgoing KV link: accepted transfers wait in (accepted_at, id) order."""
+
+    queue: list = field(default_factory=list)
+    busy: bool = False
+    dispatching: bool = False   # a dispatch is already due at the end of this instant
+
+
+class DecodeView:
+    """A decode replica as its router sees it: waiting requests include its inbox."""
+
+    __slots__ = ("inbox", "scheduler")
+
+    def __init__(self, scheduler, inbox: deque) -> None:
+        self.scheduler, self.inbox = scheduler, inbox
+
+    @property
+    def num_waiting(self) -> int:
+        return self.scheduler.num_waiting + len(self.inbox)
+
+
+class Disaggregation:
+    """Hand-offs, inboxes and links of a disaggregated run (owned by its Simulator)."""
+
+    def __init__(self, simulator, num_prefill: int, router, config, bytes_per_token: int) -> None:
+        self.sim = simulator
+        self.num_prefill = num_prefill
+        self.router = router
+        decode = simulator.schedulers[num_prefill:]
+        self.inboxes = [deque() for _ in decode]
+        self.views = [DecodeView(s, inbox) for s, inbox in zip(decode, self.inboxes)]
+        self.links = [Link() for _ in range(num_prefill)]
+        self.bytes_per_token = bytes_per_token
+        self.bytes_per_s = config.link_bandwidth_gb_s * 1e9
+        self.latency_s = config.link_latency_s
+        self.in_flight: dict[int, Transfer] = {}       # handed off, prefill blocks not freed yet
+        self.rows: dict[str, list] = {name: [] for name in TRANSFER_COLUMNS}
+
+    def is_prefill(self, replica: int) -> bool:
+        return replica < self.num_prefill
+
+    def handles(self, replica: int) -> list[KvHandle]:
+        """Holders of a prefill replica's blocks that belong to handed-off requests."""
+        return [t.handle for t in self.in_flight.values() if t.source == replica]
+
+    # ---- 2. hand-off ------------------------------------------------------------------------
+
+    def on_prefill_batch_end(self, replica: int, batch) -> None:
+        """Requests whose prompt this batch completed leave the prefill replica."""
+        sim = self.sim
+        scheduler, now = sim.schedulers[replica], sim.kernel.now
+        for request in batch.requests:
+            if request.is_prefill_complete and not request.completed:
+                scheduler.hand_off(request)
+                handle = KvHandle(request.id, replica, request.num_blocks, request.blocks)
+                request.num_blocks, request.blocks = 0, []
+                transfer = Transfer(request, replica, handle, request.num_prefill_tokens * self.bytes_per_token, now)
+                self.in_flight[request.id] = transfer
+                sim.kernel.at_instant_end((HANDOFF_PHASE, request.id), self._route, transfer)
+
+    def _route(self, transfer: Transfer) -> None:
+        index = self.router.route(self.views)
+        target = self.num_prefill + index
+        transfer.target = transfer.request.replica_id = target
+        self.inboxes[index].append(transfer)
+        if self.sim.fast is not None:
+            self.sim.fast.on_request_routed(target)
+        self.sim.kernel.soon(self.sim.on_replica_schedule, target)
+
+    # ---- 3. accept ---------------------------------------------------------------------------
+
+    def pull(self, replica: int) -> None:
+        """A decode replica about to form batches accepts what it can from its inbox head."""
+        inbox = self.inboxes[replica - self.num_prefill]
+        scheduler, now = self.sim.schedulers[replica], self.sim.kernel.now
+        accepted = False
+        while inbox and scheduler.can_accept_transfer(inbox[0].request):
+            transfer = inbox.popleft()
+            scheduler.accept_transfer(transfer.request)
+            transfer.accepted_at = now
+            heappush(self.links[transfer.source].queue, (now, transfer.request.id, transfer))
+            self._want_dispatch(transfer.source)
+            accepted = True
+        if accepted:
+            self.sim.record_replica(scheduler)
+
+    # ---- 4. transfer -------------------------------------------------------------------------
+
+    def _want_dispatch(self, source: int) -> None:
+        link = self.links[source]
+        if not link.busy and not link.dispatching:
+            link.dispatching = True
+            self.sim.kernel.at_instant_end((DISPATCH_PHASE, source), self._dispatch, source)
+
+    def _dispatch(self, source: int) -> None:
+        link, kernel = self.links[source], self.sim.kernel
+        link.dispatching = False
+        if link.busy or not link.queue:
+            return
+        _, _, transfer = heappop(link.queue)
+        link.busy = True
+        now = kernel.now
+        transfer.started_at = now
+        end = now + self.transfer_time(transfer.num_bytes)
+        kernel.at(end if end > now else math.nextafter(now, math.inf), self._on_transfer_end, transfer)
+
+    def transfer_time(self, num_bytes: float) -> float:
+        """Seconds one transfer of `num_bytes` occupies its link."""
+        return self.latency_s + num_bytes / self.bytes_per_s
+
+    # ---- 5. arrival --------------------------------------------------------------------------
+
+    def _on_transfer_end(self, transfer: Transfer) -> None:
+        sim, source, target, request = self.sim, transfer.source, transfer.target, transfer.request
+        self.links[source].busy = False
+        prefill = sim.schedulers[source]
+        sim.recorder.on_free(source, request.id, prefill.pool.free(transfer.handle))
+        sim.record_replica(prefill)
+        sim.schedulers[target].on_transfer_done(request)
+        del self.in_flight[request.id]
+        self._record(transfer)
+        if sim.fast is not None:
+            sim.fast.on_request_routed(target)
+        sim.kernel.soon(sim.on_replica_schedule, target)
+        sim.kernel.soon(sim.on_replica_schedule, source)
+        if self.links[source].queue:
+            self._want_dispatch(source)
+
+    def _record(self, transfer: Transfer) -> None:
+        rows = self.rows
+        for name, value in (("request_id", transfer.request.id), ("source_replica", transfer.source),
+                            ("target_replica", transfer.target),
+                            ("num_tokens", transfer.request.num_prefill_tokens), ("num_bytes", transfer.num_bytes),
+                            ("handed_off_at", transfer.handed_off_at), ("accepted_at", transfer.accepted_at),
+                            ("start", transfer.started_at), ("end", self.sim.kernel.now)):
+            rows[name].append(value)
+
+    def table(self) -> dict[str, np.ndarray]:
+        """Completed transfers as columns (in completion order)."""
+        kinds = {"num_bytes": np.int64, "handed_off_at": float, "accepted_at": float, "start": float, "end": float}
+        return {name: np.asarray(values, dtype=kinds.get(name, np.int64)) for name, values in self.rows.items()}

@@ -1,0 +1,59 @@
+"""CPU swap space of one replica (vLLM v0's `--swap-space`): where swapped-out KV blocks wait.
+
+vLLM v0 sizes it per GPU: `swap_space` GiB divided by the bytes one KV block takes on one GPU
+(its TP share of the KV heads, its PP share of the layers). Every GPU of a replica holds the
+same number of CPU blocks, so one count per replica describes it. Ids are not tracked: nothing
+decides by them and the UI draws only GPU blocks.
+"""
+
+from __future__ import annotations
+
+from math import ceil
+
+GIB = 1024**3
+BYTES_PER_VALUE = 2  # fp16 / bf16 KV cache
+
+
+def kv_block_bytes(config) -> int:
+    """Bytes of one KV block on one GPU: K and V x block_size tokens x head_dim x the GPU's KV
+    heads x the layers of its pipeline stage x 2 bytes (the detailed planner's figure)."""
+    model, cluster = config.model_spec(), config.cluster
+    kv_heads = ceil(model.num_kv_heads / cluster.tensor_parallel_size)
+    layers = model.num_layers // cluster.pipeline_parallel_size
+    return 2 * config.scheduler.block_size * model.head_dim * kv_heads * layers * BYTES_PER_VALUE
+
+
+def num_swap_blocks(config) -> int:
+    """CPU blocks that `scheduler.swap_space_gb` GiB per GPU hold (vLLM: swap bytes // block bytes)."""
+    return int(config.scheduler.swap_space_gb * GIB // kv_block_bytes(config))
+
+
+class SwapSpace:
+    """Fixed number of CPU blocks; a swapped request holds some until it is swapped back in."""
+
+    __slots__ = ("held", "num_blocks", "num_free")
+
+    def __init__(self, num_blocks: int) -> None:
+        assert num_blocks >= 0
+        self.num_blocks = self.num_free = num_blocks
+        self.held: dict[int, int] = {}   # request id -> CPU blocks
+
+    def can_swap_out(self, num: int) -> bool:
+        return num <= self.num_free
+
+    def swap_out(self, request_id: int, num: int) -> None:
+        """Take `num` CPU blocks for `request_id` (the caller checked can_swap_out)."""
+        assert request_id not in self.held and 0 < num <= self.num_free
+        self.held[request_id] = num
+        self.num_free -= num
+
+    def release(self, request_id: int) -> int:
+        """Free the CPU blocks of `request_id` (swapped back in, or dropped); returns how many."""
+        num = self.held.pop(request_id)
+        self.num_free += num
+        return num
+
+    def check_integrity(self) -> None:
+        """Assert held + free == total and no request holds an empty or negative count."""
+        assert all(num > 0 for num in self.held.values()), "a swapped request holds no CPU block"
+        assert sum(self.held.values()) + self.num_free == self.num_blocks, "CPU held + free != total"

@@ -1,0 +1,236 @@
+"""`vllm_v0`: the scheduler of vLLM's V0 engine (v0.6, `vllm/core/scheduler.py`).
+
+Three queues: `waiting` (no KV), `running` (KV on the GPU), `swapped` (KV in CPU swap space).
+A step without chunked prefill (`_schedule_default`):
+1. if nothing is swapped, admit prompts from the waiting head (whole prompts) while the token
+   budget, the sequence cap and the KV blocks allow; a prompt too long for the model or the
+   cache is ignored. Admitted prompts form a prefill-only batch;
+2. otherwise every running request decodes; when one finds no free block, the last request of
+   `running` is preempted (the request itself when it is the last): recompute sends it back to
+   the waiting head, swap copies its blocks to CPU;
+3. only if nobody was preempted, swapped requests come back (swapped before waiting).
+With chunked prefill (`_schedule_chunked`): running requests first (decodes and prompt
+chunks), then swapped ones, then new prompt chunks, all within the token budget.
+Parallel samples (`n`) form one group of sequences that is admitted, preempted, swapped and
+restored as a whole (see seq_group.py and v0_blocks.py).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from sim_core.entities import Batch, Request
+from sim_core.memory.cache_ops import CacheOps
+from sim_core.memory.shared_blocks import RefCountedBlockPool, RefCountedCountingPool
+from sim_core.memory.swap_space import SwapSpace
+from sim_core.record import SWAPPED_IN
+from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
+from sim_core.schedulers.seq_group import SeqGroup
+from sim_core.schedulers.v0_blocks import AllocStatus, V0BlockManager
+from sim_core.schedulers.v0_budget import SchedulingBudget
+from sim_core.schedulers.v0_preemption import V0Preemption
+
+
+class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
+    label = "vLLM v0.6 (V0 engine)"
+    serves_parallel_samples = True
+    growth = "paged"
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        cfg, limits = self.config, self.limits
+        self.pool = (RefCountedBlockPool if self.pool.tracks_ids else RefCountedCountingPool)(limits.num_blocks)
+        watermark = int(cfg.watermark_blocks_fraction * limits.num_blocks)
+        self.blocks = V0BlockManager(self.pool, SwapSpace(limits.num_swap_blocks), self.block_size, watermark,
+                                     self.recorder, self.replica_id)
+        self.running: deque[Request] = deque()
+        self.swapped: deque[Request] = deque()
+        self.chunked = cfg.enable_chunked_prefill
+        self.token_budget = cfg.max_num_batched_tokens or (512 if self.chunked else max(limits.max_model_len, 2048))
+        self.max_num_seqs = cfg.max_num_seqs or UNBOUNDED
+        self.prompt_limit = limits.max_model_len if self.chunked else min(limits.max_model_len, self.token_budget)
+        self.pending_ops = CacheOps()          # copies of steps that formed no batch
+        self._to_waiting: list[Request] = []   # this step's recomputed requests, in preemption order
+        self._to_swapped: list[Request] = []   # this step's swapped-out requests
+
+    def add_request(self, request: Request) -> None:
+        super().add_request(request)
+        if request.num_seqs > 1:
+            self.blocks.groups[request.id] = SeqGroup(request.num_seqs)
+
+    # ---- one step ----------------------------------------------------------------------------
+
+    def next_batch(self) -> Batch | None:
+        """One vLLM step. A step that formed no batch but changed the queues (preempted or
+        ignored someone) is followed by another at once, as vLLM's engine steps again; its copies
+        are charged to the next batch."""
+        while True:
+            changes, ops = self._num_changes(), CacheOps()
+            requests, tokens = (self._schedule_chunked if self.chunked else self._schedule_default)(ops)
+            self.waiting.extendleft(self._to_waiting)
+            self.swapped.extend(self._to_swapped)
+            self._to_waiting, self._to_swapped = [], []
+            self.pending_ops.extend(ops)
+            if requests:
+                batch = self.make_batch(requests, tokens)
+                if self.pending_ops:
+                    batch.cache_ops, self.pending_ops = self.pending_ops, CacheOps()
+                return batch
+            if self._num_changes() == changes:
+                return None
+
+    def _num_changes(self) -> int:
+        return self.num_preemptions + len(self.ignored)
+
+    def _budget(self) -> SchedulingBudget:
+        return SchedulingBudget(self.token_budget, self.max_num_seqs)
+
+    def _schedule_default(self, ops: CacheOps) -> tuple[list, list]:
+        budget = self._budget()
+        for request in self.running:
+            budget.add_seqs(request.id, request.num_seqs)
+        if not self.swapped:
+            prefills = self._schedule_prefills(budget)
+            if prefills[0]:
+                return prefills
+        decodes, _, preempted = self._schedule_running(budget, ops)
+        if not preempted:
+            decodes += self._schedule_swapped(budget, ops)[0]
+        return [r for r, _ in decodes], [t for _, t in decodes]
+
+    def _schedule_chunked(self, ops: CacheOps) -> tuple[list, list]:
+        """Running decodes and chunks, then swapped, then new prompts; listed in the order they
+        re-join `running` (vLLM's order after a chunked step)."""
+        budget = self._budget()
+        decodes, chunks, preempted = self._schedule_running(budget, ops)
+        back = ([], []) if preempted else self._schedule_swapped(budget, ops)
+        requests, tokens = self._schedule_prefills(budget)
+        order = back[0] + back[1] + decodes + chunks + list(zip(requests, tokens))
+        return [r for r, _ in order], [t for _, t in order]
+
+    def _new_tokens(self, request: Request, budget: SchedulingBudget) -> int:
+        """Tokens the request runs now: one per live sequence when decoding, else the rest of
+        its prompt; with chunked prefill a single sequence is cut to the budget left (a group's
+        decode does not fit a smaller budget: 0, where vLLM would overrun its budget)."""
+        seqs = self.blocks.live_seqs(request)
+        new = seqs if request.is_prefill_complete else request.num_prefill_tokens - request.num_processed_tokens
+        if self.chunked:
+            left = budget.remaining_tokens
+            new = min(new, left) if seqs == 1 else (new if new <= left else 0)
+        return new
+
+    # ---- the three queues --------------------------------------------------------------------
+
+    def _schedule_prefills(self, budget: SchedulingBudget) -> tuple[list, list]:
+        requests, tokens, waiting = [], [], self.waiting
+        while waiting:
+            request = waiting[0]
+            if request.num_prefill_tokens > self.prompt_limit:
+                self._ignore(waiting.popleft(), self._too_long(request))
+                continue
+            if request.num_seqs > min(self.max_num_seqs, self.token_budget):
+                self._ignore(waiting.popleft(), self._too_many_samples(request))
+                continue
+            status = self.blocks.can_allocate(request)
+            if status is AllocStatus.LATER:
+                break
+            if status is AllocStatus.NEVER:
+                self._ignore(waiting.popleft(), self._too_big(request))
+                continue
+            if budget.num_batched_tokens >= self.token_budget:
+                break
+            new = self._new_tokens(request, budget)
+            if new == 0 or not budget.can_schedule(new, request.num_seqs):
+                break
+            waiting.popleft()
+            self.blocks.allocate(request)
+            requests.append(request)
+            tokens.append(new)
+            budget.add_tokens(request.id, new)
+            budget.add_seqs(request.id, request.num_seqs)
+        return requests, tokens
+
+    def _schedule_running(self, budget: SchedulingBudget, ops: CacheOps):
+        """Returns (decodes, prompt chunks) as (request, tokens) in queue order, and whether
+        anything was preempted."""
+        decodes, chunks, preempted, queue = [], [], False, self.running
+        while queue:
+            request = queue[0]
+            new = self._new_tokens(request, budget)
+            if new == 0:
+                break
+            queue.popleft()
+            while not self.blocks.can_append(request):
+                budget.subtract_tokens(request.id, new)
+                budget.subtract_seqs(request.id, request.num_seqs)
+                victim = queue.pop() if queue else request
+                self._preempt(victim, ops)
+                preempted = True
+                if victim is request:
+                    break
+            else:
+                self.blocks.append(request, ops)
+                (decodes if request.is_prefill_complete else chunks).append((request, new))
+                budget.add_tokens(request.id, new)
+                if self.chunked:
+                    budget.add_seqs(request.id, request.num_seqs)
+        return decodes, chunks, preempted
+
+    def _schedule_swapped(self, budget: SchedulingBudget, ops: CacheOps) -> tuple[list, list]:
+        decodes, chunks, swapped = [], [], self.swapped
+        while swapped:
+            request = swapped[0]
+            status = self.blocks.can_swap_in(request)
+            if status is AllocStatus.LATER:
+                break
+            if status is AllocStatus.NEVER:
+                reason = self._cannot_resume(request)
+                self.blocks.swap.release(swapped.popleft().id)
+                self._ignore(request, reason)
+                continue
+            new = self._new_tokens(request, budget)
+            if new == 0 or not budget.can_schedule(new, request.num_seqs):
+                break
+            swapped.popleft()
+            self.blocks.swap_in(request, ops)
+            self.recorder.on_state(self.replica_id, request.id, SWAPPED_IN)
+            self.blocks.append(request, ops)
+            (decodes if request.is_prefill_complete else chunks).append((request, new))
+            budget.add_tokens(request.id, new)
+            budget.add_seqs(request.id, request.num_seqs)
+        return decodes, chunks
+
+    # ---- bookkeeping hooks -------------------------------------------------------------------
+
+    def on_batch_end(self, batch: Batch) -> None:
+        """Finished groups free their blocks; a group whose prompt just completed forks into its
+        n sequences; the others re-join `running` in batch order."""
+        self.num_running_batches -= 1
+        for request in batch.requests:
+            if request.completed:
+                self.blocks.free(request)
+                self.blocks.groups.pop(request.id, None)
+                continue
+            group = self.blocks.groups.get(request.id)
+            if group is not None and request.is_prefill_complete and not group.forked:
+                self.blocks.fork(request)
+            self.running.append(request)
+
+    def check_integrity(self, holders: list[Request] | None = None) -> None:
+        self.blocks.check_integrity(holders)
+
+    def stuck_location(self, request: Request) -> str:
+        return "swapped out to CPU" if request in self.swapped else super().stuck_location(request)
+
+    def steady_past_completions(self, batch: Batch) -> bool:
+        return not self.waiting and not self.swapped and not self.running
+
+    def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
+        # A decode-only batch of every running request, no copies, single sequences: the next
+        # step admits nobody (the waiting head and the swapped head failed on memory, the
+        # sequence cap or the budget, which decoding only tightens) and decodes the same batch.
+        if preempted or batch.num_prefill_tokens or batch.cache_ops is not None or self.running:
+            return 0
+        if any(request.num_seqs != 1 for request in batch.requests):
+            return 0
+        return UNBOUNDED

@@ -1,0 +1,141 @@
+"""vllm_v0 with pipeline parallelism: vLLM v0's virtual engines.
+
+With PP stages vLLM v0 runs PP virtual engines, each its own scheduler (its own waiting, running
+and swapped queues) with num_blocks // PP GPU blocks and num_swap_blocks // PP CPU blocks, and at
+most one batch in flight; a new request goes to the engine with the fewest unfinished requests
+(ties: the lowest). Engine k's physical block ids are offset by k x its block count, so the
+replica's KV map shows them side by side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sim_core.entities import Batch, Request
+from sim_core.errors import ConfigError
+from sim_core.schedulers.base import ReplicaScheduler
+from sim_core.schedulers.vllm_v0 import VllmV0Scheduler
+
+
+def vllm_v0_scheduler(replica_id: int, num_stages: int, config, limits, recorder) -> ReplicaScheduler:
+    """The vllm_v0 policy of one replica: one scheduler (PP = 1) or PP virtual engines."""
+    if num_stages == 1:
+        return VllmV0Scheduler(replica_id, 1, config, limits, recorder)
+    return VllmV0Pipeline(replica_id, num_stages, config, limits, recorder)
+
+
+vllm_v0_scheduler.label = VllmV0Scheduler.label  # the UI labels policies by engine and version
+
+
+class OffsetRecorder:
+    """The run's recorder, with one engine's block ids shifted by `offset`."""
+
+    def __init__(self, recorder, offset: int) -> None:
+        self._recorder, self._offset = recorder, offset
+
+    def __getattr__(self, name):
+        return getattr(self._recorder, name)
+
+    def on_allocate(self, replica: int, request: int, blocks: list[int]) -> None:
+        self._recorder.on_allocate(replica, request, [b + self._offset for b in blocks])
+
+    def on_allocate_one(self, replica: int, request: int, block: int) -> None:
+        self._recorder.on_allocate_one(replica, request, block + self._offset)
+
+    def on_free(self, replica: int, request: int, blocks: list[int]) -> None:
+        self._recorder.on_free(replica, request, [b + self._offset for b in blocks])
+
+    def on_refs(self, replica: int, blocks: list[int], refs: int) -> None:
+        self._recorder.on_refs(replica, [b + self._offset for b in blocks], refs)
+
+
+class PoolsView:
+    """The replica's block counts over its engines' pools (what the simulator records)."""
+
+    def __init__(self, pools: list) -> None:
+        self.pools = pools
+        self.num_blocks = sum(p.num_blocks for p in pools)
+        self.tracks_ids = pools[0].tracks_ids
+
+    @property
+    def num_used(self) -> int:
+        return sum(p.num_used for p in self.pools)
+
+    @property
+    def num_free(self) -> int:
+        return sum(p.num_free for p in self.pools)
+
+    @property
+    def num_holders(self) -> int:
+        return sum(p.num_holders for p in self.pools)
+
+
+class VllmV0Pipeline(ReplicaScheduler):
+    """PP virtual engines behind one replica; each forms its own batches."""
+
+    label = VllmV0Scheduler.label
+    serves_parallel_samples = True
+
+    def __init__(self, replica_id: int, num_stages: int, config, limits, recorder) -> None:
+        super().__init__(replica_id, num_stages, config, limits, recorder)
+        if limits.num_blocks < num_stages:
+            raise ConfigError(f"scheduler.num_blocks: vllm_v0 splits the {limits.num_blocks} KV blocks over "
+                              f"{num_stages} virtual engines (one per pipeline stage); give it at least {num_stages}")
+        share = replace(limits, num_blocks=limits.num_blocks // num_stages,
+                        num_swap_blocks=limits.num_swap_blocks // num_stages)
+        self.engines = [VllmV0Scheduler(replica_id, 1, config, share, OffsetRecorder(recorder, k * share.num_blocks))
+                        for k in range(num_stages)]
+        for engine in self.engines:
+            engine.ignored = self.ignored   # one dict for the replica
+        self.pool = PoolsView([engine.pool for engine in self.engines])
+        self._engine_of_batch: dict[int, int] = {}
+        self._engine_of_request: dict[int, VllmV0Scheduler] = {}
+        self._in_flight = [0] * num_stages   # requests in each engine's batch in flight
+
+    def add_request(self, request: Request) -> None:
+        engine = self.engines[min(range(len(self.engines)), key=self._num_unfinished)]
+        self._engine_of_request[request.id] = engine
+        engine.add_request(request)
+
+    def _num_unfinished(self, k: int) -> int:
+        """vLLM's get_num_unfinished_seq_groups: waiting + running (in flight too) + swapped."""
+        engine = self.engines[k]
+        return len(engine.waiting) + len(engine.running) + len(engine.swapped) + self._in_flight[k]
+
+    def on_schedule(self) -> list[Batch]:
+        """Each engine without a batch in flight takes one step."""
+        batches = []
+        for k, engine in enumerate(self.engines):
+            if engine.num_running_batches:
+                continue
+            batch = engine.next_batch()
+            if batch is None:
+                continue
+            engine.num_running_batches += 1
+            batch.id, self.num_batches = self.num_batches, self.num_batches + 1
+            self._engine_of_batch[batch.id] = k
+            self._in_flight[k] = len(batch.requests)
+            batches.append(batch)
+        self.num_running_batches += len(batches)
+        return batches
+
+    def on_batch_end(self, batch: Batch) -> None:
+        self.num_running_batches -= 1
+        k = self._engine_of_batch.pop(batch.id)
+        self._in_flight[k] = 0
+        self.engines[k].on_batch_end(batch)
+        for request in batch.requests:
+            if request.completed:
+                del self._engine_of_request[request.id]
+
+    @property
+    def num_waiting(self) -> int:
+        return sum(len(engine.waiting) for engine in self.engines)
+
+    def stuck_location(self, request: Request) -> str:
+        return self._engine_of_request[request.id].stuck_location(request)
+
+    def check_integrity(self, holders: list[Request] | None = None) -> None:
+        for engine in self.engines:
+            engine.check_integrity(None if holders is None else
+                                   [r for r in holders if self._engine_of_request.get(r.id) is engine])

@@ -1,0 +1,77 @@
+"""A sweep that runs on a background thread, so it outlives the page run that started it (a
+Streamlit script run ends at every interaction); the page polls `snapshot()`."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from sim_core.errors import SimCoreError
+from sim_core.sweep.grid import build_grid
+from sim_core.sweep.journal import Journal
+from sim_core.sweep.runner import resumed_records, run_sweep
+from sim_core.sweep.spec import SweepSpec
+
+
+@dataclass(frozen=True)
+class JobState:
+    """What a job has done so far.
+
+    Attributes:
+        status: "running", "finished", "stopped" (by stop(); resumable) or "failed".
+        done, total: finished points and points in the grid.
+        records: finished points, in grid order.
+        error: why it failed (one line), else None.
+    """
+
+    status: str
+    done: int
+    total: int
+    records: list[dict]
+    error: str | None
+
+
+class SweepJob:
+    """Runs `run_sweep` on a daemon thread with a journal in `out_dir` (resumable)."""
+
+    def __init__(self, spec: SweepSpec, base: dict, backend, out_dir: str | Path) -> None:
+        """Builds the grid at once (a bad spec raises ConfigError here, not in the thread)."""
+        self.spec, self.base, self.backend, self.out_dir = spec, base, backend, Path(out_dir)
+        self.grid = build_grid(spec, base)
+        self._records = resumed_records(self.grid, Journal(out_dir).load())
+        self._status, self._error = "running", None
+        self._stop, self._lock = threading.Event(), threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="sweep-job", daemon=True)
+
+    def start(self) -> SweepJob:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Ask the job to stop after the points now running (they are kept)."""
+        self._stop.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    def snapshot(self) -> JobState:
+        with self._lock:
+            records = [self._records[p.key] for p in self.grid.points if p.key in self._records]
+            return JobState(self._status, len(records), len(self.grid.points), records, self._error)
+
+    def _on_point(self, done: int, total: int, record: dict) -> None:
+        with self._lock:
+            self._records[record["key"]] = record
+
+    def _run(self) -> None:
+        try:
+            outcome = run_sweep(self.spec, self.base, self.backend, self.out_dir, on_point=self._on_point,
+                                should_stop=self._stop.is_set)
+            status, error = ("finished" if outcome.complete else "stopped"), None
+        except SimCoreError as failure:
+            status, error = "failed", str(failure)
+        except Exception as failure:  # noqa: BLE001 - a bug: say so in one line, keep the server alive
+            status, error = "failed", f"internal error: {type(failure).__name__}: {failure}"
+        with self._lock:
+            self._status, self._error = status, error

@@ -1,0 +1,92 @@
+"""Run a sweep on a backend: skip points the journal already holds, record each point as it
+finishes, write `results.csv` at the end (also after an interruption, with what is done)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from sim_core.sweep.grid import Grid, Point, build_grid
+from sim_core.sweep.journal import Journal
+from sim_core.sweep.results import results_table, write_results_csv
+from sim_core.sweep.spec import SweepSpec
+from sim_core.sweep.task import point_task
+
+
+@dataclass
+class SweepOutcome:
+    """What a run of a sweep ended with.
+
+    Attributes:
+        grid: the points (and the skipped invalid combinations).
+        records: finished points in grid order (from this run and earlier ones).
+        num_resumed: points found finished in the journal (not recomputed).
+        num_computed: points computed by this run.
+    """
+
+    grid: Grid
+    records: list[dict]
+    num_resumed: int
+    num_computed: int
+
+    @property
+    def complete(self) -> bool:
+        return len(self.records) == len(self.grid.points)
+
+
+def point_record(point: Point, result: str | dict) -> dict:
+    """The journal line of a finished point: what identifies it plus its Capacity (JSON or dict)."""
+    capacity = json.loads(result) if isinstance(result, str) else result
+    return {**capacity, "key": point.key, "values": point.values, "device": point.device, "num_gpus": point.num_gpus}
+
+
+def resumed_records(grid: Grid, journal: dict[str, dict]) -> dict[str, dict]:
+    """The grid's points the journal holds, key -> record, labelled by this grid (an earlier
+    sweep that varied other keys may have found the same scenario)."""
+    return {p.key: point_record(p, journal[p.key]) for p in grid.points if p.key in journal}
+
+
+def run_sweep(spec: SweepSpec, base: dict, backend, out_dir: str | Path | None = None,
+              on_point: Callable[[int, int, dict], None] | None = None, limit: int | None = None,
+              should_stop: Callable[[], bool] | None = None) -> SweepOutcome:
+    """Search every point's capacity that the journal in `out_dir` does not hold yet.
+
+    Args:
+        backend: LocalBackend or RayBackend (anything with run(tasks) yielding (index, json)).
+        out_dir: folder of the journal and results.csv (None: keep nothing on disk).
+        on_point: called with (points finished, points in the grid, record) after each point.
+        limit: compute at most this many new points, then stop (a partial, resumable run).
+        should_stop: polled after each point; True stops the run (finished points are kept).
+    """
+    grid = build_grid(spec, base)
+    journal = Journal(out_dir) if out_dir is not None else None
+    done = resumed_records(grid, journal.load() if journal else {})
+    resumed = len(done)
+    todo = [p for p in grid.points if p.key not in done][:limit]
+    try:
+        with closing(backend.run([point_task(point, spec) for point in todo])) as results:
+            for index, result in results:
+                record = done[todo[index].key] = point_record(todo[index], result)
+                if journal:
+                    journal.append(record)
+                if on_point:
+                    on_point(len(done), len(grid.points), record)
+                if should_stop and should_stop():
+                    break
+    finally:
+        if journal:
+            journal.close()
+        outcome = SweepOutcome(grid, [done[p.key] for p in grid.points if p.key in done], resumed, len(done) - resumed)
+        if out_dir is not None:
+            write_results_csv(sweep_table(spec, outcome.records), out_dir)
+    return outcome
+
+
+def sweep_table(spec: SweepSpec, records: list[dict], gpu_hour_usd: float | dict | None = None) -> pd.DataFrame:
+    """The results table of a spec's records (price: the spec's unless given)."""
+    return results_table(records, list(spec.vary), spec.gpu_hour_usd if gpu_hour_usd is None else gpu_hour_usd)

@@ -1,0 +1,174 @@
+"""The sweep spec: a base scenario, the fields to vary, the SLOs, the capacity search and prices.
+
+    base: scenario.yaml                 # a path (relative to the spec) or an inline scenario
+    vary: {scheduler.type: [vllm, sarathi], cluster.num_replicas: [1, 2]}
+    slo: {ttft_p90_s: 2.0, tbt_p99_s: 0.2}
+    search: {qps_min: 0.25, qps_max: 64, num_requests: 400}
+    gpu_hour_usd: 2.5
+
+`load_sweep` validates everything a spec can get wrong on its own (unknown keys, values outside
+a field's range or choices, SLO names) with a one-line error naming the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+
+from sim_core.config import SimulationConfig, parse_config
+from sim_core.config.errors import describe_validation_error
+from sim_core.config.loading import read_mapping
+from sim_core.config.sections import Strict
+from sim_core.errors import ConfigError
+from sim_core.metrics import PERCENTILES
+
+SLO_METRICS = tuple(f"{name}_p{p}_s" for name in ("ttft", "tbt", "e2e", "scheduling_delay") for p in PERCENTILES)
+SEARCH_OWNED = {
+    "workload.arrival.qps": "the arrival rate is what the capacity search varies (search.qps_min .. qps_max)",
+    "workload.target_qps": "the arrival rate is what the capacity search varies (search.qps_min .. qps_max)",
+    "workload.num_requests": "requests per probe come from search.num_requests",
+    "workload.max_trace_requests": "requests per probe come from search.num_requests",
+    "engine.record": "probes keep only per-request rows (engine.record: requests)",
+}
+RATE_PROCESSES = ("poisson", "gamma", "bursty", "diurnal")
+
+
+class SearchSettings(BaseModel):
+    """How the capacity search probes arrival rates."""
+
+    model_config = Strict
+
+    qps_min: float = Field(0.25, gt=0.0, le=1_000_000.0, description=(
+        "Lowest arrival rate tried (req/s); a configuration that misses the SLOs even here gets max_qps 0."))
+    qps_max: float = Field(64.0, gt=0.0, le=1_000_000.0, description=(
+        "Highest arrival rate tried (req/s); a configuration that meets the SLOs here is reported at qps_max."))
+    num_requests: int = Field(400, ge=10, le=10_000_000, description=(
+        "Requests simulated per probe (a trace: its first N, arrival times rescaled to each rate)."))
+    tolerance: float = Field(0.05, ge=0.001, le=1.0, description=(
+        "Stop when the lowest failing rate is within this fraction above the highest passing one."))
+
+
+class SweepSpec(BaseModel):
+    """A grid of scenarios and what each must meet; see the module docstring."""
+
+    model_config = Strict
+
+    base: str | dict[str, Any] = Field(description=(
+        "The scenario every point starts from: a file (relative to the spec's folder) or a mapping."))
+    vary: dict[str, list] = Field(default_factory=dict, description=(
+        "Dotted scenario keys -> lists of values; the grid is their product (empty: the base alone)."))
+    slo: dict[str, float] = Field(description=(
+        f"Latency limits in seconds that a rate must meet, e.g. ttft_p90_s: 2.0; keys: {', '.join(SLO_METRICS)}."))
+    search: SearchSettings = Field(default_factory=SearchSettings, description="Capacity search settings.")
+    gpu_hour_usd: float | dict[str, float] = Field(2.5, description=(
+        "Price of one GPU-hour in USD, or a mapping device id -> price when the grid varies the device."))
+    name: str | None = Field(None, description="Optional label shown in reports.")
+
+    @field_validator("vary", mode="before")
+    @classmethod
+    def _listify(cls, vary):
+        return {k: v if isinstance(v, list) else [v] for k, v in vary.items()} if isinstance(vary, dict) else vary
+
+    @model_validator(mode="after")
+    def _check(self) -> SweepSpec:
+        if self.search.qps_min >= self.search.qps_max:
+            raise ValueError(f"search.qps_min: got {self.search.qps_min:g}; must be below search.qps_max "
+                             f"({self.search.qps_max:g})")
+        unknown = [key for key in self.slo if key not in SLO_METRICS]
+        if unknown:
+            raise ValueError(f"slo: unknown metric '{unknown[0]}'; allowed: {', '.join(SLO_METRICS)}")
+        if not self.slo:
+            raise ValueError(f"slo: give at least one limit, e.g. ttft_p90_s: 2.0 (allowed: {', '.join(SLO_METRICS)})")
+        bad = [(key, value) for key, value in self.slo.items() if not value > 0]
+        if bad:
+            raise ValueError(f"slo.{bad[0][0]}: got {bad[0][1]!r}; allowed range 0 (exclusive) .. inf seconds")
+        prices = self.gpu_hour_usd.values() if isinstance(self.gpu_hour_usd, dict) else [self.gpu_hour_usd]
+        if any(not price >= 0 for price in prices):
+            raise ValueError("gpu_hour_usd: prices must be >= 0 USD per GPU-hour")
+        for key, values in self.vary.items():
+            if not values:
+                raise ValueError(f"vary.{key}: give at least one value")
+        return self
+
+
+def load_sweep_spec(path: str | Path) -> tuple[SweepSpec, dict]:
+    """Read and check a spec file; returns the spec and its base scenario (validated, as a dict).
+
+    Raises:
+        ConfigError: naming the file and the key (vary key, SLO, search setting) and what is allowed.
+    """
+    path = Path(path)
+    return parse_sweep_spec(read_mapping(path), base_dir=path.parent, source=str(path))
+
+
+def parse_sweep_spec(data: dict, base_dir: str | Path | None = None,
+                     source: str = "sweep spec") -> tuple[SweepSpec, dict]:
+    """Validate a spec mapping (relative paths resolve against `base_dir`)."""
+    try:
+        spec = SweepSpec.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {describe_validation_error(exc, SweepSpec)}") from None
+    base = _base_scenario(spec.base, Path(base_dir) if base_dir is not None else None, source)
+    for key, values in spec.vary.items():
+        check_vary_key(key, source)
+        for index, value in enumerate(values):
+            check_vary_value(base, key, index, value, source)
+    _check_rate(base, source)
+    return spec, base
+
+
+def _base_scenario(base, base_dir: Path | None, source: str) -> dict:
+    if isinstance(base, str):
+        path = Path(base) if base_dir is None or Path(base).is_absolute() else base_dir / base
+        data, anchor, where = read_mapping(path), path.parent, str(path)
+    else:
+        data, anchor, where = base, base_dir, f"{source}: base"
+    return parse_config(data, base_dir=anchor, source=where).model_dump(mode="json")
+
+
+def check_vary_key(key: str, source: str = "sweep spec") -> None:
+    """Raise a ConfigError unless `key` is a dotted path to a scenario field the search leaves alone."""
+    if key in SEARCH_OWNED:
+        raise ConfigError(f"{source}: vary.{key}: cannot be varied: {SEARCH_OWNED[key]}")
+    model, walked = SimulationConfig, []
+    for part in key.split("."):
+        if model is None or part not in model.model_fields:
+            where = ".".join(walked) or "the scenario"
+            known = ", ".join(model.model_fields) if model else "none (it is a single value)"
+            raise ConfigError(f"{source}: vary.{key}: unknown key; fields of {where}: {known}")
+        walked.append(part)
+        annotation = model.model_fields[part].annotation
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
+def check_vary_value(base: dict, key: str, index: int, value, source: str = "sweep spec") -> None:
+    """Raise a ConfigError when `value` is wrong for the field itself (type, range, choices).
+
+    Values that are only wrong together with the base's other fields (e.g. a TP degree that does
+    not divide this model's heads) pass here: another varied key may fix them, and the grid
+    reports such combinations as skipped."""
+    try:
+        SimulationConfig.model_validate(set_path(base, key, value))
+    except ValidationError as exc:
+        parts = tuple(key.split("."))
+        if any(tuple(map(str, err["loc"]))[:len(parts)] == parts for err in exc.errors()):
+            raise ConfigError(f"{source}: vary.{key}[{index}]: "
+                              f"{describe_validation_error(exc, SimulationConfig)}") from None
+
+
+def _check_rate(base: dict, source: str) -> None:
+    workload = base["workload"]
+    process = workload["arrival"]["process"]
+    if not workload.get("trace_file") and process not in RATE_PROCESSES:
+        raise ConfigError(f"{source}: base workload.arrival.process: got '{process}'; the capacity search sets "
+                          f"an arrival rate, allowed one of: {', '.join(RATE_PROCESSES)} (or a trace_file)")
+
+
+def set_path(data: dict, key: str, value) -> dict:
+    """A copy of the nested dict `data` with `value` at the dotted `key` (copies along the path only)."""
+    head, _, rest = key.partition(".")
+    copy = dict(data)
+    copy[head] = set_path(data.get(head) or {}, rest, value) if rest else value
+    return copy

@@ -1,0 +1,59 @@
+"""Capacity-planning figures: a Pareto view of a sweep's results and the probes of one search."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from sim_core.sweep.pareto import config_label, pareto_mask
+from sim_core.viz.overview import PALETTE
+
+# (title, x column, x better, y column, y better, x title, y title)
+PARETO_VIEWS = {
+    "QPS per GPU vs TBT p99": ("tbt_p99_s", "min", "qps_per_gpu", "max", "TBT p99 at capacity (s)", "QPS per GPU"),
+    "capacity vs cost": ("cost_per_hour_usd", "min", "max_qps", "max", "cost (USD per hour)", "capacity (req/s)"),
+    "QPS per dollar vs TTFT p90": ("ttft_p90_s", "min", "qps_per_usd", "max", "TTFT p90 at capacity (s)",
+                                   "QPS per USD-hour"),
+}
+
+
+def pareto_figure(table: pd.DataFrame, vary_keys: list[str], view: str = "capacity vs cost") -> go.Figure:
+    """Every configuration that serves some load as a grey dot, the Pareto front (no other is
+    better on both axes) as a line of coloured markers; hover names the configuration."""
+    x, x_better, y, y_better, x_title, y_title = PARETO_VIEWS[view]
+    served = table[table["max_qps"] > 0]
+    xs = pd.to_numeric(served[x], errors="coerce").to_numpy(np.float64)
+    ys = pd.to_numeric(served[y], errors="coerce").to_numpy(np.float64)
+    labels = np.array([config_label(row, vary_keys) for _, row in served.iterrows()], dtype=object)
+    front = pareto_mask(xs, ys, x_better, y_better)
+    order = np.argsort(xs[front], kind="stable")
+    figure = go.Figure()
+    figure.add_trace(go.Scatter(x=xs[~front], y=ys[~front], mode="markers", name="dominated", text=labels[~front],
+                                marker={"color": "#bab0ac", "size": 8},
+                                hovertemplate="%{text}<br>%{x:.3g}, %{y:.3g}<extra></extra>"))
+    figure.add_trace(go.Scatter(x=xs[front][order], y=ys[front][order], mode="lines+markers", name="Pareto front",
+                                text=labels[front][order], marker={"color": PALETTE[0], "size": 11},
+                                line={"shape": "hv", "color": PALETTE[0]},
+                                hovertemplate="%{text}<br>%{x:.3g}, %{y:.3g}<extra>front</extra>"))
+    figure.update_layout(height=380, xaxis_title=x_title, yaxis_title=y_title,
+                         margin={"l": 10, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": 1.1})
+    return figure
+
+
+def probe_figure(record: dict, slo: dict) -> go.Figure:
+    """The rates one search tried, in order (green: met every SLO, red: missed one), with its answer."""
+    probes = record["probes"]
+    passed = [p[1] for p in probes]
+    why = ["meets " + ", ".join(slo) if p[1] else "misses: " + ", ".join(p[3]) for p in probes]
+    figure = go.Figure(go.Scatter(
+        x=[p[0] for p in probes], y=list(range(1, len(probes) + 1)), mode="markers+lines", text=why,
+        marker={"size": 11, "color": [PALETTE[2] if ok else PALETTE[3] for ok in passed]},
+        line={"color": "#bab0ac", "dash": "dot"}, hovertemplate="probe %{y}: %{x:.4g} req/s<br>%{text}<extra></extra>"))
+    if record["max_qps"] > 0:
+        figure.add_vline(x=record["max_qps"], line={"color": PALETTE[0], "dash": "dash"},
+                         annotation_text=f"capacity {record['max_qps']:.3g} req/s")
+    figure.update_layout(height=300, xaxis={"type": "log", "title": "arrival rate (req/s)"},
+                         yaxis={"title": "probe", "autorange": "reversed"}, showlegend=False,
+                         margin={"l": 10, "r": 10, "t": 30, "b": 40})
+    return figure

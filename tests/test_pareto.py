@@ -1,0 +1,84 @@
+"""Reading sweep results: Pareto fronts, best per objective, fewest GPUs for a target rate, and
+the capacity figures built from them."""
+
+import json
+
+import numpy as np
+import pandas as pd
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sim_core.sweep.pareto import best_per_objective, min_gpus_for, pareto_mask
+from sim_core.viz.capacity import pareto_figure, probe_figure
+
+KEYS = ["scheduler.type", "cluster.num_replicas"]
+
+
+def table(*rows) -> pd.DataFrame:
+    """rows: (type, replicas, max_qps, tbt_p99_s) with 1 GPU per replica at $2 per GPU-hour."""
+    frame = pd.DataFrame(rows, columns=[*KEYS, "max_qps", "tbt_p99_s"])
+    frame["num_gpus"] = frame["cluster.num_replicas"]
+    frame["cost_per_hour_usd"] = 2.0 * frame["num_gpus"]
+    frame["qps_per_usd"] = frame["max_qps"] / frame["cost_per_hour_usd"]
+    frame["qps_per_gpu"] = frame["max_qps"] / frame["num_gpus"]
+    frame["ttft_p90_s"] = 0.5
+    return frame
+
+
+def test_the_front_keeps_points_nothing_beats_on_both_axes():
+    """Cost (lower is better) against capacity (higher is better): C and D are beaten by B, the
+    duplicate of A stays with it, a NaN point is never on the front."""
+    cost = [1, 2, 2, 3, 4, 1, np.nan]
+    capacity = [1, 3, 2, 3, 5, 1, 9]
+    assert pareto_mask(cost, capacity, "min", "max").tolist() == [True, True, False, False, True, True, False]
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=30))
+def test_the_front_is_exactly_the_undominated_points(points):
+    xs, ys = np.array(points, dtype=float).T
+    front = pareto_mask(xs, ys, "min", "max")
+    for i in range(len(points)):
+        dominated = any(xs[j] <= xs[i] and ys[j] >= ys[i] and (xs[j] < xs[i] or ys[j] > ys[i])
+                        for j in range(len(points)))
+        assert front[i] == (not dominated)
+
+
+def test_best_per_objective_ignores_configurations_that_serve_nothing():
+    results = table(("vllm", 1, 4.0, 0.05), ("sarathi", 1, 6.0, 0.09), ("vllm", 2, 10.0, 0.04), ("orca", 1, 0.0, 0.01))
+    best = best_per_objective(results, KEYS).set_index("objective")
+    assert best.loc["highest capacity", "configuration"] == "type=vllm, num_replicas=2"
+    assert best.loc["most QPS per dollar", "value"] == 3.0
+    assert best.loc["most QPS per GPU", "configuration"] == "type=sarathi, num_replicas=1"
+    assert best.loc["lowest TBT p99 at capacity", "configuration"] == "type=vllm, num_replicas=2"
+
+
+def test_fewest_gpus_for_a_target_rate():
+    results = table(("vllm", 1, 4.0, 0.05), ("sarathi", 1, 6.0, 0.09), ("vllm", 2, 10.0, 0.04), ("sarathi", 2, 12.0, 0.1))
+    answer = min_gpus_for(results, 5.0)
+    assert answer.text(5.0, KEYS) == ("1 GPU(s): type=sarathi, num_replicas=1 serves 6 req/s >= 5 within the SLOs "
+                                      "($2.00/h)")
+    assert min_gpus_for(results, 9.0).row["max_qps"] == 12.0       # same GPUs and cost: the higher capacity
+    estimate = min_gpus_for(results, 30.0)
+    assert (estimate.row, estimate.copies) == (None, 5)
+    assert estimate.text(30.0, KEYS) == ("no configuration reaches 30 req/s alone; about 5 GPU(s) as 5 copies of "
+                                         "type=sarathi, num_replicas=1 (6 req/s each), assuming copies add their "
+                                         "capacities")
+    assert "serves any load" in min_gpus_for(table(("orca", 1, 0.0, 0.1)), 1.0).text(1.0, KEYS)
+
+
+def test_pareto_figure_draws_the_front_as_one_trace_and_the_rest_as_another():
+    results = table(("vllm", 1, 4.0, 0.05), ("sarathi", 1, 3.0, 0.09), ("vllm", 2, 10.0, 0.04), ("orca", 1, 0.0, 0.01))
+    figure = json.loads(pareto_figure(results, KEYS, "capacity vs cost").to_json())
+    dominated, front = figure["data"]
+    assert front["name"] == "Pareto front" and front["text"] == ["type=vllm, num_replicas=1", "type=vllm, num_replicas=2"]
+    assert dominated["text"] == ["type=sarathi, num_replicas=1"]
+    assert figure["layout"]["xaxis"]["title"]["text"] == "cost (USD per hour)"
+
+
+def test_probe_figure_colours_passes_and_failures_and_marks_the_capacity():
+    record = {"max_qps": 8.0, "probes": [[64.0, False, {}, ["ttft_p90_s"]], [8.0, True, {}, []]]}
+    figure = json.loads(probe_figure(record, {"ttft_p90_s": 2.0}).to_json())
+    trace = figure["data"][0]
+    assert trace["text"] == ["misses: ttft_p90_s", "meets ttft_p90_s"]
+    assert trace["marker"]["color"][0] != trace["marker"]["color"][1]
+    assert figure["layout"]["annotations"][0]["text"] == "capacity 8 req/s"
