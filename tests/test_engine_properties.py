@@ -1,11 +1,11 @@
 """Invariants of vllm_v1 and sglang over random small scenarios with shared prefixes (hypothesis)."""
 
-import json
 
 import numpy as np
 import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from run_agreement import assert_runs_agree
 
 from sim_core import parse_config, run_simulation
 from sim_core.workload import Workload
@@ -123,16 +123,4 @@ def test_pools_and_caches_stay_whole_and_every_request_finishes_or_is_reported(c
 def test_fast_forward_reruns_and_record_levels_agree(case):
     """Fast-forwarded and stepwise runs, reruns and every record level give identical tables."""
     config, workload = case
-    stepwise = _run(config, workload, fast_forward=False)
-    fast = _run(config, workload, fast_forward=True)
-    again = _run(config, workload, fast_forward=True)
-    for table in ("requests", "batches", "batch_stages", "block_events", "state_events", "timeseries"):
-        pd.testing.assert_frame_equal(getattr(stepwise, table), getattr(fast, table))
-        pd.testing.assert_frame_equal(getattr(fast, table), getattr(again, table))
-    assert json.dumps(fast.summary, sort_keys=True) == json.dumps(again.summary, sort_keys=True)
-    for record in ("batches", "requests"):
-        lean = _run(config, workload, fast_forward=True, record=record)
-        pd.testing.assert_frame_equal(lean.requests, fast.requests)
-        if record == "batches":
-            pd.testing.assert_frame_equal(lean.batches, fast.batches)
-            pd.testing.assert_frame_equal(lean.timeseries, fast.timeseries)
+    assert_runs_agree(config, workload)
