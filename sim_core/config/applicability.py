@@ -8,11 +8,11 @@ field descriptions, which start with the values they apply to ("sarathi: ...").
 
 from __future__ import annotations
 
+from sim_core.config.sections import CPU_PHASES
+
 _BOUNDED = ("uniform", "zipf", "lognormal")
 _LENGTH = ("distribution", {"value": ("fixed",), "min": _BOUNDED, "max": _BOUNDED, "theta": ("zipf",),
                             "mean": ("lognormal",), "sigma": ("lognormal",), "trace_file": ("empirical",)})
-
-CPU_PHASES = ("schedule", "prepare_inputs", "sample", "process_outputs")  # host work per iteration
 
 APPLIES: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
     "scheduler": ("type", {

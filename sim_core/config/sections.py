@@ -12,6 +12,8 @@ GlobalSchedulerType = Literal["round_robin", "lor", "random"]
 ReplicaSchedulerType = Literal["vllm", "sarathi", "orca", "faster_transformer", "lightllm", "vllm_v0", "vllm_v1",
                               "sglang"]
 
+CPU_PHASES = ("schedule", "prepare_inputs", "sample", "process_outputs")  # PredictorConfig.cpu_<phase>_s
+
 # SGLang v0.4's default CUDA-graph capture sizes (cuda_graph_max_bs 160)
 SGLANG_GRAPH_SIZES = (1, 2, 4, 8, *range(16, 161, 8))
 

@@ -57,13 +57,12 @@ def _cache_op_totals(rows: dict[str, np.ndarray], cache_ops: pd.DataFrame | None
     width = int(max(rows["batch_id"].max(), cache_ops["batch_id"].max())) + 1
     stage_keys = rows["replica_id"] * width + rows["batch_id"]
     op_keys = cache_ops["replica_id"].to_numpy(np.int64) * width + cache_ops["batch_id"].to_numpy(np.int64)
-    stages_per_batch = np.bincount(np.unique(stage_keys, return_inverse=True)[1])
-    unique_keys = np.unique(stage_keys)
-    per_batch = np.zeros(len(unique_keys))
+    unique_keys, inverse, stages_per_batch = np.unique(stage_keys, return_inverse=True, return_counts=True)
     found = np.searchsorted(unique_keys, op_keys)
     seconds = cache_ops["seconds"].to_numpy(np.float64)
+    per_batch = np.zeros(len(unique_keys))
     np.add.at(per_batch, found, seconds)
-    rows["duration"] = rows["duration"] - per_batch[np.searchsorted(unique_keys, stage_keys)]
+    rows["duration"] = rows["duration"] - per_batch[inverse]
     totals: dict[str, float] = {}
     for kind, secs, stages in zip(cache_ops["kind"].astype(str), seconds, stages_per_batch[found]):
         totals[f"kv_{kind}"] = totals.get(f"kv_{kind}", 0.0) + float(secs) * int(stages)

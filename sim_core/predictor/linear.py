@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim_core.config.sections import CPU_PHASES
 from sim_core.predictor.shape import BatchShape
 
 
@@ -29,7 +30,7 @@ class LinearPredictor:
 
     def cpu_times(self, requests) -> dict[str, float]:
         """No separate host time: the linear model's base_s stands for everything."""
-        return dict.fromkeys(("cpu_schedule", "cpu_prepare_inputs", "cpu_sample", "cpu_process_outputs"), 0.0)
+        return {f"cpu_{phase}": 0.0 for phase in CPU_PHASES}
 
     def breakdown(self, shape: BatchShape, stage_id: int) -> dict[str, float]:
         return {"base": self.base_s, "tokens": self.per_token_s * shape.total_tokens}

@@ -21,7 +21,7 @@ import numpy as np
 
 from sim_core.catalog import DeviceSpec, ModelSpec
 from sim_core.config import PredictorConfig
-from sim_core.config.applicability import CPU_PHASES
+from sim_core.config.sections import CPU_PHASES
 from sim_core.predictor import operators as ops
 from sim_core.predictor.grid import GridPredictor
 
