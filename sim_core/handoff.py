@@ -13,8 +13,9 @@ Replica ids: the prefill pool is 0..P-1, the decode pool P..P+D-1. A request's l
    the head waits for a later step otherwise (head-of-line). Blocks are allocated *before* the
    transfer, as a pulling decode engine does, so the KV always has a place to land.
 4. Transfer: each prefill replica has one outgoing link that carries one transfer at a time,
-   in order of acceptance (ties: request id). Time = latency + prompt tokens x KV bytes per
-   token / bandwidth (the KV of every layer and KV head, as the memory planner sizes it).
+   in order of acceptance (ties: request id). Time = latency + tokens x KV bytes per token /
+   bandwidth (the KV of every layer and KV head, as the memory planner sizes it); the tokens are
+   the prompt's, less those a decode replica with prefix caching already holds (vllm_v1).
 5. When the transfer ends, the prefill replica frees the blocks and the request joins the decode
    replica's running requests; the gap to its second token includes steps 2-4.
 
@@ -62,9 +63,10 @@ class Transfer:
     request: Request
     source: int
     handle: KvHandle
-    num_bytes: int
     handed_off_at: float
     target: int = -1
+    num_tokens: int = 0     # prompt tokens whose KV crosses the link (known at acceptance)
+    num_bytes: int = 0
     accepted_at: float = NOT_YET
     started_at: float = NOT_YET
 
@@ -126,7 +128,7 @@ class Disaggregation:
                 scheduler.hand_off(request)
                 handle = KvHandle(request.id, replica, request.num_blocks, request.blocks)
                 request.num_blocks, request.blocks = 0, []
-                transfer = Transfer(request, replica, handle, request.num_prefill_tokens * self.bytes_per_token, now)
+                transfer = Transfer(request, replica, handle, now)
                 self.in_flight[request.id] = transfer
                 sim.kernel.at_instant_end((HANDOFF_PHASE, request.id), self._route, transfer)
 
@@ -135,6 +137,7 @@ class Disaggregation:
         target = self.num_prefill + index
         transfer.target = transfer.request.replica_id = target
         self.inboxes[index].append(transfer)
+        self.sim.schedulers[target].expect_transfer(transfer.request)
         if self.sim.fast is not None:
             self.sim.fast.on_request_routed(target)
         self.sim.kernel.soon(self.sim.on_replica_schedule, target)
@@ -148,7 +151,8 @@ class Disaggregation:
         accepted = False
         while inbox and scheduler.can_accept_transfer(inbox[0].request):
             transfer = inbox.popleft()
-            scheduler.accept_transfer(transfer.request)
+            transfer.num_tokens = scheduler.accept_transfer(transfer.request)
+            transfer.num_bytes = transfer.num_tokens * self.bytes_per_token
             transfer.accepted_at = now
             heappush(self.links[transfer.source].queue, (now, transfer.request.id, transfer))
             self._want_dispatch(transfer.source)
@@ -186,7 +190,7 @@ class Disaggregation:
         sim, source, target, request = self.sim, transfer.source, transfer.target, transfer.request
         self.links[source].busy = False
         prefill = sim.schedulers[source]
-        sim.recorder.on_free(source, request.id, prefill.pool.free(transfer.handle))
+        prefill.release_handoff(transfer.handle)
         sim.record_replica(prefill)
         sim.schedulers[target].on_transfer_done(request)
         del self.in_flight[request.id]
@@ -202,7 +206,7 @@ class Disaggregation:
         rows = self.rows
         for name, value in (("request_id", transfer.request.id), ("source_replica", transfer.source),
                             ("target_replica", transfer.target),
-                            ("num_tokens", transfer.request.num_prefill_tokens), ("num_bytes", transfer.num_bytes),
+                            ("num_tokens", transfer.num_tokens), ("num_bytes", transfer.num_bytes),
                             ("handed_off_at", transfer.handed_off_at), ("accepted_at", transfer.accepted_at),
                             ("start", transfer.started_at), ("end", self.sim.kernel.now)):
             rows[name].append(value)

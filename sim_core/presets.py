@@ -190,6 +190,16 @@ PRESETS += (
            "decode bars.",
            _scenario("SGLang: radix cache, multi-turn chat", cluster=_ONE_REPLICA, max_model_len=8192,
                      scheduler={"type": "sglang"}, workload=_CHAT)),
+    Preset("vLLM V1 engine (v0.8+): P/D with prefix caches on both pools",
+           "Agentic multi-turn sessions (closed loop) on one prefill and one decode replica, as vLLM "
+           "deploys P/D with a KV connector. Each turn resends the conversation: the prefill replica's "
+           "cache computes only the new input, and the decode replica, which still holds the earlier "
+           "turns' blocks, pulls only the blocks it lacks over the link.",
+           "Pipeline: short transfers on the KV-link row; transfers.csv: num_tokens against the prompt; "
+           "Overview: prefix hit rate.",
+           _scenario("vLLM V1 P/D: prefix caches on both pools, agentic sessions", cluster=_TWO_REPLICAS,
+                     max_model_len=8192, scheduler={"type": "vllm_v1"}, disaggregation=_PD,
+                     workload=_merge(_CHAT, {"sessions": {"closed_loop": True}}))),
 )
 
 

@@ -45,8 +45,10 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
     for view, _, limits in sized:
         predictor = build_predictor(view.config)
         for r in view.replica_ids:
-            schedulers.append(SCHEDULERS[config.scheduler.type](r, view.config.cluster.pipeline_parallel_size,
-                                                                view.config.scheduler, limits, recorder))
+            scheduler = SCHEDULERS[config.scheduler.type](r, view.config.cluster.pipeline_parallel_size,
+                                                          view.config.scheduler, limits, recorder)
+            scheduler.join_pool(view.name)
+            schedulers.append(scheduler)
             predictors.append(predictor)
     for scheduler in schedulers:
         scheduler.attach_workload(workload, config.max_model_len)

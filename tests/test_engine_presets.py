@@ -31,3 +31,19 @@ def test_the_radix_cache_reuses_earlier_turns_of_a_chat():
     cached, uncached = _summary(name), _summary(name, enable_prefix_caching=False)
     assert cached["prefix_hit_rate"] > 0.8
     assert uncached["ttft_p99_s"] > 10 * cached["ttft_p99_s"]
+
+
+def test_p_d_with_prefix_caches_moves_only_what_the_decode_replica_lacks():
+    """Agentic sessions on vLLM V1 P/D: the decode replica holds earlier turns' blocks, so the
+    link carries a small share of the prompts; with caching off every prompt moves whole."""
+    name = "vLLM V1 engine (v0.8+): P/D with prefix caches on both pools"
+    shares = {}
+    for caching in (True, False):
+        scenario = copy.deepcopy(preset(name).scenario)
+        scenario["scheduler"]["enable_prefix_caching"] = caching
+        result = run_simulation(parse_config(scenario))
+        moved = result.transfers.merge(result.requests[["request_id", "num_prefill_tokens"]], on="request_id")
+        assert len(moved) == int((result.requests["num_decode_tokens"] > 1).sum())
+        shares[caching] = moved["num_tokens"].sum() / moved["num_prefill_tokens"].sum()
+    assert shares[False] == 1.0
+    assert shares[True] < 0.25

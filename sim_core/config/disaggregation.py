@@ -7,7 +7,7 @@ from pydantic import BaseModel, Field
 from sim_core.config.sections import GlobalSchedulerType, Strict
 
 # policies that cannot take over a request mid-generation (see docs/architecture.md)
-NOT_DISAGGREGATED = ("faster_transformer", "lightllm", "vllm_v0", "vllm_v1", "sglang")
+NOT_DISAGGREGATED = ("faster_transformer", "lightllm")
 
 
 class PoolConfig(BaseModel):

@@ -54,6 +54,7 @@ class ReplicaScheduler:
         self.num_batches = 0  # batch ids are per replica: (replica_id, batch id) is unique
         self.num_preemptions = 0
         self.ignored: dict[int, str] = {}  # request id -> why the policy dropped it while queued
+        self.incoming: dict[int, Request] = {}  # P/D decode replica: accepted, KV still on its way
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -129,14 +130,29 @@ class ReplicaScheduler:
         return
 
     # ---- P/D disaggregation ----------------------------------------------------------------
-    # A prefill replica lets a request go once its prompt is done (`hand_off`; its blocks stay
-    # until the KV transfer ends). A decode replica takes it over: it allocates blocks for the
-    # prompt's KV when it accepts the request, before the transfer, and the request decodes like
-    # any running one once the KV has arrived (`on_transfer_done`).
+    # A prefill replica lets a request go once its prompt is done (`hand_off`; its blocks stay,
+    # held by a handle, until the KV transfer ends: `release_handoff`). A decode replica takes it
+    # over: it allocates blocks for the prompt's KV when it accepts the request, before the
+    # transfer (`incoming` until then), and the request decodes like any running one once the KV
+    # has arrived (`on_transfer_done`).
+
+    role = "replicas"   # "prefill" or "decode" in a disaggregated run (set by `join_pool`)
+
+    def join_pool(self, role: str) -> None:
+        """Called once before the run with this replica's pool ("replicas", "prefill", "decode")."""
+        self.role = role
 
     def hand_off(self, request: Request) -> None:
         """Forget a request whose prompt this (prefill) replica has just completed."""
         self.running.remove(request)
+
+    def release_handoff(self, handle) -> None:
+        """The KV of a handed-off request has left: free the blocks its `handle` holds."""
+        ReplicaScheduler.release(self, handle)
+
+    def expect_transfer(self, request: Request) -> None:
+        """A hand-off was routed to this (decode) replica and waits in its inbox."""
+        return
 
     def transfer_blocks(self, request: Request) -> int:
         """Blocks a decode replica allocates for a handed-off request's prompt KV."""
@@ -147,13 +163,21 @@ class ReplicaScheduler:
         return (self.pool.num_holders < self.config.batch_size_cap
                 and self.pool.can_allocate(self.transfer_blocks(request)))
 
-    def accept_transfer(self, request: Request) -> None:
-        """Allocate the blocks the request's KV will be written to (caller checked can_accept)."""
+    def accept_transfer(self, request: Request) -> int:
+        """Allocate the blocks the request's KV will be written to (caller checked
+        can_accept_transfer); returns the prompt tokens whose KV must cross the link."""
         request.replica_id = self.replica_id
+        self.incoming[request.id] = request
+        return self.take_transfer(request)
+
+    def take_transfer(self, request: Request) -> int:
+        """The policy's allocation for an accepted hand-off (see accept_transfer)."""
         self.allocate(request, self.transfer_blocks(request))
+        return request.num_prefill_tokens
 
     def on_transfer_done(self, request: Request) -> None:
         """The request's KV has arrived: it decodes from the next formation on."""
+        del self.incoming[request.id]
         self.running.append(request)
 
     @property

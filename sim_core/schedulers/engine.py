@@ -117,6 +117,16 @@ class EngineScheduler(ReplicaScheduler):
                 self.busy.discard(request.id)
                 self._keys.pop(request.id, None)
 
+    # ---- P/D disaggregation ------------------------------------------------------------------
+
+    def hand_off(self, request: Request) -> None:
+        self.running.remove(request)
+        self._keys.pop(request.id, None)
+
+    def on_transfer_done(self, request: Request) -> None:
+        super().on_transfer_done(request)   # joins the tail of running, as an admission would
+        request.status = RequestStatus.RUNNING
+
 
 def pool_event_recorder(recorder, replica: int):
     """The `on_event(request, blocks, delta)` a pool reports to: +1/-1 a request takes/lets go of

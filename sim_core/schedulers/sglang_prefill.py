@@ -15,6 +15,7 @@ there (`truncated`); a prompt that reaches it is rejected.
 
 from __future__ import annotations
 
+from itertools import chain
 from math import ceil
 
 from sim_core.entities import Batch, Request, RequestStatus
@@ -29,6 +30,7 @@ from sim_core.schedulers.sglang_adder import (
 from sim_core.schedulers.sglang_retract import INIT_NEW_TOKEN_RATIO
 
 MAX_DEFAULT_RUNNING = 4096
+RESERVED_DECODE_TOKENS = 512   # SGLANG_NUM_RESERVED_DECODE_TOKENS: KV a PD decode server keeps per request
 
 
 class SglangPrefill(EngineScheduler):
@@ -56,6 +58,9 @@ class SglangPrefill(EngineScheduler):
 
     def add_request(self, request: Request) -> None:
         super().add_request(request)
+        self._cut_to_limit(request)
+
+    def _cut_to_limit(self, request: Request) -> None:
         room = self.max_request_len - request.num_prefill_tokens
         if request.num_decode_tokens > room:
             request.num_decode_tokens = request.initial_decode_tokens = room
@@ -165,6 +170,45 @@ class SglangPrefill(EngineScheduler):
     def _cache(self, request: Request, num_tokens: int) -> None:
         if self.caching:
             self.pool.insert(request, self.keys(request), num_tokens)
+
+    # ---- P/D disaggregation -----------------------------------------------------------------------
+    # SGLang's PD decode server (v0.4.6+): a chunk cache instead of the radix tree; a hand-off is
+    # pre-allocated its prompt's KV, FIFO, while a request slot is free and the free tokens, less
+    # a decode reserve for every request already running, waiting or receiving, cover its prompt
+    # and its own reserve. The reserve is SGLang's 512 tokens, cut to the outputs the request has
+    # left (a request that fits the pool alone is always taken).
+
+    def join_pool(self, role: str) -> None:
+        super().join_pool(role)
+        if role == "decode" and self.caching:
+            self.caching = False
+            self.pool = RadixKvPool(self.limits.num_blocks, self.block_size, False,
+                                    pool_event_recorder(self.recorder, self.replica_id))
+
+    def hand_off(self, request: Request) -> None:
+        super().hand_off(request)
+        self.batch_is_full = False
+
+    def release_handoff(self, handle) -> None:
+        self.pool.free(handle)   # the prompt stays in the prefill replica's tree, unlocked
+
+    def expect_transfer(self, request: Request) -> None:
+        self._cut_to_limit(request)
+
+    def can_accept_transfer(self, request: Request) -> bool:
+        if len(self.running) + len(self.incoming) >= self.max_running:
+            return False
+        others = chain(self.running, self.waiting, self.incoming.values())
+        room = self.pool.num_free * self.block_size - sum(map(self._decode_reserve, others))
+        return request.num_prefill_tokens + self._decode_reserve(request) <= room
+
+    def take_transfer(self, request: Request) -> int:
+        self.pool.admit(request, [], self.pool.tree.root)
+        self._allocate_for(request, request.num_prefill_tokens)
+        return request.num_prefill_tokens
+
+    def _decode_reserve(self, request: Request) -> int:
+        return min(RESERVED_DECODE_TOKENS, self._outputs_left(request))
 
     def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
         if num_prefill_tokens >= self.max_request_len:

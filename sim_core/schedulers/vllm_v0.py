@@ -212,9 +212,42 @@ class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
                 self.blocks.groups.pop(request.id, None)
                 continue
             group = self.blocks.groups.get(request.id)
-            if group is not None and request.is_prefill_complete and not group.forked:
-                self.blocks.fork(request)
+            if group is not None and request.is_prefill_complete and not group.forked and self.role != "prefill":
+                self.blocks.fork(request)   # (a prefill replica hands the prompt over unforked)
             self.running.append(request)
+
+    # ---- P/D disaggregation ------------------------------------------------------------------
+    # A decode replica takes a hand-off as vLLM v0 admits a prompt (its blocks above the
+    # watermark), after anything swapped out has come back, while fewer than max_num_seqs requests
+    # hold KV here; a group forks into its n sequences once its prompt's KV has arrived.
+
+    def hand_off(self, request: Request) -> None:
+        self.running.remove(request)
+        self.blocks.groups.pop(request.id, None)
+
+    def can_accept_transfer(self, request: Request) -> bool:
+        return (not self.swapped and self.pool.num_holders < self.max_num_seqs
+                and self.blocks.can_allocate(request) is AllocStatus.OK)
+
+    def take_transfer(self, request: Request) -> int:
+        if request.num_seqs > 1:
+            self.blocks.groups[request.id] = SeqGroup(request.num_seqs)
+        self.blocks.allocate(request)
+        return request.num_prefill_tokens
+
+    def on_transfer_done(self, request: Request) -> None:
+        if request.id in self.blocks.groups:
+            self.blocks.fork(request)
+        super().on_transfer_done(request)
+
+    def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
+        """Only a decode replica refuses up front (elsewhere vLLM ignores a prompt when it is
+        reached): a prompt whose blocks it could never admit."""
+        need, usable = -(-num_prefill_tokens // self.block_size), self.limits.num_blocks - self.blocks.watermark
+        if self.role == "decode" and need > usable:
+            return (f"its prompt needs {need} KV blocks but a decode replica admits at most {usable} "
+                    f"({self.limits.num_blocks} blocks minus a watermark of {self.blocks.watermark})")
+        return None
 
     def check_integrity(self, holders: list[Request] | None = None) -> None:
         self.blocks.check_integrity(holders)

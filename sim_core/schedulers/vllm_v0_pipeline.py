@@ -93,14 +93,15 @@ class VllmV0Pipeline(ReplicaScheduler):
         self._in_flight = [0] * num_stages   # requests in each engine's batch in flight
 
     def add_request(self, request: Request) -> None:
-        engine = self.engines[min(range(len(self.engines)), key=self._num_unfinished)]
+        engine = self._least_busy()
         self._engine_of_request[request.id] = engine
         engine.add_request(request)
 
     def _num_unfinished(self, k: int) -> int:
         """vLLM's get_num_unfinished_seq_groups: waiting + running (in flight too) + swapped."""
         engine = self.engines[k]
-        return len(engine.waiting) + len(engine.running) + len(engine.swapped) + self._in_flight[k]
+        return (len(engine.waiting) + len(engine.running) + len(engine.swapped) + self._in_flight[k]
+                + len(engine.incoming))
 
     def on_schedule(self) -> list[Batch]:
         """Each engine without a batch in flight takes one step."""
@@ -131,6 +132,36 @@ class VllmV0Pipeline(ReplicaScheduler):
     @property
     def num_waiting(self) -> int:
         return sum(len(engine.waiting) for engine in self.engines)
+
+    # ---- P/D disaggregation: each request stays with the engine that holds its KV ---------------
+
+    def join_pool(self, role: str) -> None:
+        super().join_pool(role)
+        for engine in self.engines:
+            engine.join_pool(role)
+
+    def hand_off(self, request: Request) -> None:
+        self._engine_of_request[request.id].hand_off(request)   # its handle still holds the engine's blocks
+
+    def release_handoff(self, handle) -> None:
+        self._engine_of_request.pop(handle.id).release_handoff(handle)
+
+    def can_accept_transfer(self, request: Request) -> bool:
+        return self._least_busy().can_accept_transfer(request)
+
+    def accept_transfer(self, request: Request) -> int:
+        engine = self._engine_of_request[request.id] = self._least_busy()
+        request.replica_id = self.replica_id
+        return engine.accept_transfer(request)
+
+    def on_transfer_done(self, request: Request) -> None:
+        self._engine_of_request[request.id].on_transfer_done(request)
+
+    def _least_busy(self) -> VllmV0Scheduler:
+        return self.engines[min(range(len(self.engines)), key=self._num_unfinished)]
+
+    def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
+        return self.engines[0].rejection_reason(num_prefill_tokens, num_decode_tokens)
 
     def stuck_location(self, request: Request) -> str:
         return self._engine_of_request[request.id].stuck_location(request)

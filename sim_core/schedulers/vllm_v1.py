@@ -159,6 +159,36 @@ class VllmV1Scheduler(EngineScheduler):
             self.allocate(request, needed)
         request.status = RequestStatus.RUNNING
 
+    # ---- P/D disaggregation (decode replica) ----------------------------------------------------
+    # As vLLM's KV connectors do, a decode replica with prefix caching looks the prompt up first
+    # and pulls only the blocks it does not hold; the pulled blocks get their keys once they have
+    # arrived. A request waiting for its KV counts against max_num_seqs.
+
+    def can_accept_transfer(self, request: Request) -> bool:
+        if len(self.running) + len(self.incoming) >= self.max_seqs:
+            return False
+        hits, needed = self._transfer_need(request)
+        return self.pool.can_allocate(needed, hits) if self.caching else self.pool.can_allocate(needed)
+
+    def take_transfer(self, request: Request) -> int:
+        hits, needed = self._transfer_need(request)
+        if self.caching:
+            self.recorder.on_allocate(self.replica_id, request.id, self.pool.allocate(request, needed, hits))
+        else:
+            self.allocate(request, needed)
+        return request.num_prefill_tokens - len(hits) * self.block_size
+
+    def on_transfer_done(self, request: Request) -> None:
+        super().on_transfer_done(request)
+        if self.caching:
+            self.pool.cache_blocks(request, self.keys(request), self.kv_tokens(request))
+
+    def _transfer_need(self, request: Request) -> tuple[list[int], int]:
+        """(locally cached blocks of the prompt, new blocks for the rest of it)."""
+        prompt = request.num_prefill_tokens
+        hits = self.pool.cached_prefix(self.keys(request)[: prompt // self.block_size]) if self.caching else []
+        return hits, ceil(prompt / self.block_size) - len(hits)
+
     # ---- fast-forward and rejection ------------------------------------------------------------
 
     growth = "paged"
