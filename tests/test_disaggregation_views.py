@@ -3,6 +3,8 @@ trace, and the pages: the Scenario page edits the pools, the Pipeline page draws
 
 import json
 
+import pytest
+
 from app_helpers import TINY, chart_specs, has_widget, open_app
 from conftest import cost, simulate
 from test_disaggregation import MOVE_100, disaggregated
@@ -55,8 +57,10 @@ def test_the_chrome_trace_names_the_pools_and_puts_transfers_on_the_link_thread(
 PD_TINY = {**TINY, "disaggregation": {"enabled": True, "prefill": {"num_blocks": 64}, "decode": {"num_blocks": 64}}}
 
 
-def test_the_pipeline_page_draws_the_kv_link_lane():
-    app = open_app("pages/pipeline.py", PD_TINY)
+@pytest.mark.parametrize("policy", ["vllm", "vllm_v0", "vllm_v1", "sglang"])
+def test_the_pipeline_page_draws_the_kv_link_lane(policy):
+    scenario = {**PD_TINY, "scheduler": {**PD_TINY.get("scheduler", {}), "type": policy}}
+    app = open_app("pages/pipeline.py", scenario)
     gantt = json.loads(chart_specs(app)[0])
     assert "KV transfer" in [trace["name"] for trace in gantt["data"]]
     assert "prefill 0 / KV link" in gantt["layout"]["yaxis"]["categoryarray"]
