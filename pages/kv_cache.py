@@ -23,5 +23,6 @@ frames = mid.slider("Frames", 10, 120, 40, 10, key="kv_frames", help="Snapshots 
 shown = right.number_input("Replicas shown", 1, replicas, min(replicas, 4), key="kv_replicas")
 figure = kv_map_figure(run, *window, max_frames=frames, selected=selected_request(), replicas=int(shown))
 st.plotly_chart(figure, key="kv_map")
-st.caption("Press ▶ Play to animate, drag the t = slider to scrub. Below: KV use per replica; "
-           "x marks a preemption (hover for the request). The selected request's blocks are yellow.")
+st.caption("Press ▶ Play to animate, drag the t = slider to scrub. Below: KV use per replica (dotted: "
+           "vllm_v0's CPU swap space in use); x marks a preemption (hover for the request). The selected "
+           "request's blocks are yellow.")

@@ -10,6 +10,7 @@ import numpy as np
 from conftest import batches_of, column, cost, scenario
 
 from sim_core import parse_config, run_simulation
+from sim_core.viz.kv_blocks import swap_capacity, swap_use
 from sim_core.workload import Workload
 
 BLOCK_BYTES = 2 * 4 * 128 * 32 * 32 * 2
@@ -73,6 +74,19 @@ def test_swapped_requests_are_served_before_waiting_ones():
     assert allocated(result, 1) == [2, 3, 5, 0, 1, 4, 2, 3]
     assert allocated(result, 2) == [2, 3]
     assert column(result, "num_swaps") == [0, 1, 0] and column(result, "num_restarts") == [0, 0, 0]
+
+
+def test_the_cpu_swap_space_holds_the_swapped_blocks_until_the_swap_in():
+    """The run above: B's 3 blocks take 3 CPU blocks at t[2] and give them back at t[10]. The
+    default 4 GiB swap space holds 4 GiB / 2,097,152 bytes = 2,048 blocks of 4 tokens."""
+    result = run([(0.0, 8, 10), (0.0, 8, 10), (0.05, 4, 2)], num_blocks=6, preemption_mode="swap")
+    t = timeline(0.0, cost(16), cost(2), cost(1) + 3 * SWAP, *[cost(1)] * 7)
+    assert swap_capacity(result.config, 0) == 4 * 1024**3 // BLOCK_BYTES == 2048
+    use = swap_use(result, 0)
+    assert [round(x, 9) for x in use["time"]] == [0.0, round(t[2], 9), round(t[10], 9)]
+    assert use["held"].tolist() == [0, 3, 0]
+    assert use["fraction"].tolist() == [0.0, 3 / 2048, 0.0]
+    assert swap_use(run([(0.0, 8, 2)]), 0).empty
 
 
 def test_no_swap_in_in_a_step_that_preempted():

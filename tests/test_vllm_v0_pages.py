@@ -40,10 +40,11 @@ def test_the_pipeline_page_draws_kv_copies_on_their_own_lane():
 
 def test_the_kv_map_colours_shared_blocks():
     """Two samples per request share their prompt blocks: some frame shows SHARED cells and the
-    legend names the state."""
+    legend names the state; the swap space in use is drawn under the map."""
     app = open_app("pages/kv_cache.py", V0)
     kv_map = json.loads(chart_specs(app)[0])
     assert "shared prefix" in {trace.get("name") for trace in kv_map["data"]}
+    assert "replica 0 CPU swap use" in {trace.get("name") for trace in kv_map["data"]}   # swaps happen here
     assert any(SHARED in _codes(frame["data"][0]["z"]) for frame in kv_map["frames"])
 
 

@@ -3,7 +3,8 @@
 vLLM v0 sizes it per GPU: `swap_space` GiB divided by the bytes one KV block takes on one GPU
 (its TP share of the KV heads, its PP share of the layers). Every GPU of a replica holds the
 same number of CPU blocks, so one count per replica describes it. Ids are not tracked: nothing
-decides by them and the UI draws only GPU blocks.
+decides by them; the KV-cache page draws the swap space as a share in use over time
+(`viz.kv_blocks.swap_use`).
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from sim_core.memory.swap_space import num_swap_blocks
+from sim_core.pools import pool_views
+
 FREE, PREFILL, DECODE, PREEMPTED, SHARED, CACHED, SELECTED = range(7)
 STATE_NAMES = ("free", "prefill", "decode", "preempted / swapped", "shared prefix", "cached, free",
                "selected request")
@@ -218,3 +221,25 @@ def preemptions(result, replica: int | None = None) -> pd.DataFrame:
     if replica is not None:
         restarts = restarts[restarts["replica"] == replica]
     return restarts[["time", "replica", "request"]].reset_index(drop=True)
+
+
+def swap_use(result, replica: int) -> pd.DataFrame:
+    """vllm_v0's CPU swap space of one replica over time: columns time, held (CPU blocks, 0 at
+    time 0, then after each swap-out or swap-in, taken or given back when the step that decided
+    it was formed) and fraction (of the replica's swap space). Empty without swaps. A swapped request that vLLM
+    later ignores (its KV can never come back) keeps its CPU blocks here."""
+    ops = result.cache_ops
+    mine = ops[(ops["replica_id"] == replica) & ops["kind"].isin(["swap_out", "swap_in"])]
+    if mine.empty:
+        return pd.DataFrame({"time": [], "held": [], "fraction": []})
+    signs = np.where(mine["kind"].to_numpy() == "swap_out", 1, -1)
+    held = np.concatenate([[0], np.cumsum(signs * mine["num_blocks"].to_numpy())])
+    capacity = max(swap_capacity(result.config, replica), 1)
+    return pd.DataFrame({"time": np.concatenate([[0.0], mine["formed_at"].to_numpy()]), "held": held,
+                         "fraction": held / capacity})
+
+
+def swap_capacity(config, replica: int) -> int:
+    """CPU swap blocks of a replica (per GPU, as vLLM sizes them; its pool's shape with P/D)."""
+    view = next(v for v in pool_views(config) if replica in v.replica_ids)
+    return num_swap_blocks(view.config)

@@ -16,6 +16,7 @@ from sim_core.viz.kv_blocks import (
     replica_frames,
     sample_times,
     super_cells,
+    swap_use,
     utilization,
 )
 
@@ -141,6 +142,12 @@ def _add_utilization(figure: go.Figure, result, replicas: int, t0: float) -> Non
         figure.add_trace(go.Scatter(x=times, y=fractions, mode="lines", line={"shape": "hv",
                                     "color": color, "width": 1.5}, name=f"replica {r} KV use",
                                     hovertemplate="%{x:.3f} s: %{y:.0%}<extra></extra>"), 2, 1)
+        swaps = swap_use(result, r)
+        if len(swaps):
+            times, fractions = step_peaks(swaps["time"].to_numpy(), swaps["fraction"].to_numpy(np.float32))
+            figure.add_trace(go.Scatter(x=times, y=fractions, mode="lines", line={"shape": "hv", "color": color,
+                                        "width": 1.5, "dash": "dot"}, name=f"replica {r} CPU swap use",
+                                        hovertemplate="%{x:.3f} s: %{y:.0%} of the swap space<extra></extra>"), 2, 1)
         mine = restarts[restarts["replica"] == r]
         if len(mine):
             at = np.searchsorted(util["time"].to_numpy(), mine["time"].to_numpy(), side="right") - 1
