@@ -4,7 +4,6 @@ trace, and the pages: the Scenario page edits the pools, the Pipeline page draws
 import json
 
 import pytest
-
 from app_helpers import TINY, chart_specs, has_widget, open_app
 from conftest import cost, simulate
 from test_disaggregation import MOVE_100, disaggregated
