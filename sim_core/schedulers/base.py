@@ -148,7 +148,7 @@ class ReplicaScheduler:
 
     def release_handoff(self, handle) -> None:
         """The KV of a handed-off request has left: free the blocks its `handle` holds."""
-        ReplicaScheduler.release(self, handle)
+        ReplicaScheduler.release(self, handle)   # not a policy's release: that one books a live request
 
     def expect_transfer(self, request: Request) -> None:
         """A hand-off was routed to this (decode) replica and waits in its inbox."""
