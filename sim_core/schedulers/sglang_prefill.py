@@ -38,9 +38,8 @@ class SglangPrefill(EngineScheduler):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        cfg, replica, recorder = self.config, self.replica_id, self.recorder
-        self.pool = RadixKvPool(self.limits.num_blocks, self.block_size, self.caching,
-                                pool_event_recorder(recorder, replica))
+        cfg = self.config
+        self.pool = self._radix_pool()
         tokens = self.limits.num_blocks * self.block_size
         self.max_running = cfg.max_running_requests or max(1, min(tokens // 2, MAX_DEFAULT_RUNNING))
         self.chunk_tokens = cfg.chunked_prefill_size or None
@@ -49,6 +48,11 @@ class SglangPrefill(EngineScheduler):
         self.chunked: Request | None = None
         self.batch_is_full = False
         self.new_token_ratio = INIT_NEW_TOKEN_RATIO
+
+    def _radix_pool(self) -> RadixKvPool:
+        """A fresh KV pool (a radix tree when caching, else a chunk cache) reporting to the recorder."""
+        return RadixKvPool(self.limits.num_blocks, self.block_size, self.caching,
+                           pool_event_recorder(self.recorder, self.replica_id))
 
     @property
     def max_request_len(self) -> int:
@@ -182,8 +186,7 @@ class SglangPrefill(EngineScheduler):
         super().join_pool(role)
         if role == "decode" and self.caching:
             self.caching = False
-            self.pool = RadixKvPool(self.limits.num_blocks, self.block_size, False,
-                                    pool_event_recorder(self.recorder, self.replica_id))
+            self.pool = self._radix_pool()
 
     def hand_off(self, request: Request) -> None:
         super().hand_off(request)

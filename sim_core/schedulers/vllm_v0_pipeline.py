@@ -151,8 +151,7 @@ class VllmV0Pipeline(ReplicaScheduler):
 
     def accept_transfer(self, request: Request) -> int:
         engine = self._engine_of_request[request.id] = self._least_busy()
-        request.replica_id = self.replica_id
-        return engine.accept_transfer(request)
+        return engine.accept_transfer(request)   # (the engine carries this replica's id)
 
     def on_transfer_done(self, request: Request) -> None:
         self._engine_of_request[request.id].on_transfer_done(request)
