@@ -1,11 +1,13 @@
 """LLM-serving scheduling explorer: Streamlit entry point (page config, navigation, shared state).
 
 Every page shares one scenario (`pages/state.py`), the sidebar's quick knobs (so the view you
-are on stays while you change the scenario) and a URL that encodes the scenario.
+are on stays while you change the scenario) and a URL that encodes the scenario. An unexpected
+error shows one line with an id; the traceback goes to the server's log under that id.
 """
 
 import streamlit as st
 
+from pages.failures import report_internal_error
 from pages.sidebar import quick_knobs
 from pages.state import show_error
 from pages.url import read_url, write_url
@@ -25,9 +27,12 @@ PAGES = [
     st.Page("pages/capacity.py", title="Capacity", icon=":material/query_stats:"),
 ]
 
-read_url()
-navigation = st.navigation(PAGES)
-quick_knobs()
-show_error()
-navigation.run()
-write_url()
+try:
+    read_url()
+    navigation = st.navigation(PAGES)
+    quick_knobs()
+    show_error()
+    navigation.run()
+    write_url()
+except Exception as error:  # noqa: BLE001 - a bug: one line with an id here, the traceback in the log
+    report_internal_error(error)

@@ -14,7 +14,8 @@ from pages.capacity_jobs import (
 from pages.capacity_results import leave_if_opened, progress, results
 from pages.entry import through_app
 from pages.remember import remember
-from pages.state import scenario
+from pages.server import settings
+from pages.state import scenario, show_failure
 
 through_app()
 leave_if_opened()
@@ -24,15 +25,21 @@ st.caption("Each configuration's capacity is found by a bracketing search on the
            "simulates the workload's first N requests at that rate); sweeps run in the background.")
 spec, problems = sweep_spec(scenario())
 for problem in problems:
-    st.error(problem, icon=":material/error:")
+    show_failure(problem)
 with st.expander("Sweep spec (YAML), to run it with `python -m sim_core sweep --spec FILE --out DIR`"):
     text = yaml.safe_dump(spec, sort_keys=False)
     st.code(text, language="yaml")
     st.download_button("Download sweep spec", text, "sweep.yaml", key="cap_download")
 cols = st.columns([1, 2, 1, 1])
-backend = cols[0].radio("Run on", ["local", "ray"], horizontal=True, **remember("cap_backend", "local"))
-address = cols[1].text_input("Ray cluster address", placeholder="HOST:PORT of a running cluster",
-                             disabled=backend == "local", **remember("cap_address", ""))
+clusters = list(settings().ray_addresses)      # chosen by whoever started the server, never typed in
+backend = cols[0].radio("Run on", ["local", "ray"] if clusters else ["local"], horizontal=True,
+                        **remember("cap_backend", "local"))
+if clusters:
+    address = cols[1].selectbox("Ray cluster", clusters, disabled=backend == "local",
+                                **remember("cap_address", clusters[0]))
+else:
+    address = ""
+    cols[1].caption("Ray: whoever starts this server can allow clusters (SIM_EXPLORER_RAY_ADDRESSES).")
 cols[2].button("Start sweep", type="primary", disabled=bool(problems), key="cap_start", on_click=start_clicked,
                args=(spec, backend, address))
 job = current_job()

@@ -7,6 +7,7 @@ import streamlit as st
 
 from pages.remember import remember
 from pages.state import result_of, try_scenario
+from pages.safe_text import plain
 from sim_core.sweep import sweep_table
 from sim_core.sweep.pareto import best_per_objective, config_label, min_gpus_for
 from sim_core.sweep.probe import probe_scenario
@@ -25,9 +26,9 @@ def progress(job) -> None:
     state = job.snapshot()
     st.progress(state.done / max(state.total, 1), text=f"{state.done} of {state.total} configurations: {state.status}")
     if state.error:
-        st.error(state.error, icon=":material/error:")
+        show_failure(state.error)
     for _, reason in job.grid.skipped[:10]:
-        st.caption(f"skipped {reason}")
+        st.caption(f"skipped {plain(reason)}")
     seen = st.session_state.get("cap_seen_status")
     st.session_state["cap_seen_status"] = (id(job), state.status)
     if state.status != "running" and seen == (id(job), "running"):

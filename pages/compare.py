@@ -6,6 +6,7 @@ from pages.compare_inputs import variant_editors, variant_scenarios
 from pages.entry import through_app
 from pages.remember import remember
 from pages.state import result_of, scenario
+from pages.safe_text import plain
 from sim_core.compare import comparison_table, difference_frame, diverging_requests
 from sim_core.viz.compare import (
     kv_overlay,
@@ -27,7 +28,7 @@ base = scenario()
 count = st.number_input("Scenarios", 2, 6, **remember("cmp_count", 2))
 named, problems = variant_scenarios(base, variant_editors(base, int(count)))
 for problem in problems:
-    st.warning(problem, icon=":material/warning:")
+    st.warning(plain(problem, 400), icon=":material/warning:")
 runs = {name: result_of(data) for name, data in named.items()}
 
 st.subheader("Differences")

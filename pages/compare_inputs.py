@@ -12,8 +12,8 @@ import typing
 import streamlit as st
 
 from pages.bind import field_info, implied_changes
-from pages.state import get_path, scenario_json, with_path
-from sim_core import SimCoreError, parse_config
+from pages.state import get_path, scenario_json, web_config, with_path
+from sim_core import SimCoreError
 from sim_core.compare import describe_changes
 
 EDITS_KEY, BASE_KEY, PREFIX = "compare_edits", "compare_base", "cmp:"
@@ -84,7 +84,7 @@ def variant_scenarios(base: dict, edits: list[dict]) -> tuple[dict[str, dict], l
                     candidate = with_path(candidate, other, implied)
         letter = chr(65 + index)
         try:
-            parse_config(candidate)
+            web_config(candidate)
         except SimCoreError as error:
             problems.append(f"{letter} is not run: {error}")
             continue

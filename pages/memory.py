@@ -4,8 +4,9 @@ import streamlit as st
 
 from pages.bind import bound
 from pages.entry import through_app
-from pages.state import scenario
-from sim_core import SimCoreError, parse_config
+from pages.state import scenario, show_failure, web_config
+from pages.safe_text import plain
+from sim_core import SimCoreError
 from sim_core.memory import plan_memory
 from sim_core.memory import planner as planners
 from sim_core.memory.breakdown import memory_breakdown
@@ -14,7 +15,7 @@ from sim_core.viz.memory import memory_facts, memory_figure
 through_app()
 
 st.title("Memory")
-config = parse_config(scenario())
+config = web_config(scenario())
 cols = st.columns(3)
 with cols[0]:
     bound("memory.planner", "memory", "Planner")
@@ -26,11 +27,11 @@ try:
     plan = plan_memory(config)
     breakdown = memory_breakdown(config, plan)
 except SimCoreError as error:
-    st.error(str(error), icon=":material/error:")
+    show_failure(str(error))
     st.stop()
 cluster = config.cluster
-label = f"{config.device} ({cluster.tensor_parallel_size} x TP, {cluster.pipeline_parallel_size} x PP)"
-st.caption(f"{config.model} on {label}: one bar per pipeline stage's GPU; the tightest stage decides the "
+label = f"{plain(config.device, 80)} ({cluster.tensor_parallel_size} x TP, {cluster.pipeline_parallel_size} x PP)"
+st.caption(f"{plain(config.model, 80)} on {label}: one bar per pipeline stage's GPU; the tightest stage decides the "
            "KV capacity of the replica.")
 st.plotly_chart(memory_figure(breakdown, config.device), key="mem_bar")
 facts = memory_facts(breakdown, plan)

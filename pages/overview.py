@@ -4,6 +4,7 @@ import streamlit as st
 
 from pages.entry import through_app
 from pages.state import result
+from pages.safe_text import plain
 from sim_core.viz.overview import (
     latency_cdfs,
     queue_figure,
@@ -17,7 +18,7 @@ through_app()
 st.title("LLM serving scheduling explorer")
 run = result(events=False)  # no block or state events needed here
 summary = run.summary
-st.caption(f"{run.config.name or 'scenario'} · {summary['num_requests']:,} requests, "
+st.caption(f"{plain(run.config.name or 'scenario', 80)} · {summary['num_requests']:,} requests, "
            f"{summary['num_batches']:,} batches, {summary['makespan_s']:.1f} s simulated")
 
 row = st.columns(6)

@@ -5,8 +5,8 @@ import json
 import streamlit as st
 
 from pages.entry import through_app
-from pages.state import result, scenario, selected_request
-from sim_core.config import config_to_yaml, parse_config
+from pages.state import result, scenario, selected_request, web_config
+from sim_core.config import config_to_yaml
 from sim_core.export import chrome_trace
 from sim_core.viz.gantt import pipeline_gantt, stage_busy
 from sim_core.viz.operators import operator_time_figure
@@ -39,6 +39,6 @@ cols[0].download_button("Chrome trace (Perfetto)", lambda: json.dumps(chrome_tra
                         on_click="ignore", help="Open in https://ui.perfetto.dev or chrome://tracing")
 cols[1].download_button("Per-request CSV", lambda: run.requests.to_csv(index=False), file_name="requests.csv",
                         mime="text/csv", key="pp_requests", on_click="ignore")
-yaml_text = config_to_yaml(parse_config(scenario()))
+yaml_text = config_to_yaml(web_config(scenario()))
 cols[2].download_button("Scenario YAML", yaml_text, file_name="scenario.yaml", mime="application/x-yaml",
                         key="pp_yaml", on_click="ignore")

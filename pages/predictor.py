@@ -1,14 +1,13 @@
 """Predictor: where a batch's time goes, roofline vs learned vs an uploaded profile, accuracy."""
 
-import tempfile
-from pathlib import Path
-
 import numpy as np
 import streamlit as st
 
 from pages.entry import through_app
-from pages.state import scenario
-from sim_core import SimCoreError, parse_config
+from pages.safe_text import plain
+from pages.state import scenario, show_failure, web_config
+from pages.uploads import read_uploaded_profile
+from sim_core import SimCoreError
 from sim_core.predictor import build_predictor
 from sim_core.predictor.accuracy import (
     learned_accuracy,
@@ -16,8 +15,6 @@ from sim_core.predictor.accuracy import (
     pooled,
     roofline_accuracy,
 )
-from sim_core.predictor.profile_dir import ProfileSet
-from sim_core.predictor.profiles import read_attention, read_mlp
 from sim_core.viz import (
     decode_frame,
     decode_lines,
@@ -31,15 +28,15 @@ through_app()
 
 st.title("Execution-time predictor")
 try:
-    config = parse_config(scenario())
+    config = web_config(scenario())
     predictors = {"roofline": build_predictor(config.model_copy(update={"predictor": config.predictor.model_copy(
         update={"type": "roofline"})}))}
     if config.predictor.type == "learned":
         predictors["learned"] = build_predictor(config)
 except SimCoreError as error:
-    st.error(str(error))
+    show_failure(str(error))
     st.stop()
-st.caption(f"{config.model} on {config.device}, TP={config.cluster.tensor_parallel_size}, "
+st.caption(f"{plain(config.model, 80)} on {plain(config.device, 80)}, TP={config.cluster.tensor_parallel_size}, "
            f"PP={config.cluster.pipeline_parallel_size}; stage 0 of the scenario")
 
 left, right = st.columns(2)
@@ -60,15 +57,11 @@ estimator = st.radio("Learned estimator", ["random_forest", "polynomial"], horiz
 if upload is None:
     st.info("Upload a profile to compare the roofline and a learned model with measurements.")
     st.stop()
-with tempfile.TemporaryDirectory() as folder:
-    path = Path(folder) / upload.name
-    path.write_bytes(upload.getvalue()[:50_000_000])
-    try:
-        reader = read_attention if "attn_prefill" in upload.getvalue()[:4000].decode(errors="ignore") else read_mlp
-        profiles = ProfileSet(config.device, config.model, reader(path), [path])
-    except SimCoreError as error:
-        st.error(str(error))
-        st.stop()
+try:
+    profiles = read_uploaded_profile(config, upload.name, upload.getvalue())
+except SimCoreError as error:
+    show_failure(str(error))
+    st.stop()
 model, device = config.model_spec(), config.device_spec()
 operator = st.selectbox("Operator", list(profiles.operators), key="pr_operator")
 degrees = sorted(int(t) for t in profiles.operators[operator]["tp"].unique())

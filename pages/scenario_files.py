@@ -7,13 +7,14 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.state import ERROR_KEY, get_path, scenario, try_scenario, with_path
+from pages.safe_text import plain
+from pages.server import SAMPLES
+from pages.state import ERROR_KEY, get_path, scenario, show_failure, try_scenario, web_config, with_path
 from pages.uploads import check_scenario_file, check_trace
-from sim_core.config import config_to_yaml, parse_config
+from sim_core.config import config_to_yaml
 from sim_core.presets import PRESETS, preset
 
-SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
-TRACE_REPORT, TRACE_ERROR = "sc_trace_report", "sc_trace_error"
+TRACE_REPORT, TRACE_ERROR, TRACE_NAMES = "sc_trace_report", "sc_trace_error", "sc_trace_names"
 
 
 def presets_row() -> None:
@@ -23,7 +24,7 @@ def presets_row() -> None:
     right.button("Load preset", key="sc_load", type="primary", width="stretch",
                  on_click=lambda: try_scenario(copy.deepcopy(preset(name).scenario), reset_widgets=True))
     chosen = preset(name)
-    st.caption(f"{chosen.lesson} **Look at:** {chosen.look_at}")
+    st.caption(f"{chosen.lesson} **Look at:** {chosen.look_at}")   # shipped text, not input
 
 
 def files_row() -> None:
@@ -31,7 +32,7 @@ def files_row() -> None:
     left, right = st.columns([3, 1])
     left.file_uploader("Import scenario (YAML or JSON)", type=["yaml", "yml", "json"], key="sc_import",
                        on_change=_import)
-    right.download_button("Export scenario YAML", config_to_yaml(parse_config(scenario())),
+    right.download_button("Export scenario YAML", config_to_yaml(web_config(scenario())),
                           file_name="scenario.yaml", mime="application/x-yaml", key="sc_export", width="stretch",
                           on_click="ignore")
 
@@ -55,12 +56,13 @@ def trace_source() -> None:
     samples = sorted(p.name for p in SAMPLES.glob("*.csv"))
     st.selectbox("...or replay a sample trace", [None, *samples], key="sc_sample", on_change=_sample)
     if st.session_state.get(TRACE_ERROR):
-        st.error(st.session_state[TRACE_ERROR], icon=":material/error:")
+        show_failure(st.session_state[TRACE_ERROR])
     for line in st.session_state.get(TRACE_REPORT, []):
-        st.caption(line)
+        st.caption(plain(line))
     current = get_path(scenario(), "workload.trace_file")
     if current:
-        st.success(f"Replaying {Path(current).name}", icon=":material/check_circle:")
+        shown = st.session_state.get(TRACE_NAMES, {}).get(current, Path(current).name)
+        st.success(f"Replaying {plain(shown, 120)}", icon=":material/check_circle:")
 
 
 def _upload() -> None:
@@ -79,4 +81,5 @@ def _use_trace(name: str, data: bytes) -> None:
     path, error, report = check_trace(name, data)
     st.session_state[TRACE_ERROR], st.session_state[TRACE_REPORT] = error, report
     if path is not None:
+        st.session_state.setdefault(TRACE_NAMES, {})[str(path)] = name
         try_scenario(with_path(scenario(), "workload.trace_file", str(path)), reset_widgets=True)

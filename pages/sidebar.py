@@ -6,6 +6,7 @@ import streamlit as st
 
 from pages.bind import bound
 from pages.state import SELECTED_KEY, get_path, scenario
+from pages.safe_text import plain
 from sim_core.catalog import DEVICES, MODELS
 
 
@@ -13,7 +14,7 @@ def quick_knobs() -> None:
     """The knobs users turn most, bound to the same scenario as the Scenario page."""
     current = scenario()
     with st.sidebar:
-        st.caption(current.get("name") or "unnamed scenario")
+        st.caption(plain(current.get("name") or "unnamed scenario", 80))
         bound("model", "side", "Model", options=sorted({*MODELS, *current.get("models", {})}))
         bound("device", "side", "GPU", options=sorted({*DEVICES, *current.get("devices", {})}))
         bound("scheduler.type", "side", "Replica scheduler")

@@ -16,7 +16,10 @@ from collections import OrderedDict
 
 import streamlit as st
 
+from pages.safe_text import plain
+from pages.server import confine, public_text
 from sim_core import SimCoreError, parse_config, run_simulation
+from sim_core.config import SimulationConfig
 from sim_core.scenarios import DEFAULT_SCENARIO
 
 SCENARIO_KEY, ERROR_KEY, SELECTED_KEY = "scenario", "scenario_error", "selected_request"
@@ -54,10 +57,21 @@ def with_path(data: dict, path: str, value) -> dict:
     return data
 
 
+def web_config(data: dict, source: str = "scenario") -> SimulationConfig:
+    """Validate a scenario that came from the web (a link, an upload, a widget): it may name
+    files only in the upload store and the shipped samples; nothing is opened before that check.
+
+    Raises:
+        SimCoreError: one line naming the field (and, for a file, not whether it exists).
+    """
+    confine(data, source)
+    return parse_config(data, source=source)
+
+
 def try_scenario(candidate: dict, reset_widgets: bool = False) -> bool:
     """Make `candidate` the scenario if it validates; else keep the old one and record why."""
     try:
-        parse_config(candidate)
+        web_config(candidate)
     except SimCoreError as error:
         st.session_state[ERROR_KEY] = str(error)
         return False
@@ -73,7 +87,12 @@ def show_error() -> None:
     """Show (once) why the last edit was not applied."""
     message = st.session_state.pop(ERROR_KEY, None)
     if message:
-        st.error(f"Not applied, the previous scenario stays in place: {message}", icon=":material/error:")
+        show_failure(f"Not applied, the previous scenario stays in place: {message}")
+
+
+def show_failure(message: str, where=st) -> None:
+    """An error from input, shown as plain text: escaped, on one line, shortened."""
+    where.error(plain(public_text(message), limit=600), icon=":material/error:")
 
 
 def scenario_json(data: dict | None = None) -> str:
@@ -108,7 +127,7 @@ def result_of(data: dict, events: bool = True):
     try:
         value = _simulate(scenario_key, levels[-1])
     except SimCoreError as error:
-        st.error(str(error), icon=":material/error:")
+        show_failure(str(error))
         st.stop()
     with lock:
         cache[f"{levels[-1]}:{scenario_key}"] = value
@@ -118,7 +137,7 @@ def result_of(data: dict, events: bool = True):
 
 
 def _simulate(scenario_key: str, record: str):
-    config = parse_config(json.loads(scenario_key))
+    config = web_config(json.loads(scenario_key))
     config.engine.record = record           # full: the KV and request views need block and state events
     bar, shown = st.empty(), [time.perf_counter()]
 

@@ -1,72 +1,86 @@
 """Uploaded files: traces become files the scenario can reference; scenario YAML is parsed.
 
-A trace is stored under the system temp folder at `<sha256 prefix>/<its own name>`: the same
-bytes map to the same path (cache hits across reruns, across pages), new content gets a new path
-(caches keyed on the scenario never return an older file's results), and a path cannot be
-guessed without the content. Nothing is applied before it validates; messages name the
-uploaded file, not the stored path.
+A trace is kept in the server's private upload store (`pages/upload_store.py`) under the hash of
+its bytes, and only once it has been read without error: a file that fails validation leaves
+nothing behind. The browser's file name is shown in messages and never used as a path.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
-import tempfile
 from pathlib import Path
 
-from sim_core import SimCoreError, parse_config
+from pages.server import uploads
+from sim_core import SimCoreError
+from sim_core.config import SimulationConfig
 from sim_core.config.loading import parse_mapping
-from sim_core.workload import read_trace
+from sim_core.errors import ConfigError
+from sim_core.predictor.profile_dir import ProfileSet
+from sim_core.predictor.profiles import read_attention, read_mlp
+from sim_core.workload import ReadOptions, TraceRead, read_trace
 
-TRACE_ROOT = Path(tempfile.gettempdir()) / "llm-serving-explorer-traces"
 MAX_UPLOAD_BYTES = 200 * 1024**2
+MAX_PROFILE_BYTES = 50 * 1024**2
 
 
-def store_trace(name: str, data: bytes) -> Path:
-    """Write the uploaded bytes to their content-addressed path and return it."""
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", Path(name).name) or "trace.csv"
-    folder = TRACE_ROOT / hashlib.sha256(data).hexdigest()[:24]
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / safe
-    if not path.exists():
-        path.write_bytes(data)
-    return path
-
-
-def save_upload(upload) -> Path:
-    """Store a Streamlit UploadedFile (ValueError when over the upload limit)."""
-    if upload.size > MAX_UPLOAD_BYTES:
-        raise ValueError(f"{upload.name}: file is {upload.size} bytes, over the {MAX_UPLOAD_BYTES}-byte upload limit")
-    return store_trace(upload.name, upload.getvalue())
-
-
-def check_trace(name: str, data: bytes) -> tuple[Path | None, str, list[str]]:
+def check_trace(name: str, data: bytes, options: ReadOptions | None = None) -> tuple[Path | None, str, list[str]]:
     """(stored path or None, error message or "", notes) for an uploaded trace in any format
-    the core reads (detected from its columns)."""
+    the core reads (detected from its columns unless `options` says otherwise)."""
     if len(data) > MAX_UPLOAD_BYTES:
-        return None, f"{name}: file is {len(data)} bytes, over the {MAX_UPLOAD_BYTES}-byte upload limit", []
-    path = store_trace(name, data)
+        return None, f"{name}: file is {len(data):,} bytes, over the {MAX_UPLOAD_BYTES:,}-byte upload limit", []
+    reads: list[TraceRead] = []
     try:
-        read = read_trace(path)
-    except SimCoreError as error:
-        return None, str(error).replace(str(path), name), []
+        path = uploads().keep(data, name, check=lambda stored: reads.append(read_trace(stored, options or ReadOptions())))
+        read = reads[0] if reads else read_trace(path, options or ReadOptions())
+    except (SimCoreError, ValueError) as error:
+        return None, _renamed(str(error), name), []
     work = read.workload
     arrived, prefill, decode = work.arrived_at, work.num_prefill_tokens, work.num_decode_tokens
     span = f"over {arrived[-1] - arrived[0]:.1f} s" if read.has_arrivals else "without arrival times"
     summary = (f"{name}: {len(arrived):,} requests {span}; prompts {int(prefill.min())}..{int(prefill.max())} "
                f"tokens, outputs {int(decode.min())}..{int(decode.max())}")
-    return path, "", [summary] + [note.replace(str(path), name) for note in work.notes]
+    return path, "", [summary] + [_renamed(note, name) for note in work.notes]
+
+
+def read_uploaded_profile(config: SimulationConfig, name: str, data: bytes) -> ProfileSet:
+    """An uploaded Vidur-format mlp.csv or attention.csv (told apart by its columns), kept in the
+    upload store once it has been read without error.
+
+    Raises:
+        SimCoreError: the file is too large or not a profile (the message names `name`).
+    """
+    if len(data) > MAX_PROFILE_BYTES:
+        raise ConfigError(f"{name}: file is {len(data):,} bytes, over the {MAX_PROFILE_BYTES:,}-byte profile limit")
+    reader = read_attention if b"attn_prefill" in data[:4000] else read_mlp
+    frames: list = []
+    try:
+        path = uploads().keep(data, name, check=lambda stored: frames.append(reader(stored)))
+        frame = frames[0] if frames else reader(path)
+    except ValueError as error:
+        raise ConfigError(f"{name}: {error}") from None
+    except SimCoreError as error:
+        raise ConfigError(_renamed(str(error), name)) from None
+    return ProfileSet(config.device, config.model, frame, [path])
 
 
 def check_scenario_file(name: str, data: bytes) -> tuple[dict | None, str]:
-    """(scenario mapping or None, error message or "") for an uploaded YAML/JSON scenario."""
+    """(scenario mapping or None, error message or "") for an uploaded YAML/JSON scenario; it is
+    validated as a scenario from the web (files only from the upload store and the samples)."""
+    from pages.state import web_config
+
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return None, f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})"
     try:
         mapping = parse_mapping(text, name)
-        parse_config(mapping, source=name)
+        web_config(mapping, source=name)
     except SimCoreError as error:
         return None, str(error)
     return mapping, ""
+
+
+def _renamed(message: str, name: str) -> str:
+    """A reader's message with the stored file's path replaced by the name the user gave it."""
+    stored = re.escape(str(uploads().root)) + r"/[0-9a-f]{64}\.[a-z]+"
+    return re.sub(stored, lambda _: name, message)

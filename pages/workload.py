@@ -5,17 +5,17 @@ import json
 import streamlit as st
 
 from pages.entry import through_app
-from pages.state import scenario
-from pages.uploads import save_upload
+from pages.state import scenario, show_failure, try_scenario, web_config
+from pages.uploads import check_trace
 from pages.workload_inputs import WL, generator_spec
-from sim_core import SimCoreError, parse_config
+from sim_core import SimCoreError
 from sim_core.viz import (
     arrival_rate_figure,
     length_histogram_figure,
     length_scatter_figure,
     report_rows,
 )
-from sim_core.workload import build_workload_and_format
+from sim_core.workload import ReadOptions, build_workload_and_format
 
 through_app()
 
@@ -26,7 +26,7 @@ LAST_TRACE = "wl_last_trace"
 @st.cache_data(show_spinner="Reading the workload...", max_entries=4)
 def preview(scenario_json: str):
     """The workload a scenario describes, and where it came from (format or 'synthetic')."""
-    return build_workload_and_format(parse_config(json.loads(scenario_json)))
+    return build_workload_and_format(web_config(json.loads(scenario_json)))
 
 
 current = scenario()
@@ -39,10 +39,10 @@ if source == "Upload a trace":
     if upload is None:
         st.info("Upload a trace: Vidur, Azure (2023/2024), BurstGPT, Mooncake JSON lines or our canonical CSV.")
         st.stop()
-    try:
-        path = save_upload(upload)
-    except ValueError as error:
-        st.error(str(error))
+    options = ReadOptions(format=fmt, on_bad_rows="skip" if skip else "error")
+    path, problem, _ = check_trace(upload.name, upload.getvalue(), options)
+    if path is None:
+        show_failure(problem)
         st.stop()
     spec = {"trace_file": str(path), "trace_format": fmt, "on_bad_rows": "skip" if skip else "error"}
 else:
@@ -52,7 +52,7 @@ candidate = {**current, "workload": spec}
 try:
     workload, origin = preview(json.dumps(candidate, sort_keys=True))
 except SimCoreError as error:
-    st.error(str(error))
+    show_failure(str(error))
     st.caption("The scenario keeps its previous workload.")
     st.stop()
 if source == "Upload a trace":
@@ -64,6 +64,5 @@ st.plotly_chart(arrival_rate_figure(workload), key="wl_rate")
 left, right = st.columns(2)
 left.plotly_chart(length_histogram_figure(workload), key="wl_hist")
 right.plotly_chart(length_scatter_figure(workload), key="wl_scatter")
-if st.button("Use this workload for the scenario", type="primary", key="wl_use"):
-    st.session_state["scenario"] = candidate
+if st.button("Use this workload for the scenario", type="primary", key="wl_use") and try_scenario(candidate):
     st.success(f"The scenario now uses this workload ({len(workload):,} requests).")

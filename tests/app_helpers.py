@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -47,3 +48,9 @@ def has_widget(app: AppTest, kind: str, key: str) -> bool:
 def chart_specs(app: AppTest) -> list[str]:
     """The plotly figure JSON of every chart on the page, in order."""
     return [chart.proto.spec for chart in app.get("plotly_chart")]
+
+
+def unescaped(markdown: str) -> str:
+    """The text a user sees for Markdown made by `pages.safe_text.plain` (escapes and word
+    joiners removed)."""
+    return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -10,6 +11,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# AppTests must see a page's exception itself, not the one-line error a visitor gets
+# (tests/test_web_security.py turns this off to check that line).
+os.environ["SIM_EXPLORER_PROPAGATE_ERRORS"] = "1"
 
 from sim_core import parse_config, run_simulation  # noqa: E402
 from sim_core.workload import Workload  # noqa: E402

@@ -2,7 +2,7 @@
 
 import copy
 
-from app_helpers import APP, TIMEOUT, TINY, has_widget, open_app
+from app_helpers import APP, TIMEOUT, TINY, has_widget, open_app, unescaped
 from streamlit.testing.v1 import AppTest
 
 from sim_core.config.share import decode_scenario, encode_scenario
@@ -78,7 +78,7 @@ def test_a_link_reproduces_the_scenario_and_a_broken_link_keeps_the_default():
     broken = AppTest.from_file(APP, default_timeout=TIMEOUT)
     broken.query_params["s"] = encode_scenario(linked)[:-9]
     broken.run()
-    assert "scenario link: not a scenario" in broken.error[0].value
+    assert "scenario link: not a scenario" in unescaped(broken.error[0].value)
     assert broken.session_state["scenario"] == DEFAULT_SCENARIO
 
 
@@ -87,7 +87,7 @@ def test_an_invalid_edit_is_reverted_and_explained_and_the_scenario_stays():
     before = copy.deepcopy(app.session_state["scenario"])
     app.number_input(key="w:form:cluster.pipeline_parallel_size").set_value(3).run()
     assert not app.exception
-    assert app.error[0].value == ("Not applied, the previous scenario stays in place: scenario: "
+    assert unescaped(app.error[0].value) == ("Not applied, the previous scenario stays in place: scenario: "
                                   "cluster.pipeline_parallel_size: 3 must divide the model's 32 layers")
     assert app.session_state["scenario"] == before
     assert app.number_input(key="w:form:cluster.pipeline_parallel_size").value == 2

@@ -6,7 +6,9 @@ import socket
 import time
 
 import yaml
-from app_helpers import chart_specs, open_app
+from app_helpers import chart_specs, open_app, unescaped
+
+from pages.server import settings
 
 
 def wait_until_done(app, timeout_s: float = 240.0):
@@ -36,7 +38,7 @@ def test_before_a_sweep_the_page_shows_the_spec_it_would_run():
     assert spec["slo"] == {"ttft_p90_s": 2.0, "tbt_p99_s": 0.2}
     assert spec["search"]["num_requests"] == 40 and spec["base"]["name"].startswith("tiny")
     app.text_input(key="cap_replicas").set_value("1, x").run()
-    assert app.error[0].value == "Replicas: got '1, x'; expected whole numbers separated by commas"
+    assert unescaped(app.error[0].value) == "Replicas: got '1, x'; expected whole numbers separated by commas"
     assert app.button(key="cap_start").disabled
 
 
@@ -72,16 +74,30 @@ def test_opening_a_point_makes_it_the_scenario_at_its_capacity():
     assert app.title[0].value == "LLM serving scheduling explorer"      # the Overview of that scenario
 
 
-def test_a_ray_address_where_nothing_listens_is_explained():
+def test_a_ray_address_where_nothing_listens_is_explained(monkeypatch):
+    """An allowed cluster address where nothing listens fails at once, with the address named."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+    monkeypatch.setenv("SIM_EXPLORER_RAY_ADDRESSES", f"127.0.0.1:{port}")
+    settings.clear()
+    try:
+        app = open_app("pages/capacity.py")
+        app.radio(key="cap_backend").set_value("ray").run()
+        assert app.selectbox(key="cap_address").options == [f"127.0.0.1:{port}"]
+        app.button(key="cap_start").click().run()
+        assert unescaped(app.error[0].value).startswith(f"--address: no Ray cluster answers at 127.0.0.1:{port}")
+        assert app.info[0].value == "Choose what to vary and press Start sweep."
+    finally:
+        settings.clear()
+
+
+def test_without_allowed_clusters_the_page_offers_only_the_local_pool():
+    """No SIM_EXPLORER_RAY_ADDRESSES: no Ray choice and no address field at all."""
+    settings.clear()
     app = open_app("pages/capacity.py")
-    app.radio(key="cap_backend").set_value("ray").run()
-    app.text_input(key="cap_address").set_value(f"127.0.0.1:{port}").run()
-    app.button(key="cap_start").click().run()
-    assert app.error[0].value.startswith(f"--address: no Ray cluster answers at 127.0.0.1:{port}")
-    assert app.info[0].value == "Choose what to vary and press Start sweep."
+    assert app.radio(key="cap_backend").options == ["local"]
+    assert not [widget for widget in [*app.selectbox, *app.text_input] if widget.key == "cap_address"]
 
 
 def test_stop_keeps_the_finished_points_and_start_resumes_from_them():

@@ -2,9 +2,11 @@
 trace uploads (bad ones are explained in the page and change nothing)."""
 
 import copy
+import hashlib
+from pathlib import Path
 
 import yaml
-from app_helpers import TINY, has_widget, open_app
+from app_helpers import ROOT, TINY, has_widget, open_app, unescaped
 
 from sim_core.presets import preset
 
@@ -48,7 +50,7 @@ def test_a_scenario_file_is_imported_and_a_bad_one_is_explained():
     bad = copy.deepcopy(imported)
     bad["scheduler"]["chunk_size"] = 0
     app.file_uploader(key="sc_import").set_value(("bad.yaml", yaml.safe_dump(bad).encode(), "text/yaml")).run()
-    assert app.error[0].value == ("Not applied, the previous scenario stays in place: bad.yaml: "
+    assert unescaped(app.error[0].value) == ("Not applied, the previous scenario stays in place: bad.yaml: "
                                   "scheduler.chunk_size: got 0; allowed range 1 .. 10000000")
     assert app.session_state["scenario"] == imported
 
@@ -60,11 +62,13 @@ def test_an_uploaded_trace_is_validated_and_a_bad_row_is_reported_with_file_row_
     app.file_uploader(key="sc_trace").set_value(("mine.csv", good, "text/csv")).run()
     assert not app.exception
     trace = app.session_state["scenario"]["workload"]["trace_file"]
-    assert trace.endswith("/mine.csv")
-    assert "mine.csv: 3 requests over 1.0 s; prompts 50..200 tokens, outputs 5..20" in [c.value for c in app.main.caption]
+    assert Path(trace).read_bytes() == good and Path(trace).name == hashlib.sha256(good).hexdigest() + ".csv"
+    assert "mine.csv: 3 requests over 1.0 s; prompts 50..200 tokens, outputs 5..20" in [
+        unescaped(c.value) for c in app.main.caption]
+    assert unescaped(app.success[0].value) == "Replaying mine.csv"
     bad = b"arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,100,20\n0.5,lots,10\n"
     app.file_uploader(key="sc_trace").set_value(("broken.csv", bad, "text/csv")).run()
-    assert app.error[0].value.startswith("broken.csv, row 2 (line 3), column 'num_prefill_tokens': ")
+    assert unescaped(app.error[0].value).startswith("broken.csv, row 2 (line 3), column 'num_prefill_tokens': ")
     assert app.session_state["scenario"]["workload"]["trace_file"] == trace
 
 
@@ -72,7 +76,9 @@ def test_a_bundled_sample_trace_can_be_replayed():
     app = open_app("pages/scenario.py")
     app.radio(key="w:sc_source").set_value("trace file").run()
     app.selectbox(key="sc_sample").set_value("code.csv").run()
-    assert app.session_state["scenario"]["workload"]["trace_file"].endswith("/code.csv")
+    stored = Path(app.session_state["scenario"]["workload"]["trace_file"])
+    assert stored.read_bytes() == (ROOT / "sample_traces" / "code.csv").read_bytes()
+    assert unescaped(app.success[0].value) == "Replaying code.csv"
     app.switch_page("pages/overview.py").run()
     assert not app.exception
     assert app.caption[0].value.endswith("s simulated")
@@ -84,6 +90,6 @@ def test_list_knobs_take_comma_separated_numbers_and_refuse_anything_else():
     app.text_input(key="w:form:workload.arrival.rate_curve").set_value("1, 2, 4").run()
     assert app.session_state["scenario"]["workload"]["arrival"]["rate_curve"] == [1.0, 2.0, 4.0]
     app.text_input(key="w:form:workload.arrival.rate_curve").set_value("1, x").run()
-    assert app.error[0].value.endswith("workload.arrival.rate_curve: expected numbers separated by commas")
+    assert unescaped(app.error[0].value).endswith("workload.arrival.rate_curve: expected numbers separated by commas")
     assert app.session_state["scenario"]["workload"]["arrival"]["rate_curve"] == [1.0, 2.0, 4.0]
     assert app.text_input(key="w:form:workload.arrival.rate_curve").value == "1, 2, 4"

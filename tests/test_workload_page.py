@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from app_helpers import unescaped
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +39,7 @@ def test_a_good_upload_shows_its_report_and_can_become_the_scenarios_workload():
     assert rows["format"] == "azure" and rows["requests"] == "4"
     app.button(key="wl_use").click().run()
     workload = app.session_state["scenario"]["workload"]
-    assert workload["trace_file"].endswith("azure.csv") and Path(workload["trace_file"]).read_bytes() == AZURE
+    assert workload["trace_file"].endswith(".csv") and Path(workload["trace_file"]).read_bytes() == AZURE
     assert app.success[0].value == "The scenario now uses this workload (4 requests)."
 
 
@@ -47,7 +48,7 @@ def test_a_bad_upload_names_row_and_column_and_keeps_the_old_scenario():
     before = app.session_state["scenario"]
     app = upload(app, "bad.csv", b"arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,2\n1,ten,2\n")
     assert not app.exception
-    assert app.error[0].value.endswith("bad.csv, row 2 (line 3), column 'num_prefill_tokens': value 'ten' is not a number")
+    assert unescaped(app.error[0].value).endswith("bad.csv, row 2 (line 3), column 'num_prefill_tokens': value 'ten' is not a number")
     assert len(app.button) == 0   # nothing to use
     assert app.session_state["scenario"] == before
 
