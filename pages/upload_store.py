@@ -60,11 +60,6 @@ class UploadStore:
                 raise
         return path
 
-    def contains(self, path: str | Path) -> bool:
-        """Whether `path` is a file of this store."""
-        resolved = Path(os.path.realpath(path))
-        return resolved.parent == Path(os.path.realpath(self.root)) and resolved.is_file()
-
     def files(self) -> list[Path]:
         """The stored files, oldest first (by last use)."""
         entries = [p for p in self.root.iterdir() if p.is_file()]

@@ -9,78 +9,24 @@ assets/ that the README shows. Without a chromium on PATH the test skips, except
 
 import json
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from browser_helpers import FLAGS, ROOT, chromium, go_to, settle, streamlit_server
 
-ROOT = Path(__file__).resolve().parents[1]
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
-IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 TRACE = "arrived_at,num_prefill_tokens,num_decode_tokens\n" + "".join(
     f"{i * 0.25},{100 + 37 * i % 400},{20 + 13 * i % 90}\n" for i in range(60))
 
 
-def _chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but no chromium on PATH (apt-get install chromium)")
-        pytest.skip("no chromium on PATH: install Debian's chromium to run the browser test")
-    return found
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server():
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        process.kill()
-        raise RuntimeError(f"streamlit did not start: {process.stdout.read().decode()[-2000:]}")
-    yield url
-    process.terminate()
-    process.wait(timeout=20)
-
-
-def settle(page) -> None:
-    """Wait until the rerun a click caused has finished and the page is drawn."""
-    page.wait_for_timeout(200)
-    page.wait_for_selector(IDLE, timeout=60_000)
-    page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=60_000)
+    with streamlit_server() as url:
+        yield url
 
 
 def shoot(page, folder: Path, name: str) -> None:
     page.wait_for_timeout(800)          # let plotly finish drawing
     page.screenshot(path=str(folder / f"{name}.png"))
-
-
-def go_to(page, title: str) -> None:
-    page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).click()
-    settle(page)
-    page.get_by_role("heading", name=title).first.wait_for(timeout=60_000)
 
 
 def test_a_user_session_end_to_end(server, tmp_path):
@@ -90,7 +36,7 @@ def test_a_user_session_end_to_end(server, tmp_path):
     trace_file = tmp_path / "my_trace.csv"
     trace_file.write_text(TRACE)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=_chromium(), args=FLAGS, headless=True)
+        browser = playwright.chromium.launch(executable_path=chromium(), args=FLAGS, headless=True)
         page = browser.new_page(viewport={"width": 1500, "height": 1100}, accept_downloads=True)
         page.goto(server)
         settle(page)
