@@ -222,7 +222,8 @@ def test_run_json_is_strict_json_with_null_for_missing_samples(tmp_path):
 
 def test_a_huge_value_is_not_echoed_in_full(tmp_path):
     """A 30 MB cell in a trace gives one error line of at most 2,000 characters, ending in '…'."""
-    (tmp_path / "big.csv").write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n0," + "9" * 30_000_000 + "x,5\n")
+    cell = "9" * 30_000_000 + "x"
+    (tmp_path / "big.csv").write_text(f"arrived_at,num_prefill_tokens,num_decode_tokens\n0,{cell},5\n")
     done = limited_cli("validate", tmp_path / "big.csv", max_file_bytes=1 << 30)
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     line = done.stderr.rstrip("\n")
