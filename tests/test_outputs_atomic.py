@@ -228,3 +228,18 @@ def test_a_huge_value_is_not_echoed_in_full(tmp_path):
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     line = done.stderr.rstrip("\n")
     assert len(line) <= 2_000 and line.startswith(f"error: {tmp_path / 'big.csv'}, row 1") and line.endswith("…")
+
+
+def test_a_link_in_the_output_folder_is_replaced_not_followed(tmp_path):
+    """requests.csv as a symbolic link to a file elsewhere: the run replaces the link with its
+    own file and the file it pointed to keeps its content."""
+    (tmp_path / "s.yaml").write_text(GOOD)
+    (tmp_path / "trace.csv").write_text(TRACE)
+    out = tmp_path / "out"
+    assert cli("run", "--config", tmp_path / "s.yaml", "--out", out).returncode == 0
+    (tmp_path / "elsewhere.txt").write_text("not yours")
+    (out / "requests.csv").unlink()
+    (out / "requests.csv").symlink_to(tmp_path / "elsewhere.txt")
+    assert cli("run", "--config", tmp_path / "s.yaml", "--out", out).returncode == 0
+    assert (tmp_path / "elsewhere.txt").read_text() == "not yours"
+    assert not (out / "requests.csv").is_symlink() and (out / "requests.csv").read_text().startswith("request_id,")
