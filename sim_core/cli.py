@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from sim_core.errors import SimCoreError
+from sim_core.export.text import one_line, shorten
 from sim_core.planning_commands import add_planning_commands
 from sim_core.predictor_commands import add_predictor_commands
 
@@ -27,16 +28,22 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except SimCoreError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _error_line(f"error: {exc}")
         return EXIT_USAGE
     except OSError as exc:
-        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        where = f"{shorten(exc.filename)}: " if exc.filename else ""
+        _error_line(f"error: {where}{exc.strerror or exc}")
         return EXIT_USAGE
     except Exception as exc:  # a bug in the core: say so in one line
         if args.debug:
             raise
-        print(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)", file=sys.stderr)
+        _error_line(f"internal error: {type(exc).__name__}: {shorten(exc)} (rerun with --debug for details)")
         return EXIT_INTERNAL
+
+
+def _error_line(text: str) -> None:
+    """Print one line on stderr, at most LINE_LIMIT characters, whatever the message holds."""
+    print(one_line(text), file=sys.stderr)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,7 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="simulate a scenario file (YAML or JSON)")
     run.add_argument("--config", required=True, help="scenario file")
     run.add_argument("--out", help="folder for requests.csv, batches.csv, summary.json, chrome_trace.json, ...")
-    run.add_argument("--json", action="store_true", help="print the summary as JSON")
+    run.add_argument("--overwrite", action="store_true",
+                     help="write into a non-empty --out that is not an earlier run's folder (same names replaced)")
+    run.add_argument("--json", action="store_true", help="print the summary as JSON (NaN and infinity as null)")
     run.set_defaults(handler=_run)
     generate = commands.add_parser("generate", help="write a scenario's workload (generated or transformed) as a trace CSV")
     generate.add_argument("--config", required=True, help="scenario file whose workload section to use")
@@ -68,17 +77,20 @@ def _parser() -> argparse.ArgumentParser:
 
 def _run(args) -> int:
     from sim_core import load_config, run_simulation
-    from sim_core.export import write_outputs
+    from sim_core.export import check_out_dir, write_outputs
+    from sim_core.export.files import json_ready
     from sim_core.report import format_summary
 
     config = load_config(args.config)
+    if args.out:
+        check_out_dir(args.out, args.overwrite)   # before the run: a refusal must not cost its time
     started = time.perf_counter()
     result = run_simulation(config)
     elapsed = time.perf_counter() - started
     if args.out:
-        write_outputs(result, args.out)
+        write_outputs(result, args.out, overwrite=args.overwrite)
     if args.json:
-        print(json.dumps(result.summary, indent=2))
+        print(json.dumps(json_ready(result.summary), indent=2, allow_nan=False))
     else:
         print(format_summary(result))
         print(f"simulated {result.summary['num_requests']} requests and {result.summary['num_batches']} batches "

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
 
 from sim_core.errors import ConfigError
+from sim_core.export.text import one_line, shorten
+from sim_core.sweep.local import MAX_WORKERS
 
-EXIT_INTERRUPTED = 130
+EXIT_USAGE, EXIT_INTERRUPTED = 2, 130
 
 
 def add_planning_commands(commands) -> None:
@@ -27,8 +30,8 @@ def add_planning_commands(commands) -> None:
     sweep.add_argument("--address", help="ray: the cluster's address (e.g. 127.0.0.1:6379)")
     sweep.add_argument("--out", required=True, help="folder for points.jsonl (the resume journal) and results.csv")
     sweep.add_argument("--workers", type=int, help="local: worker processes (default: every core)")
-    sweep.add_argument("--limit", type=int, help="compute at most this many new points, then stop (resumable)")
-    sweep.add_argument("--target-qps", type=float, help="also answer: the fewest GPUs that serve this rate")
+    sweep.add_argument("--limit", type=int, help="compute at most this many (>= 1) new points, then stop (resumable)")
+    sweep.add_argument("--target-qps", type=float, help="also answer: the fewest GPUs that serve this rate (> 0 req/s)")
     sweep.set_defaults(handler=_sweep)
     for sub in (compare, sweep):
         sub.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
@@ -78,9 +81,8 @@ def _sweep(args) -> int:
         sweep_table,
     )
 
+    _check_sweep_options(args)
     spec, base = load_sweep_spec(args.spec)
-    if args.workers is not None and args.workers < 1:
-        raise ConfigError(f"--workers: got {args.workers}; allowed 1 .. the number of cores")
     backend = RayBackend(args.address or "") if args.backend == "ray" else LocalBackend(args.workers)
     bar = _ProgressBar()
     try:
@@ -91,8 +93,34 @@ def _sweep(args) -> int:
               "rerun the same command to resume", file=sys.stderr)
         return EXIT_INTERRUPTED
     bar.close()
+    for note in outcome.notes:
+        print(f"warning: {one_line(note)}", file=sys.stderr)
     _report(args, spec, outcome, sweep_table(spec, outcome.records))
-    return 0
+    return _failures(outcome, list(spec.vary))
+
+
+def _check_sweep_options(args) -> None:
+    """Refuse what the options of `sweep` cannot mean, before anything runs."""
+    if args.workers is not None and not 1 <= args.workers <= MAX_WORKERS:
+        raise ConfigError(f"--workers: got {args.workers}; allowed 1 .. {MAX_WORKERS}")
+    if args.limit is not None and args.limit < 1:
+        raise ConfigError(f"--limit: got {args.limit}; allowed 1 .. any number (new points to compute; "
+                          "leave it out for every point)")
+    if args.target_qps is not None and not (math.isfinite(args.target_qps) and args.target_qps > 0):
+        raise ConfigError(f"--target-qps: got {args.target_qps:g}; allowed a finite rate above 0 req/s")
+
+
+def _failures(outcome, keys: list[str]) -> int:
+    """0, or EXIT_USAGE with one line on stderr when points failed (they are rows with an error)."""
+    failed = outcome.failed
+    if not failed:
+        return 0
+    first = failed[0]
+    label = ", ".join(f"{key.split('.')[-1]}={first['values'].get(key)}" for key in keys) or "base"
+    print(one_line(f"error: {len(failed)} of {len(outcome.records)} point(s) failed (rows with an error in "
+                   f"results.csv; a rerun tries them again); the first, {shorten(label, 100)}: {first['error']}"),
+          file=sys.stderr)
+    return EXIT_USAGE
 
 
 def _report(args, spec, outcome, table) -> None:
@@ -102,7 +130,7 @@ def _report(args, spec, outcome, table) -> None:
     print(f"{len(outcome.records)} of {len(grid.points)} configuration(s) done: {outcome.num_resumed} from an "
           f"earlier run, {outcome.num_computed} computed now; {len(grid.skipped)} invalid combination(s) skipped")
     for _, reason in grid.skipped[:5]:
-        print(f"  skipped {reason}")
+        print(f"  skipped {one_line(reason, 500)}")
     if not outcome.complete:
         print("stopped before the end (--limit): rerun the same command to finish")
     shown = [*keys, "max_qps", "num_gpus", "cost_per_hour_usd", "qps_per_usd", "binding_slo"]

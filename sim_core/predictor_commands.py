@@ -9,6 +9,7 @@ import time
 
 from sim_core.catalog import DEVICES, MODELS
 from sim_core.errors import ConfigError
+from sim_core.export.files import json_ready
 
 DEFAULT_CACHE = ".sim_cache/predictor"
 
@@ -106,7 +107,7 @@ def _print_results(results, metric: str, header: str, as_json: bool, title: str)
     from sim_core.predictor.accuracy import pooled
 
     if as_json:
-        print(json.dumps(pooled(results, metric)))
+        print(json.dumps(json_ready(pooled(results, metric)), allow_nan=False))
         return 0
     _print_table(results, metric, header)
     print(f"\n{title}")
@@ -121,7 +122,7 @@ def _calibrate(args) -> int:
     profiles, model, device = _pair(args)
     fit = calibrate(profiles, model, device)
     if args.json:
-        print(json.dumps(fit.__dict__))
+        print(json.dumps(json_ready(fit.__dict__), allow_nan=False))
         return 0
     print(f"{fit.num_rows} GEMM rows; median error {fit.median_error_before:.2f}% with the catalog's factors "
           f"({device.compute_efficiency}, {device.memory_efficiency}), {fit.median_error_after:.2f}% calibrated")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sim_core.export.atomic import write_atomic
 from sim_core.memory.cache_ops import cache_op_spans
 from sim_core.pool_summary import blocks_per_replica
 from sim_core.pools import replica_names, replica_stages
@@ -33,8 +34,14 @@ def chrome_trace(result) -> dict:
             "otherData": {"scenario": result.config.name or "", "num_blocks": result.num_blocks}}
 
 
+def chrome_trace_text(result) -> str:
+    """The trace as compact JSON text."""
+    return json.dumps(chrome_trace(result), separators=(",", ":"))
+
+
 def write_chrome_trace(result, path: str | Path) -> None:
-    Path(path).write_text(json.dumps(chrome_trace(result), separators=(",", ":")))
+    """Write the trace to `path` whole or not at all (raises OutputError naming it)."""
+    write_atomic(path, chrome_trace_text(result))
 
 
 def _metadata(result) -> list[dict]:

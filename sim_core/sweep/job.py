@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sim_core.errors import SimCoreError
+from sim_core.export.text import VALUE_LIMIT, one_line, shorten
 from sim_core.sweep.grid import build_grid
 from sim_core.sweep.journal import Journal
 from sim_core.sweep.runner import resumed_records, run_sweep
@@ -23,6 +24,7 @@ class JobState:
         done, total: finished points and points in the grid.
         records: finished points, in grid order.
         error: why it failed (one line), else None.
+        notes: warnings (e.g. damaged journal lines set aside).
     """
 
     status: str
@@ -30,6 +32,7 @@ class JobState:
     total: int
     records: list[dict]
     error: str | None
+    notes: tuple[str, ...] = ()
 
 
 class SweepJob:
@@ -39,7 +42,9 @@ class SweepJob:
         """Builds the grid at once (a bad spec raises ConfigError here, not in the thread)."""
         self.spec, self.base, self.backend, self.out_dir = spec, base, backend, Path(out_dir)
         self.grid = build_grid(spec, base)
-        self._records = resumed_records(self.grid, Journal(out_dir).load())
+        journal = Journal(out_dir)
+        self._records = resumed_records(self.grid, journal.load())
+        self._notes = list(journal.notes)
         self._status, self._error = "running", None
         self._stop, self._lock = threading.Event(), threading.Lock()
         self._thread = threading.Thread(target=self._run, name="sweep-job", daemon=True)
@@ -49,8 +54,11 @@ class SweepJob:
         return self
 
     def stop(self) -> None:
-        """Ask the job to stop after the points now running (they are kept)."""
+        """Stop the job soon: points finished are kept, points running are dropped (the
+        backend's stop(), when it has one, ends them within a second)."""
         self._stop.set()
+        if hasattr(self.backend, "stop"):
+            self.backend.stop()
 
     def join(self, timeout: float | None = None) -> None:
         self._thread.join(timeout)
@@ -58,20 +66,23 @@ class SweepJob:
     def snapshot(self) -> JobState:
         with self._lock:
             records = [self._records[p.key] for p in self.grid.points if p.key in self._records]
-            return JobState(self._status, len(records), len(self.grid.points), records, self._error)
+            return JobState(self._status, len(records), len(self.grid.points), records, self._error,
+                            tuple(self._notes))
 
     def _on_point(self, done: int, total: int, record: dict) -> None:
         with self._lock:
             self._records[record["key"]] = record
 
     def _run(self) -> None:
+        notes = []
         try:
             outcome = run_sweep(self.spec, self.base, self.backend, self.out_dir, on_point=self._on_point,
                                 should_stop=self._stop.is_set)
-            status, error = ("finished" if outcome.complete else "stopped"), None
+            status, error, notes = ("finished" if outcome.complete else "stopped"), None, outcome.notes
         except SimCoreError as failure:
-            status, error = "failed", str(failure)
+            status, error = "failed", one_line(failure, VALUE_LIMIT * 2)
         except Exception as failure:  # noqa: BLE001 - a bug: say so in one line, keep the server alive
-            status, error = "failed", f"internal error: {type(failure).__name__}: {failure}"
+            status, error = "failed", f"internal error: {type(failure).__name__}: {shorten(failure)}"
         with self._lock:
             self._status, self._error = status, error
+            self._notes.extend(notes)

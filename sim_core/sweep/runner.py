@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from sim_core.errors import ConfigError
 from sim_core.sweep.grid import Grid, Point, build_grid
 from sim_core.sweep.journal import Journal
 from sim_core.sweep.results import results_table, write_results_csv
@@ -24,19 +25,27 @@ class SweepOutcome:
 
     Attributes:
         grid: the points (and the skipped invalid combinations).
-        records: finished points in grid order (from this run and earlier ones).
+        records: finished points in grid order (from this run and earlier ones), failed points
+            included (they have an "error"; they are not journaled, so a rerun tries them again).
         num_resumed: points found finished in the journal (not recomputed).
-        num_computed: points computed by this run.
+        num_computed: points computed by this run (failed ones included).
+        notes: warnings for the user (e.g. journal lines set aside).
     """
 
     grid: Grid
     records: list[dict]
     num_resumed: int
     num_computed: int
+    notes: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
         return len(self.records) == len(self.grid.points)
+
+    @property
+    def failed(self) -> list[dict]:
+        """The records of points that failed (each with its "error")."""
+        return [record for record in self.records if record.get("error")]
 
 
 def point_record(point: Point, result: str | dict) -> dict:
@@ -56,13 +65,22 @@ def run_sweep(spec: SweepSpec, base: dict, backend, out_dir: str | Path | None =
               should_stop: Callable[[], bool] | None = None) -> SweepOutcome:
     """Search every point's capacity that the journal in `out_dir` does not hold yet.
 
+    A point that fails is recorded with its error (in the outcome and results.csv, not in the
+    journal) and the sweep goes on.
+
     Args:
         backend: LocalBackend or RayBackend (anything with run(tasks) yielding (index, json)).
         out_dir: folder of the journal and results.csv (None: keep nothing on disk).
         on_point: called with (points finished, points in the grid, record) after each point.
-        limit: compute at most this many new points, then stop (a partial, resumable run).
+        limit: compute at most this many new points (>= 1), then stop (a partial, resumable run).
         should_stop: polled after each point; True stops the run (finished points are kept).
+
+    Raises:
+        ConfigError: a bad spec (see build_grid) or limit < 1.
+        OutputError: results.csv or the journal cannot be written.
     """
+    if limit is not None and limit < 1:
+        raise ConfigError(f"limit: got {limit}; allowed 1 .. any number of points (None: every point)")
     grid = build_grid(spec, base)
     journal = Journal(out_dir) if out_dir is not None else None
     done = resumed_records(grid, journal.load() if journal else {})
@@ -72,7 +90,7 @@ def run_sweep(spec: SweepSpec, base: dict, backend, out_dir: str | Path | None =
         with closing(backend.run([point_task(point, spec) for point in todo])) as results:
             for index, result in results:
                 record = done[todo[index].key] = point_record(todo[index], result)
-                if journal:
+                if journal and not record.get("error"):
                     journal.append(record)
                 if on_point:
                     on_point(len(done), len(grid.points), record)
@@ -81,7 +99,8 @@ def run_sweep(spec: SweepSpec, base: dict, backend, out_dir: str | Path | None =
     finally:
         if journal:
             journal.close()
-        outcome = SweepOutcome(grid, [done[p.key] for p in grid.points if p.key in done], resumed, len(done) - resumed)
+        outcome = SweepOutcome(grid, [done[p.key] for p in grid.points if p.key in done], resumed, len(done) - resumed,
+                               journal.notes if journal else [])
         if out_dir is not None:
             write_results_csv(sweep_table(spec, outcome.records), out_dir)
     return outcome

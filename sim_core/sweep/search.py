@@ -20,7 +20,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sim_core.errors import ConfigError, TraceError
+from sim_core.errors import ConfigError
+from sim_core.export.text import shorten
 from sim_core.sweep.probe import Probe, run_probe
 from sim_core.sweep.spec import SearchSettings
 
@@ -74,8 +75,8 @@ def bracket_search(evaluate: Evaluate, settings: SearchSettings) -> Capacity:
         while high.qps > low.qps * (1.0 + settings.tolerance):
             middle = probe(math.sqrt(low.qps * high.qps))
             low, high = (middle, high) if middle.passed else (low, middle)
-    except (ConfigError, TraceError) as error:
-        return Capacity(0.0, f"infeasible: {error}", tuple(probes), None)
+    except ConfigError as error:          # the configuration cannot run (e.g. the model does not fit)
+        return Capacity(0.0, f"infeasible: {shorten(error, 500)}", tuple(probes), None)
     return Capacity(low.qps, high.violated[0], tuple(probes), low.metrics)
 
 

@@ -12,6 +12,7 @@ a field's range or choices, SLO names) with a one-line error naming the key and 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from sim_core.config.errors import describe_validation_error
 from sim_core.config.loading import read_mapping
 from sim_core.config.sections import Strict
 from sim_core.errors import ConfigError
+from sim_core.export.text import shorten
 from sim_core.metrics import PERCENTILES
 
 SLO_METRICS = tuple(f"{name}_p{p}_s" for name in ("ttft", "tbt", "e2e", "scheduling_delay") for p in PERCENTILES)
@@ -33,6 +35,7 @@ SEARCH_OWNED = {
     "engine.record": "probes keep only per-request rows (engine.record: requests)",
 }
 RATE_PROCESSES = ("poisson", "gamma", "bursty", "diurnal")
+MAX_GRID_POINTS = 10_000   # a grid is built in memory, point by point, before anything runs
 
 
 class SearchSettings(BaseModel):
@@ -90,7 +93,18 @@ class SweepSpec(BaseModel):
         for key, values in self.vary.items():
             if not values:
                 raise ValueError(f"vary.{key}: give at least one value")
+        _check_grid_size(self.vary)
         return self
+
+
+def _check_grid_size(vary: dict[str, list]) -> None:
+    """Refuse a grid of more than MAX_GRID_POINTS points before any point is built."""
+    size = math.prod(len(values) for values in vary.values())
+    if size > MAX_GRID_POINTS:
+        factors = " x ".join(f"{shorten(key, 60)} {len(values):,}" for key, values in list(vary.items())[:8])
+        more = f" x ... ({len(vary) - 8} more keys)" if len(vary) > 8 else ""
+        raise ValueError(f"vary: the grid has {size:,} points ({factors}{more}); allowed at most {MAX_GRID_POINTS:,} "
+                         "(split the sweep or vary fewer values)")
 
 
 def load_sweep_spec(path: str | Path) -> tuple[SweepSpec, dict]:

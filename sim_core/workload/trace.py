@@ -38,9 +38,17 @@ def trace_frame(workload) -> pd.DataFrame:
 
 def write_trace(workload, path: str | Path) -> None:
     """Write a workload in the canonical format (floats in shortest round-trip form); without
-    optional columns this is exactly Vidur's replay format."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    trace_frame(workload).to_csv(path, index=False)
+    optional columns this is exactly Vidur's replay format. The file is written whole or not at
+    all (see sim_core.export.atomic).
+
+    Raises:
+        OutputError: the file cannot be written (named; no partial file is left).
+    """
+    from sim_core.export.atomic import atomic_open   # here: sim_core.export imports the engine's modules
+
+    frame = trace_frame(workload)
+    with atomic_open(path) as file:
+        frame.to_csv(file, index=False)
 
 
 write_replay_trace = write_trace
