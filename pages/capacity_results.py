@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages.remember import remember
-from pages.state import result_of, try_scenario
+from pages.state import result_of, show_failure, try_scenario
 from pages.safe_text import plain
 from sim_core.sweep import sweep_table
 from sim_core.sweep.pareto import best_per_objective, config_label, min_gpus_for
@@ -29,6 +29,8 @@ def progress(job) -> None:
         show_failure(state.error)
     for _, reason in job.grid.skipped[:10]:
         st.caption(f"skipped {plain(reason)}")
+    for note in state.notes:
+        st.warning(plain(note, 400), icon=":material/warning:")
     seen = st.session_state.get("cap_seen_status")
     st.session_state["cap_seen_status"] = (id(job), state.status)
     if state.status != "running" and seen == (id(job), "running"):
@@ -39,7 +41,8 @@ def results(job, records: list[dict], price: float) -> None:
     keys = list(job.spec.vary)
     table = sweep_table(job.spec, records, price)
     st.subheader("Configurations")
-    st.dataframe(table[[*keys, *SHOWN]], hide_index=True, key="cap_table")
+    failed = "error" in table and table["error"].notna().any()
+    st.dataframe(table[[*keys, *SHOWN, *(["error"] if failed else [])]], hide_index=True, key="cap_table")
     left, right = st.columns([3, 2])
     with left:
         view = st.selectbox("Pareto view", list(PARETO_VIEWS), **remember("cap_view", "capacity vs cost"))
@@ -59,6 +62,9 @@ def point_detail(job, table, records: list[dict], keys: list[str]) -> None:
     labels = [config_label(row, keys) for _, row in table.iterrows()]
     index = st.selectbox("Configuration", range(len(labels)), format_func=lambda i: labels[i], key="cap_point")
     record = records[index]
+    if record.get("error"):
+        show_failure(f"This configuration failed: {record['error']}")
+        return
     st.plotly_chart(probe_figure(record, job.spec.slo), key="cap_probes")
     if record["max_qps"] <= 0:
         st.caption(f"No rate meets the SLOs ({record['binding_slo']}).")
