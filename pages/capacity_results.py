@@ -6,8 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from pages.remember import remember
-from pages.state import result_of, show_failure, try_scenario
 from pages.safe_text import plain
+from pages.state import result_of, show_failure, try_scenario
 from sim_core.sweep import sweep_table
 from sim_core.sweep.pareto import best_per_objective, config_label, min_gpus_for
 from sim_core.sweep.probe import probe_scenario

@@ -5,8 +5,8 @@ import streamlit as st
 from pages.compare_inputs import variant_editors, variant_scenarios
 from pages.entry import through_app
 from pages.remember import remember
-from pages.state import result_of, scenario
 from pages.safe_text import plain
+from pages.state import result_of, scenario
 from sim_core.compare import comparison_table, difference_frame, diverging_requests
 from sim_core.viz.compare import (
     kv_overlay,

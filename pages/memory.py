@@ -4,8 +4,8 @@ import streamlit as st
 
 from pages.bind import bound
 from pages.entry import through_app
-from pages.state import scenario, show_failure, web_config
 from pages.safe_text import plain
+from pages.state import scenario, show_failure, web_config
 from sim_core import SimCoreError
 from sim_core.memory import plan_memory
 from sim_core.memory import planner as planners

@@ -3,8 +3,8 @@
 import streamlit as st
 
 from pages.entry import through_app
-from pages.state import result
 from pages.safe_text import plain
+from pages.state import result
 from sim_core.viz.overview import (
     latency_cdfs,
     queue_figure,

@@ -12,7 +12,7 @@ widget), so a visitor cannot raise a limit or point the server at an address:
 | `SIM_EXPLORER_UPLOAD_MAX_AGE_H` | 24 | hours an unused upload is kept |
 | `SIM_EXPLORER_MAX_SWEEP_JOBS` | 4 | capacity sweeps running at once in this server |
 | `SIM_EXPLORER_RAY_ADDRESSES` | (none) | comma-separated `host:port` of Ray clusters the Capacity page may join |
-| `SIM_EXPLORER_PROFILE_ROOTS` | (none) | folders (separated by `:`) inside which a scenario may name `predictor.profiles_dir` |
+| `SIM_EXPLORER_PROFILE_ROOTS` | (none) | `:`-separated folders in which `predictor.profiles_dir` may be |
 
 A malformed value stops the server at start with a message naming the variable.
 """

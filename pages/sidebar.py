@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from pages.bind import bound
-from pages.state import SELECTED_KEY, get_path, scenario
 from pages.safe_text import plain
+from pages.state import SELECTED_KEY, get_path, scenario
 from sim_core.catalog import DEVICES, MODELS
 
 

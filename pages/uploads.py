@@ -28,10 +28,11 @@ def check_trace(name: str, data: bytes, options: ReadOptions | None = None) -> t
     the core reads (detected from its columns unless `options` says otherwise)."""
     if len(data) > MAX_UPLOAD_BYTES:
         return None, f"{name}: file is {len(data):,} bytes, over the {MAX_UPLOAD_BYTES:,}-byte upload limit", []
+    options = options or ReadOptions()
     reads: list[TraceRead] = []
     try:
-        path = uploads().keep(data, name, check=lambda stored: reads.append(read_trace(stored, options or ReadOptions())))
-        read = reads[0] if reads else read_trace(path, options or ReadOptions())
+        path = uploads().keep(data, name, check=lambda stored: reads.append(read_trace(stored, options)))
+        read = reads[0] if reads else read_trace(path, options)
     except (SimCoreError, ValueError) as error:
         return None, _renamed(str(error), name), []
     work = read.workload
