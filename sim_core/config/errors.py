@@ -7,15 +7,26 @@ import typing
 from annotated_types import Ge, Gt, Le, Lt
 from pydantic import BaseModel, ValidationError
 
+from sim_core.errors import MAX_SHOWN, clipped, shown
+
+MAX_PROBLEMS = 10   # a list of 10,000 NaNs is one line, not 10,000 problems
+
 
 def describe_validation_error(exc: ValidationError, root: type[BaseModel]) -> str:
-    """One line per problem, joined by '; ': `field: got VALUE; allowed RANGE (reason)`."""
-    return "; ".join(_describe_one(err, root) for err in exc.errors())
+    """One line per problem, joined by '; ': `field: got VALUE; allowed RANGE (reason)`; at most
+    MAX_PROBLEMS of them, every echoed value and key cut short (`sim_core.errors.shown`)."""
+    errors = exc.errors(include_url=False, include_context=False)
+    text = "; ".join(_describe_one(err, root) for err in errors[:MAX_PROBLEMS])
+    if len(errors) > MAX_PROBLEMS:
+        text += f"; and {len(errors) - MAX_PROBLEMS} more problem(s)"
+    return text
 
 
 def _describe_one(err: dict, root: type[BaseModel]) -> str:
-    loc = ".".join(str(part) for part in err["loc"])
-    message = err["msg"].removeprefix("Value error, ")
+    loc = ".".join(clipped(str(part), 60) for part in err["loc"])
+    message = clipped(err["msg"].removeprefix("Value error, "), 2 * MAX_SHOWN)
+    if err["type"] == "int_type" and isinstance(err.get("input"), float) and err["input"].is_integer():
+        message += " (write it without a decimal point)"
     if err["type"] == "value_error" and not loc:
         return message
     allowed = _allowed(root, err["loc"])
@@ -34,8 +45,7 @@ def _describe_one(err: dict, root: type[BaseModel]) -> str:
 
 
 def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return shown(value, 60)
 
 
 def _field_at(root: type[BaseModel], loc: tuple):
