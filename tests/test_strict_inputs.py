@@ -286,10 +286,10 @@ def test_a_3_mb_model_id_is_echoed_in_60_characters(tmp_path):
 # ---- no silent coercion ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("data,message", [
-    ({"workload": {"num_requests": 100.0}}, "workload.num_requests: got 100.0; allowed range 1 .. 100000000; "
-                                            "Input should be a valid integer (write it without a decimal point)"),
     ({"workload": {"num_requests": 2.5}}, "workload.num_requests: got 2.5; allowed range 1 .. 100000000; "
-                                          "Input should be a valid integer"),
+                                          "Input should be a valid integer, got a number with a fractional part"),
+    ({"disaggregation": {"prefill": {"num_blocks": False}}},
+     "disaggregation.prefill.num_blocks: got False; allowed range 1 .. 1000000000; Input should be a valid integer"),
     ({"workload": {"arrival": {"qps": "4"}}}, "workload.arrival.qps: got '4'; allowed range 0.0 (exclusive) .. "
                                               "1000000.0; Input should be a valid number"),
     ({"workload": {"arrival": {"qps": False}}}, "workload.arrival.qps: got False; allowed range 0.0 (exclusive) .. "
@@ -305,15 +305,21 @@ def test_a_3_mb_model_id_is_echoed_in_60_characters(tmp_path):
      "models.m.num_layers: got True; Input should be a valid integer"),
 ])
 def test_values_of_the_wrong_type_are_refused_naming_the_field(data, message):
-    """Booleans, strings and whole floats are not coerced; the field, value and range are named."""
+    """Booleans and strings are not coerced into numbers, nor numbers into booleans, at any depth;
+    the field, value and range are named."""
     with pytest.raises(ConfigError) as error:
         parse_config(data)
     assert str(error.value) == f"scenario: {message}"
 
 
-def test_an_int_is_still_a_float():
-    """Strict mode keeps accepting whole numbers for float fields (qps: 4)."""
-    assert parse_config({"workload": {"arrival": {"qps": 4}}}).workload.arrival.qps == 4.0
+def test_whole_numbers_cross_between_int_and_float_fields():
+    """An int is a float (qps: 4) and a whole float an int (num_requests: 40.0, as number widgets
+    and JSON writers produce), exactly."""
+    config = parse_config({"workload": {"num_requests": 40.0, "arrival": {"qps": 4}},
+                           "scheduler": {"type": "sglang", "cuda_graph_batch_sizes": [8.0, 1.0]}})
+    assert config.workload.num_requests == 40 and type(config.workload.num_requests) is int
+    assert config.workload.arrival.qps == 4.0 and type(config.workload.arrival.qps) is float
+    assert config.scheduler.cuda_graph_batch_sizes == [1, 8]
 
 
 def test_ten_thousand_bad_values_are_one_short_line():

@@ -25,11 +25,9 @@ def describe_validation_error(exc: ValidationError, root: type[BaseModel]) -> st
 def _describe_one(err: dict, root: type[BaseModel]) -> str:
     loc = ".".join(clipped(str(part), 60) for part in err["loc"])
     message = clipped(err["msg"].removeprefix("Value error, "), 2 * MAX_SHOWN)
-    if err["type"] == "int_type" and isinstance(err.get("input"), float) and err["input"].is_integer():
-        message += " (write it without a decimal point)"
     if err["type"] == "value_error" and not loc:
         return message
-    allowed = _allowed(root, err["loc"])
+    allowed = allowed_range(root, err["loc"])
     parts = [f"{loc or 'scenario'}: got {_short(err.get('input'))}"]
     if allowed:
         parts.append(f"allowed {allowed}")
@@ -73,7 +71,8 @@ def _known_keys(root: type[BaseModel], loc: tuple) -> list[str]:
     return list(model.model_fields) if model else []
 
 
-def _allowed(root: type[BaseModel], loc: tuple) -> str:
+def allowed_range(root: type[BaseModel], loc: tuple) -> str:
+    """'one of: a, b' or 'range LOW .. HIGH' for the field at `loc` of `root` ('' if unknown)."""
     field = _field_at(root, loc)
     if field is None:
         return ""

@@ -67,7 +67,7 @@ def parse_config(data: dict[str, Any], base_dir: str | Path | None = None,
     """Validate a scenario mapping; `base_dir` anchors relative trace and profile paths."""
     data = _import_hf_models(data, base_dir, source)
     try:
-        config = SimulationConfig.model_validate(data, strict=True)   # strict also for catalog specs
+        config = SimulationConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{source}: {describe_validation_error(exc, SimulationConfig)}") from None
     if base_dir is not None:

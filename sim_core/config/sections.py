@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-# Strict: no silent coercion (True is not 1, "42" is not 42, 2.0 is not 2; an int is a float);
-# numbers are finite. Unknown keys are errors.
-Strict = ConfigDict(extra="forbid", validate_assignment=True, strict=True, allow_inf_nan=False)
+# Unknown keys are errors; numbers are finite. (Booleans and strings are not numbers either:
+# SimulationConfig checks that before validating, see coercion.py.)
+Strict = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 GlobalSchedulerType = Literal["round_robin", "lor", "random"]
 ReplicaSchedulerType = Literal["vllm", "sarathi", "orca", "faster_transformer", "lightllm", "vllm_v0", "vllm_v1",

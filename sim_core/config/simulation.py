@@ -7,6 +7,7 @@ import math
 from pydantic import BaseModel, Field, model_validator
 
 from sim_core.catalog import DEVICES, MODELS, DeviceSpec, ModelSpec
+from sim_core.config.coercion import refuse_coercion
 from sim_core.config.disaggregation import NOT_DISAGGREGATED, DisaggregationConfig
 from sim_core.config.limits import MIN_DEVICE_RATE, MIN_STAGE_S
 from sim_core.config.sections import (
@@ -54,6 +55,12 @@ class SimulationConfig(BaseModel):
 
     def device_spec(self) -> DeviceSpec:
         return {**DEVICES, **self.devices}[self.device]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_coercion(cls, data):
+        refuse_coercion(cls, data)
+        return data
 
     @model_validator(mode="after")
     def _check_consistency(self) -> "SimulationConfig":
