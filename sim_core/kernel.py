@@ -6,7 +6,10 @@ Vidur keys events by (time, creation id). Two consequences define the order here
   existed before, so zero-delay follow-ups run after all events already due at t, in creation
   order. A FIFO holds them; only future events (stage ends) go on the heap, whose `seq` is a
   per-kernel counter.
-Stage times must be > 0 (a zero-delay future event would break this argument).
+Stage times must be > 0 (a zero-delay future event would break this argument). Validation
+keeps them >= 1e-6 s and arrivals before 1e9 s (sim_core/config/limits.py); below CLOCK_LIMIT_S
+such a delay always advances the float64 clock, and an event past it (a cost or bandwidth so
+extreme that time runs away) ends the run with a SimulationError instead of a stuck clock.
 
 Two extensions serve closed-loop sessions and P/D disaggregation, whose events cross replicas
 (they are unused, and cost nothing, in other runs). Their order must not depend on the order in
@@ -27,9 +30,19 @@ import heapq
 from collections import deque
 from collections.abc import Callable
 
+from sim_core.errors import SimulationError
+
+CLOCK_LIMIT_S = 2.0**33   # ~272 years; float64 spacing there is 1.9e-6 s, so 1e-6 s still rounds up
+
 
 def _key(entry) -> tuple:
     return entry[0]
+
+
+def _runaway(time: float) -> SimulationError:
+    return SimulationError(f"simulated time would reach {time:.3g} s, past the {CLOCK_LIMIT_S:.3g} s the clock "
+                           "resolves to a microsecond; a cost model, bandwidth or think time in the scenario makes "
+                           "events this far apart")
 
 
 class EventKernel:
@@ -45,7 +58,12 @@ class EventKernel:
         self.late_phase = False
 
     def at(self, time: float, handler: Callable, *args) -> None:
-        """Run `handler(*args)` at `time` (> now)."""
+        """Run `handler(*args)` at `time` (> now).
+
+        Raises:
+            SimulationError: `time` is past CLOCK_LIMIT_S (or NaN)."""
+        if not time < CLOCK_LIMIT_S:
+            raise _runaway(time)
         assert time > self.now, "future events need a positive delay"
         self._seq += 1
         heapq.heappush(self._heap, (time, self._seq, handler, args))
@@ -56,7 +74,12 @@ class EventKernel:
 
     def arrive_at(self, time: float, key: tuple, handler: Callable, *args) -> None:
         """An arrival at `time` (> now) created during the run; `key` (unique among them)
-        orders arrivals of the same instant."""
+        orders arrivals of the same instant.
+
+        Raises:
+            SimulationError: `time` is past CLOCK_LIMIT_S (or NaN)."""
+        if not time < CLOCK_LIMIT_S:
+            raise _runaway(time)
         assert time > self.now, "a future arrival needs a positive delay"
         heapq.heappush(self._arrivals, (time, key, handler, args))
 

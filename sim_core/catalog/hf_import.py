@@ -92,6 +92,6 @@ def parse_hf_config(data: bytes | str, source: str = "config.json", name: str | 
     """Build a ModelSpec from the bytes of a `config.json` (e.g. an upload)."""
     try:
         config = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:   # also: too deep, an integer over Python's digit limit
         raise ConfigError(f"{source}: not valid JSON ({exc})") from None
     return model_from_hf_config(config, source, name)

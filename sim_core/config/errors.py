@@ -7,18 +7,27 @@ import typing
 from annotated_types import Ge, Gt, Le, Lt
 from pydantic import BaseModel, ValidationError
 
+from sim_core.errors import MAX_SHOWN, clipped, shown
+
+MAX_PROBLEMS = 10   # a list of 10,000 NaNs is one line, not 10,000 problems
+
 
 def describe_validation_error(exc: ValidationError, root: type[BaseModel]) -> str:
-    """One line per problem, joined by '; ': `field: got VALUE; allowed RANGE (reason)`."""
-    return "; ".join(_describe_one(err, root) for err in exc.errors())
+    """One line per problem, joined by '; ': `field: got VALUE; allowed RANGE (reason)`; at most
+    MAX_PROBLEMS of them, every echoed value and key cut short (`sim_core.errors.shown`)."""
+    errors = exc.errors(include_url=False, include_context=False)
+    text = "; ".join(_describe_one(err, root) for err in errors[:MAX_PROBLEMS])
+    if len(errors) > MAX_PROBLEMS:
+        text += f"; and {len(errors) - MAX_PROBLEMS} more problem(s)"
+    return text
 
 
 def _describe_one(err: dict, root: type[BaseModel]) -> str:
-    loc = ".".join(str(part) for part in err["loc"])
-    message = err["msg"].removeprefix("Value error, ")
+    loc = ".".join(clipped(str(part), 60) for part in err["loc"])
+    message = clipped(err["msg"].removeprefix("Value error, "), 2 * MAX_SHOWN)
     if err["type"] == "value_error" and not loc:
         return message
-    allowed = _allowed(root, err["loc"])
+    allowed = allowed_range(root, err["loc"])
     parts = [f"{loc or 'scenario'}: got {_short(err.get('input'))}"]
     if allowed:
         parts.append(f"allowed {allowed}")
@@ -34,8 +43,7 @@ def _describe_one(err: dict, root: type[BaseModel]) -> str:
 
 
 def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return shown(value, 60)
 
 
 def _field_at(root: type[BaseModel], loc: tuple):
@@ -63,7 +71,8 @@ def _known_keys(root: type[BaseModel], loc: tuple) -> list[str]:
     return list(model.model_fields) if model else []
 
 
-def _allowed(root: type[BaseModel], loc: tuple) -> str:
+def allowed_range(root: type[BaseModel], loc: tuple) -> str:
+    """'one of: a, b' or 'range LOW .. HIGH' for the field at `loc` of `root` ('' if unknown)."""
     field = _field_at(root, loc)
     if field is None:
         return ""

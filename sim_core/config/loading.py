@@ -10,9 +10,10 @@ import yaml
 from pydantic import ValidationError
 
 from sim_core.catalog import load_hf_config
+from sim_core.config.documents import DocumentError, parse_json, parse_yaml
 from sim_core.config.errors import describe_validation_error
 from sim_core.config.simulation import SimulationConfig
-from sim_core.errors import ConfigError
+from sim_core.errors import ConfigError, clipped
 
 MAX_SCENARIO_BYTES = 5_000_000
 
@@ -43,12 +44,17 @@ def read_mapping(path: Path) -> dict[str, Any]:
 
 
 def parse_mapping(text: str, source: str, json_first: bool = False) -> dict[str, Any]:
-    """Parse YAML (a superset of JSON) with the safe loader; the result must be a mapping."""
+    """Parse YAML (a superset of JSON) with the safe loader; the result must be a mapping.
+
+    Aliases, nesting, duplicate keys and long integers are limited (see `documents`)."""
     try:
-        data = json.loads(text) if json_first else yaml.safe_load(text)
+        data = parse_json(text) if json_first else parse_yaml(text)
+    except DocumentError as exc:
+        where = f"line {exc.line}: " if exc.line is not None else ""
+        raise ConfigError(f"{source}: {where}{exc.reason}") from None
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{source}: not valid {'JSON' if json_first else 'YAML'}: "
-                          f"{' '.join(str(exc).split())}") from None
+                          f"{clipped(' '.join(str(exc).split()), 400)}") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -6,7 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-Strict = ConfigDict(extra="forbid", validate_assignment=True)
+# Unknown keys are errors; numbers are finite. (Booleans and strings are not numbers either:
+# SimulationConfig checks that before validating, see coercion.py.)
+Strict = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 GlobalSchedulerType = Literal["round_robin", "lor", "random"]
 ReplicaSchedulerType = Literal["vllm", "sarathi", "orca", "faster_transformer", "lightllm", "vllm_v0", "vllm_v1",

@@ -7,6 +7,7 @@ import binascii
 import json
 import zlib
 
+from sim_core.config.documents import DocumentError, parse_json
 from sim_core.config.loading import MAX_SCENARIO_BYTES
 from sim_core.errors import ConfigError
 
@@ -31,7 +32,9 @@ def decode_scenario(token: str) -> dict:
             raise ConfigError(f"scenario link: larger than {MAX_SCENARIO_BYTES} bytes")
         if not inflater.eof:
             raise ValueError("incomplete data")
-        data = json.loads(text)
+        data = parse_json(text.decode("utf-8"))
+    except DocumentError as exc:
+        raise ConfigError(f"scenario link: {exc.reason}") from None
     except (binascii.Error, ValueError, zlib.error) as exc:
         raise ConfigError(f"scenario link: not a scenario ({type(exc).__name__}); was the link cut short?") from None
     if not isinstance(data, dict):

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, Field, model_validator
 
 from sim_core.catalog import DEVICES, MODELS, DeviceSpec, ModelSpec
+from sim_core.config.coercion import refuse_coercion
 from sim_core.config.disaggregation import NOT_DISAGGREGATED, DisaggregationConfig
+from sim_core.config.limits import MIN_DEVICE_RATE, MIN_STAGE_S
 from sim_core.config.sections import (
     ClusterConfig,
     EngineConfig,
@@ -15,6 +19,7 @@ from sim_core.config.sections import (
     Strict,
 )
 from sim_core.config.workload import WorkloadConfig
+from sim_core.errors import MAX_SHOWN, clipped
 
 VIDUR_SCHEDULERS = ("vllm", "sarathi", "orca", "faster_transformer", "lightllm")
 
@@ -51,25 +56,57 @@ class SimulationConfig(BaseModel):
     def device_spec(self) -> DeviceSpec:
         return {**DEVICES, **self.devices}[self.device]
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_coercion(cls, data):
+        refuse_coercion(cls, data)
+        return data
+
     @model_validator(mode="after")
     def _check_consistency(self) -> "SimulationConfig":
         _check_catalog_ids(self)
+        _check_devices(self)
         _check_parallelism(self)
         _check_scheduler(self)
         _check_disaggregation(self)
-        if self.predictor.type == "linear" and self.predictor.base_s + self.predictor.per_token_s <= 0:
-            raise ValueError("predictor: base_s and per_token_s cannot both be 0 (batches would take no time)")
+        _check_linear_cost(self.predictor)
         if self.predictor.type == "learned" and not self.predictor.profiles_dir:
             raise ValueError("predictor.profiles_dir: the learned predictor needs a folder of profiling CSVs")
         return self
 
 
+def _check_linear_cost(predictor: PredictorConfig) -> None:
+    """The cheapest stage (one token) takes at least MIN_STAGE_S, which the float64 clock still
+    resolves at the arrival horizon (a shorter one would not advance simulated time)."""
+    if predictor.type != "linear":
+        return
+    cheapest = predictor.base_s + predictor.per_token_s
+    if cheapest <= 0:
+        raise ValueError("predictor: base_s and per_token_s cannot both be 0 (batches would take no time)")
+    if cheapest < MIN_STAGE_S:
+        raise ValueError(f"predictor: base_s + per_token_s is {cheapest:.3g} s; a one-token batch must take at "
+                         f"least {MIN_STAGE_S:g} s (the simulated clock cannot resolve shorter steps)")
+
+
+def _check_devices(config: SimulationConfig) -> None:
+    """Rates of the scenario's own devices are finite and at least MIN_DEVICE_RATE, so a batch's
+    time is a finite number of seconds (the catalog only asks for > 0)."""
+    for key, spec in config.devices.items():
+        for field in ("bf16_tflops", "memory_bandwidth_gbps", "link_bandwidth_gbps", "pcie_bandwidth_gbps"):
+            value = getattr(spec, field)
+            if not MIN_DEVICE_RATE <= value < math.inf:
+                raise ValueError(f"devices.{clipped(key, 60)}.{field}: got {value:g}; allowed a finite value of at "
+                                 f"least {MIN_DEVICE_RATE:g}")
+
+
 def _check_catalog_ids(config: SimulationConfig) -> None:
     models, devices = {**MODELS, **config.models}, {**DEVICES, **config.devices}
     if config.model not in models:
-        raise ValueError(f"model: unknown id '{config.model}'; allowed: {', '.join(sorted(models))}")
+        raise ValueError(f"model: unknown id '{clipped(config.model, 60)}'; allowed: "
+                         f"{clipped(', '.join(sorted(models)), MAX_SHOWN)}")
     if config.device not in devices:
-        raise ValueError(f"device: unknown id '{config.device}'; allowed: {', '.join(sorted(devices))}")
+        raise ValueError(f"device: unknown id '{clipped(config.device, 60)}'; allowed: "
+                         f"{clipped(', '.join(sorted(devices)), MAX_SHOWN)}")
 
 
 def _check_parallelism(config: SimulationConfig) -> None:

@@ -28,10 +28,21 @@ def generate_arrivals(config: ArrivalConfig, num_requests: int, rng: np.random.G
     if config.process == "poisson":
         gaps = rng.exponential(1.0 / config.qps, num_requests)
     else:
-        shape = 1.0 / config.cv**2
-        gaps = rng.gamma(shape, 1.0 / (config.qps * shape), num_requests)
+        gaps = _gamma_gaps(config, num_requests, rng)
     gaps[0] = 0.0
     return np.cumsum(gaps)
+
+
+def _gamma_gaps(config: ArrivalConfig, num_requests: int, rng: np.random.Generator) -> np.ndarray:
+    """Gamma gaps with mean 1/qps and coefficient of variation cv. A cv so small that 1/cv**2
+    overflows means constant gaps (the limit); a rate so small that the scale overflows gives
+    infinite gaps, which the build's horizon check refuses."""
+    variance = config.cv**2
+    shape = 1.0 / variance if variance > 0.0 else np.inf
+    if shape == np.inf:
+        return np.full(num_requests, 1.0 / config.qps)
+    rate = config.qps * shape
+    return rng.gamma(shape, 1.0 / rate if rate > 0 else np.inf, num_requests)
 
 
 def mean_rate(config: ArrivalConfig) -> float:

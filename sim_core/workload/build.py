@@ -8,6 +8,7 @@ import numpy as np
 from sim_core.config import SimulationConfig
 from sim_core.errors import ConfigError, TraceError
 from sim_core.workload.arrivals import generate_arrivals
+from sim_core.workload.bounds import check_horizon, check_tokens
 from sim_core.workload.model import Workload, clip_to_max_model_len
 from sim_core.workload.readers import ReadOptions, TraceRead, read_trace
 from sim_core.workload.synthetic import generate_columns, observed_inputs
@@ -29,18 +30,43 @@ def build_workload_and_format(config: SimulationConfig) -> tuple[Workload, str]:
     spec = config.workload
     rng = np.random.default_rng(config.seed if spec.seed is None else spec.seed)
     fmt = "synthetic"
-    if spec.trace_file:
-        workload, fmt = _trace_workload(spec, rng)
-        workload = transform_trace(workload, spec, rng)
-    else:
-        columns = generate_columns(spec, rng)
-        source = (f"synthetic ({spec.arrival.process}, {spec.num_requests} "
-                  f"{'turns' if spec.sessions.enabled else 'requests'})")
-        workload = Workload(columns.pop("arrived_at"), columns.pop("num_prefill_tokens"),
-                            columns.pop("num_decode_tokens"), source, (), **columns)
-        workload = rescale_time(workload, spec.time_scale_factor, None)
-        workload = scale_lengths(workload, spec.prefill_scale_factor, spec.decode_scale_factor)
+    # a rate so small that times overflow gives inf or NaN quietly: check_horizon refuses them
+    # (here for generated arrivals, in rescale_time for scaled ones)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        if spec.trace_file:
+            workload, fmt = _trace_workload(spec, rng)
+            workload = transform_trace(workload, spec, rng)
+        else:
+            workload = _synthetic_workload(spec, rng)
+    check_tokens(workload.num_prefill_tokens, "workload.prefill_scale_factor: a scaled prompt")
+    check_tokens(workload.num_decode_tokens, "workload.decode_scale_factor: a scaled output")
     return clip(config, workload), fmt
+
+
+def _synthetic_workload(spec, rng: np.random.Generator) -> Workload:
+    columns = generate_columns(spec, rng)
+    check_horizon(columns["arrived_at"], f"{_arrival_fields(spec)}: {len(columns['arrived_at'])} generated "
+                  "arrivals", "raise the rate or lower workload.num_requests")
+    check_tokens(columns["num_prefill_tokens"], "workload.sessions: a generated prompt (the conversation so far)"
+                 if spec.sessions.enabled else "workload.prompt_tokens: a generated prompt")
+    source = (f"synthetic ({spec.arrival.process}, {spec.num_requests} "
+              f"{'turns' if spec.sessions.enabled else 'requests'})")
+    workload = Workload(columns.pop("arrived_at"), columns.pop("num_prefill_tokens"),
+                        columns.pop("num_decode_tokens"), source, (), **columns)
+    workload = rescale_time(workload, spec.time_scale_factor, None)
+    return scale_lengths(workload, spec.prefill_scale_factor, spec.decode_scale_factor)
+
+
+def _arrival_fields(spec) -> str:
+    """The knobs that set how far generated arrivals reach."""
+    arrival = spec.arrival
+    if arrival.process == "bursty":
+        fields = "workload.arrival (qps, off_qps, on_s, off_s)"
+    elif arrival.process == "diurnal" and arrival.rate_curve:
+        fields = "workload.arrival.rate_curve"
+    else:
+        fields = "workload.arrival.qps"
+    return f"{fields} and workload.sessions.think_time_s" if spec.sessions.enabled else fields
 
 
 def read_options(spec) -> ReadOptions:
@@ -56,6 +82,8 @@ def _trace_workload(spec, rng: np.random.Generator) -> tuple[Workload, str]:
     workload = read.workload
     if not read.has_arrivals:   # lengths only: arrivals come from the arrival process
         times = generate_arrivals(spec.arrival, len(workload), rng, observed_inputs(spec).get("arrivals"))
+        check_horizon(times, f"{_arrival_fields(spec)}: the arrivals generated for {len(workload)} trace rows",
+                      "raise the rate")
         workload = workload.take(np.arange(len(workload)), arrived_at=times).with_notes(
             f"{spec.trace_file}: no arrival times in a {read.format} trace; generated them "
             f"({spec.arrival.process}, {spec.arrival.qps:g} req/s)")

@@ -17,10 +17,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sim_core.errors import TraceError
+from sim_core.errors import TraceError, clipped
 from sim_core.workload.problems import RowProblems
 
 NUMBER, DATETIME, TEXT = "number", "datetime", "text"
+# date-times are held as int64 nanoseconds since 1970, which span 1677-09-21 .. 2262-04-11
+FIRST_STAMP, LAST_STAMP = pd.Timestamp("1677-09-22", tz="UTC"), pd.Timestamp("2262-04-11", tz="UTC")
 CHUNK_ROWS = 1 << 18
 READ_OPTIONS = {"keep_default_na": False, "skipinitialspace": True, "encoding": "utf-8-sig", "index_col": False}
 
@@ -143,21 +145,26 @@ def _numbers(text: pd.Series, rows: np.ndarray, column: str, problems: RowProble
             return "empty value"
         if raw.lower() in ("nan", "inf", "-inf", "infinity", "-infinity"):
             return f"value '{raw}' is not a finite number"
-        return f"value '{raw}' is not a number"
+        return f"value '{clipped(raw, 60)}' is not a number"
     return values, problems.check(~np.isfinite(values) & alive, rows, column, describe, "value(s) not a finite number")
 
 
 def _datetimes(text: pd.Series, rows: np.ndarray, column: str, problems: RowProblems, alive: np.ndarray):
     stripped = text.str.strip()
     stamps = pd.to_datetime(stripped, format="ISO8601", errors="coerce", utc=True)
-    bad = stamps.isna().to_numpy()
+    # a column of whole seconds may parse at a coarser unit that holds years ns cannot
+    bad = (stamps.isna() | (stamps < FIRST_STAMP) | (stamps > LAST_STAMP)).to_numpy()
     values = np.zeros(len(text), dtype=np.int64)
     values[~bad] = stamps[~bad].astype("datetime64[ns, UTC]").astype(np.int64).to_numpy()
 
     def describe(i: int) -> str:
         raw = stripped.iloc[i]
-        return "empty value" if raw == "" else (
-            f"value '{raw}' is not a date-time (expected e.g. 2023-11-16 18:15:46.6805900)")
+        if raw == "":
+            return "empty value"
+        if pd.notna(pd.to_datetime(pd.Series([raw]), format="ISO8601", errors="coerce", utc=True).iloc[0]):
+            return (f"value '{clipped(raw, 60)}' is outside the date range a trace may use "
+                    f"({FIRST_STAMP:%Y-%m-%d} .. {LAST_STAMP:%Y-%m-%d})")
+        return f"value '{clipped(raw, 60)}' is not a date-time (expected e.g. 2023-11-16 18:15:46.6805900)"
     return values, problems.check(bad & alive, rows, column, describe, "value(s) not a date-time")
 
 

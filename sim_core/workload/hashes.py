@@ -7,6 +7,7 @@ from itertools import chain
 
 import numpy as np
 
+from sim_core.errors import shown
 from sim_core.workload.problems import RowProblems
 
 
@@ -57,5 +58,4 @@ def _ints(text: str):
 
 
 def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return shown(value, 40)

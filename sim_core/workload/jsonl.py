@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
 from contextlib import closing
 from pathlib import Path
 
 import numpy as np
 
+from sim_core.errors import shown
 from sim_core.workload import hashes
 from sim_core.workload.formats import MOONCAKE_KEYS
 from sim_core.workload.model import take_ragged
@@ -78,7 +81,7 @@ def _parse_lines(lines: list[str], numbers: list[int], problems: RowProblems) ->
     """All lines as one JSON array (one parser call per chunk); line by line only to name a bad one."""
     try:
         records = json.loads("[" + ",".join(lines) + "]")
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):   # not JSON, an integer over Python's digit limit, too deep
         records = None
     if records is None or len(records) != len(lines) or set(map(type, records)) != {dict}:
         records = [_parse_line(line, number, problems) for line, number in zip(lines, numbers)]
@@ -90,24 +93,49 @@ def _parse_line(line: str, number: int, problems: RowProblems) -> dict:
         record = json.loads(line)
     except json.JSONDecodeError as exc:
         raise problems.fail(f"not valid JSON: {exc.msg} at column {exc.colno}", row=number) from None
+    except RecursionError:
+        raise problems.fail("not valid JSON: nested too deeply", row=number) from None
+    except ValueError:   # an integer literal over Python's digit limit
+        raise _long_integer(line, number, problems) from None
     if not isinstance(record, dict):
         raise problems.fail(f"expected a JSON object per line, got {type(record).__name__}", row=number)
     return record
 
 
+def _long_integer(line: str, number: int, problems: RowProblems):
+    """The error for a line with an integer too long to convert, naming its key when it has one."""
+    match = re.search(r'(?:"((?:[^"\\]|\\.){0,100})"\s*:\s*)?-?(\d{%d,})' % (sys.get_int_max_str_digits() + 1), line)
+    digits = len(match.group(2)) if match else "too many"
+    return problems.fail(f"value is an integer of {digits} digits, too large for a number",
+                         row=number, column=match.group(1) if match else None)
+
+
 def _numbers(raw: list, rows: np.ndarray, key: str, problems: RowProblems, alive: np.ndarray):
-    if set(map(type, raw)) <= {int, float}:   # the usual case: convert at C speed
-        values = np.array(raw, dtype=np.float64)
-    else:
-        numeric = [v if type(v) in (int, float) else np.nan for v in raw]
-        values = np.array(numeric, dtype=np.float64)
+    try:
+        if not set(map(type, raw)) <= {int, float}:
+            raise TypeError
+        values = np.array(raw, dtype=np.float64)   # the usual case: convert at C speed
+    except (TypeError, OverflowError):   # not numbers, or an integer beyond float64
+        values = np.array([_float_or_nan(v) for v in raw], dtype=np.float64)
 
     def describe(i: int) -> str:
         value = raw[i]
         if value is _MISSING:
             return f"missing key '{key}'"
+        if type(value) is int:
+            return f"value {shown(value, 40)} is too large for a number"
+        if isinstance(value, (list, dict)):
+            return f"value {shown(value, 40)} is not a finite number"
         return f"value {json.dumps(value)[:40]} is not a finite number"
     return values, problems.check(~np.isfinite(values) & alive, rows, key, describe, "value(s) not a finite number")
+
+
+def _float_or_nan(value) -> float:
+    if type(value) is float:
+        return value
+    if type(value) is int and abs(value) < 2**1023:
+        return float(value)
+    return np.nan
 
 
 def _keep_ragged(flat: np.ndarray, lengths: np.ndarray, ok: np.ndarray, keep: np.ndarray):

@@ -29,6 +29,7 @@ from sim_core.workload.rows import (
     OUTPUT,
     PROMPT,
     ParsedRows,
+    check_horizon,
     check_optional,
     check_times,
     check_tokens,
@@ -159,6 +160,8 @@ def _finish(parsed, spec, name, fmt, num_rows, problems, options, notes) -> Trac
     if spec.time and spec.time_unit != "datetime":
         check_times(parsed, spec.time, problems)
     notes += _to_seconds(parsed, spec.time_unit, name)
+    if spec.time:
+        check_horizon(parsed, spec.time, spec.time_unit, problems)
     check_tokens(parsed, {PROMPT: spec.prompt, OUTPUT: spec.output}, problems, notes)
     check_optional(parsed, problems)
     if not len(parsed):

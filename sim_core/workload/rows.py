@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim_core.config.limits import HORIZON_S, MAX_TOKENS
 from sim_core.workload.model import take_ragged
 from sim_core.workload.problems import RowProblems
 
 PROMPT, OUTPUT = "num_prefill_tokens", "num_decode_tokens"
 NON_NEGATIVE = ("session_id", "turn", "prefix_len")
 AT_LEAST_ONE = ("n",)  # parallel samples per request
+MAX_ID = 2**53         # ids, turns, priorities, n: whole numbers a float64 column holds exactly
 
 
 class ParsedRows:
@@ -38,10 +40,11 @@ class ParsedRows:
 
 
 def check_tokens(parsed: ParsedRows, names: dict[str, str], problems: RowProblems, notes: list[str]) -> None:
-    """Token counts must be whole and non-negative; zero counts as one token (Vidur's rule,
-    said in a note). `names` maps canonical names to the file's column names."""
+    """Token counts must be whole, non-negative and at most MAX_TOKENS; zero counts as one token
+    (Vidur's rule, said in a note). `names` maps canonical names to the file's column names."""
     for canonical in (PROMPT, OUTPUT):
         _whole_non_negative(parsed, canonical, names[canonical], problems)
+        _at_most(parsed, canonical, names[canonical], MAX_TOKENS, "tokens", problems)
         values = parsed.columns[canonical]
         zeros = int(np.count_nonzero(values == 0))
         if zeros:
@@ -53,7 +56,8 @@ def check_tokens(parsed: ParsedRows, names: dict[str, str], problems: RowProblem
 
 def check_optional(parsed: ParsedRows, problems: RowProblems) -> None:
     """Optional id columns must be whole numbers (ids, turns and prefix lengths non-negative,
-    parallel samples n at least 1)."""
+    parallel samples n at least 1), prefix lengths at most MAX_TOKENS, the others at most MAX_ID
+    in magnitude."""
     for name in [n for n in parsed.columns if n not in (PROMPT, OUTPUT, "arrived_at")]:
         if name in NON_NEGATIVE or name in AT_LEAST_ONE:
             _whole_non_negative(parsed, name, name, problems)
@@ -61,6 +65,10 @@ def check_optional(parsed: ParsedRows, problems: RowProblems) -> None:
                 _at_least_one(parsed, name, problems)
         else:
             _whole(parsed, name, name, problems)
+        if name == "prefix_len":
+            _at_most(parsed, name, name, MAX_TOKENS, "tokens", problems)
+        else:
+            _at_most(parsed, name, name, MAX_ID, "in magnitude", problems)
         parsed.columns[name] = parsed.columns[name].astype(np.int64)
 
 
@@ -68,6 +76,25 @@ def check_times(parsed: ParsedRows, column: str, problems: RowProblems) -> None:
     values = parsed.columns["arrived_at"]
     parsed.keep(problems.check(values < 0, parsed.rows, column,
                                lambda i: f"arrival time {float(values[i])!r} is negative", "negative time(s)"))
+
+
+def check_horizon(parsed: ParsedRows, column: str, unit: str, problems: RowProblems) -> None:
+    """Arrival times (now in seconds; the file's `unit` was s, ms or datetime, counted from the
+    first request) must not pass HORIZON_S, the latest time the simulated clock resolves finely."""
+    values = parsed.columns["arrived_at"]
+
+    def describe(i: int) -> str:
+        seconds = float(values[i])
+        was = {"ms": f"{seconds * 1000:.6g} ms = ", "datetime": "the first request + "}.get(unit, "")
+        return f"arrival time {was}{seconds:.6g} s is past the {HORIZON_S:g} s horizon of simulated time"
+    parsed.keep(problems.check(values > HORIZON_S, parsed.rows, column, describe, "time(s) past the horizon"))
+
+
+def _at_most(parsed, canonical, column, limit: int, unit: str, problems) -> None:
+    values = parsed.columns[canonical]
+    parsed.keep(problems.check(np.abs(values) > limit, parsed.rows, column,
+                               lambda i: f"value {_shown(values[i])} is over the limit of {limit} {unit}",
+                               "value(s) over the limit"))
 
 
 def _whole(parsed, canonical, column, problems) -> None:
@@ -94,6 +121,8 @@ def _at_least_one(parsed, name, problems) -> None:
 
 
 def _shown(value: float):
+    if abs(value) >= 1e15:
+        return repr(float(value))
     return int(value) if value == np.floor(value) else float(value)
 
 

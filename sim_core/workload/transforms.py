@@ -7,6 +7,7 @@ import numpy as np
 
 from sim_core.config.workload import WorkloadConfig
 from sim_core.errors import ConfigError, TraceError
+from sim_core.workload.bounds import check_horizon
 from sim_core.workload.model import Workload, scale_tokens
 
 
@@ -44,7 +45,12 @@ def sample(workload: Workload, fraction: float, rng: np.random.Generator) -> Wor
 
 
 def rescale_time(workload: Workload, factor: float, target_qps: float | None) -> Workload:
-    """Multiply arrival times by `factor`, or by whatever makes the mean rate `target_qps`."""
+    """Multiply arrival times by `factor`, or by whatever makes the mean rate `target_qps`.
+
+    Raises:
+        ConfigError: the scaled times pass the horizon of simulated time, or target_qps meets
+            a trace whose requests all arrive at once.
+    """
     times = workload.arrived_at
     if target_qps is not None:
         span = float(times[-1] - times[0]) if len(times) else 0.0
@@ -54,10 +60,15 @@ def rescale_time(workload: Workload, factor: float, target_qps: float | None) ->
         rate = (len(times) - 1) / span
         factor = rate / target_qps
         note = f"arrival times scaled by {factor:.6g} (rate {rate:.6g} -> {target_qps:g} req/s)"
-        return workload.take(np.arange(len(times)), arrived_at=times * factor).with_notes(note)
+        with np.errstate(over="ignore", invalid="ignore"):   # inf or NaN: refused just below
+            scaled = times * factor
+        check_horizon(scaled, "workload.target_qps: scaled arrivals", "raise the target rate")
+        return workload.take(np.arange(len(times)), arrived_at=scaled).with_notes(note)
     if factor == 1.0:
         return workload
-    return workload.take(np.arange(len(times)), arrived_at=times * factor)
+    scaled = times * factor
+    check_horizon(scaled, "workload.time_scale_factor: scaled arrivals", "lower the factor")
+    return workload.take(np.arange(len(times)), arrived_at=scaled)
 
 
 def scale_lengths(workload: Workload, prefill_factor: float, decode_factor: float) -> Workload:
