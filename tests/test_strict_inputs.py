@@ -276,9 +276,15 @@ def test_a_4000_digit_integer_is_echoed_in_60_characters(tmp_path):
     assert refused("run", "--config", scenario) == f"{scenario}: seed: got {'9' * 57}...; allowed range 0 .. 4294967295"
 
 
-def test_a_3_mb_model_id_is_echoed_in_60_characters(tmp_path):
-    """Values that came from the input are cut short in every message."""
+def test_a_3_mb_model_id_is_refused_and_echoed_in_60_characters(tmp_path):
+    """Values that came from the input are cut short in every message; an id has at most 100 characters."""
     scenario = write(tmp_path / "s.yaml", f"model: {'y' * 3_000_000}\n")
+    message = refused("run", "--config", scenario)
+    assert message == f"{scenario}: model: got '{'y' * 56}...; String should have at most 100 characters"
+
+
+def test_an_unknown_id_is_echoed_in_60_characters(tmp_path):
+    scenario = write(tmp_path / "s.yaml", f"model: {'y' * 99}\n")
     message = refused("run", "--config", scenario)
     assert message.startswith(f"{scenario}: model: unknown id '{'y' * 57}...'; allowed: ") and len(message) < 400
 

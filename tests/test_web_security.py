@@ -130,3 +130,14 @@ def test_an_internal_error_shows_an_id_and_logs_the_traceback_under_it(monkeypat
     assert "Traceback" not in shown and "/" not in shown.split("error id")[0]
     logged = [record for record in caplog.records if error_id in record.getMessage()]
     assert logged and logged[0].exc_info[0] is AttributeError
+
+
+def test_a_huge_name_or_model_id_in_a_link_is_refused_with_the_field_and_the_limit():
+    """A 100,000-character name (223 characters of link) no longer reaches any page."""
+    app = open_link({**TINY, "name": "n" * 100_000})
+    shown = unescaped(app.error[0].value)
+    assert shown.startswith("Not applied, the previous scenario stays in place: scenario: name: got 'nnnn")
+    assert shown.endswith("String should have at most 200 characters") and len(shown) < 300
+    app = open_link({**TINY, "models": {"m" * 5000: {}}})
+    assert "String should have at most 100 characters" in unescaped(app.error[0].value)
+    assert app.session_state["scenario"] == DEFAULT_SCENARIO

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, StringConstraints, model_validator
 
 from sim_core.catalog import DEVICES, MODELS, DeviceSpec, ModelSpec
 from sim_core.config.coercion import refuse_coercion
@@ -21,6 +22,9 @@ from sim_core.config.sections import (
 from sim_core.config.workload import WorkloadConfig
 from sim_core.errors import MAX_SHOWN, clipped
 
+MAX_ID_CHARS, MAX_NAME_CHARS = 100, 200     # ids and names are shown in the app: keep them short
+CatalogId = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
+
 VIDUR_SCHEDULERS = ("vllm", "sarathi", "orca", "faster_transformer", "lightllm")
 
 
@@ -30,8 +34,9 @@ class SimulationConfig(BaseModel):
     model_config = Strict
 
     seed: int = Field(42, ge=0, le=2**32 - 1, description="Seeds every random choice of the run.")
-    model: str = Field("llama-2-7b", description="Model catalog id (or a key of `models`).")
-    device: str = Field("a100-80gb", description="Device catalog id (or a key of `devices`).")
+    model: str = Field("llama-2-7b", max_length=MAX_ID_CHARS, description="Model catalog id (or a key of `models`).")
+    device: str = Field("a100-80gb", max_length=MAX_ID_CHARS, description=(
+        "Device catalog id (or a key of `devices`)."))
     max_model_len: int = Field(4096, ge=2, le=10_000_000, description=(
         "Most tokens (prompt + output) one request may hold; longer trace rows have their prompt "
         "clipped as Vidur does (sglang instead cuts the output where a request reaches it). Orca "
@@ -42,11 +47,11 @@ class SimulationConfig(BaseModel):
     predictor: PredictorConfig = Field(default_factory=PredictorConfig, description="Batch cost model.")
     workload: WorkloadConfig = Field(default_factory=WorkloadConfig, description="Requests to serve.")
     engine: EngineConfig = Field(default_factory=EngineConfig, description="Simulator options.")
-    models: dict[str, ModelSpec] = Field(default_factory=dict, description=(
+    models: dict[CatalogId, ModelSpec] = Field(default_factory=dict, description=(
         "Extra or edited model specs by id; they take precedence over the catalog."))
-    devices: dict[str, DeviceSpec] = Field(default_factory=dict, description=(
+    devices: dict[CatalogId, DeviceSpec] = Field(default_factory=dict, description=(
         "Extra or edited device specs by id; they take precedence over the catalog."))
-    name: str | None = Field(None, description="Optional label shown in reports.")
+    name: str | None = Field(None, max_length=MAX_NAME_CHARS, description="Optional label shown in reports.")
     disaggregation: DisaggregationConfig = Field(default_factory=DisaggregationConfig, description=(
         "Prefill and decode pools joined by KV links (P/D disaggregation)."))
 
