@@ -27,7 +27,7 @@ class RefCountedBlockPool(BlockPool):
         self._refs: list[int] = []
 
     def _grown_refs(self) -> list[int]:
-        """The counts, extended with zeros to every id handed out so far."""
+        """The counts, extended with zeros to every id handed out so far (len == next_fresh)."""
         refs = self._refs
         if len(refs) < self.next_fresh:
             refs.extend([0] * (self.next_fresh - len(refs)))
@@ -42,7 +42,11 @@ class RefCountedBlockPool(BlockPool):
 
     def allocate_one(self, request: Request) -> int:
         block = super().allocate_one(request)
-        self._grown_refs()[block] = 1
+        refs = self._refs
+        if block < len(refs):
+            refs[block] = 1
+        else:   # a fresh id: the counts cover exactly the ids handed out before it
+            refs.append(1)
         return block
 
     def allocate_each(self, requests: list[Request]) -> list[int]:
