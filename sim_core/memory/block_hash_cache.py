@@ -98,12 +98,7 @@ class HashedBlockPool:
                 del self._free[block]
             self._ref[block] += 1
             taken.append(block)
-        fresh = min(num, self.num_blocks - self.next_fresh)   # the front of the queue first
-        if fresh:
-            taken.extend(range(self.next_fresh, self.next_fresh + fresh))
-            self.next_fresh += fresh
-            self._ref.extend([1] * fresh)
-            self._key.extend([None] * fresh)
+        fresh = self._take_fresh(num, taken) if self.next_fresh < self.num_blocks else 0
         evicted = []
         for _ in range(num - fresh):
             block, _ = self._free.popitem(last=False)
@@ -117,6 +112,17 @@ class HashedBlockPool:
         request.blocks.extend(taken)
         request.num_blocks += len(taken)
         return taken
+
+    def _take_fresh(self, num: int, taken: list[int]) -> int:
+        """Up to `num` never-used ids (the front of the queue, in order) onto `taken`, each with
+        one reference; returns how many."""
+        start = self.next_fresh
+        end = min(self.num_blocks, start + num)
+        taken.extend(range(start, end))
+        self.next_fresh = end
+        self._ref.extend([1] * (end - start))
+        self._key.extend([None] * (end - start))
+        return end - start
 
     def allocate_one(self, request: Request) -> int:
         """One new block for a request that already holds blocks."""

@@ -54,10 +54,15 @@ class BlockPool:
         """Pop `num` ids off the stack (top first), growing `_owner` for fresh ones (marked FREE:
         the caller sets the owner)."""
         free = self._free
-        if len(free) >= num:
+        if len(free) >= num:   # freed ids are enough (the usual case once a run has warmed up)
             taken = free[-num:][::-1]
             del free[len(free) - num:]
             return taken
+        return self._take_fresh(num)
+
+    def _take_fresh(self, num: int) -> list[int]:
+        """_take when the freed ids run out: all of them (top first), then never-used ids in order."""
+        free = self._free
         start, end = self.next_fresh, self.next_fresh + num - len(free)
         assert end <= self.num_blocks, "allocating more blocks than are free"
         taken = free[::-1]
@@ -70,7 +75,12 @@ class BlockPool:
     def allocate(self, request: Request, num: int) -> list[int]:
         """Give `num` free blocks to `request`; returns their ids (caller checked can_allocate)."""
         assert num >= 1
-        taken = self._take(num)
+        free = self._free
+        if len(free) >= num:
+            taken = free[-num:][::-1]
+            del free[len(free) - num:]
+        else:
+            taken = self._take_fresh(num)
         owner, rid = self._owner, request.id
         for block in taken:
             owner[block] = rid
@@ -82,14 +92,11 @@ class BlockPool:
 
     def allocate_one(self, request: Request) -> int:
         """Give one free block to a request that already holds blocks (the decode fast case)."""
-        if self._free:
+        try:
             block = self._free.pop()
-            self._owner[block] = request.id
-        else:
-            block = self.next_fresh
-            assert block < self.num_blocks, "allocating more blocks than are free"
-            self.next_fresh = block + 1
-            self._owner.append(request.id)
+        except IndexError:   # no freed id left: the next never-used one
+            block = self._take_fresh(1)[0]
+        self._owner[block] = request.id
         request.blocks.append(block)
         request.num_blocks += 1
         return block

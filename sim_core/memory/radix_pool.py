@@ -109,19 +109,35 @@ class RadixKvPool:
     def allocate(self, request: Request, num: int) -> list[int]:
         """`num` private blocks for an admitted request, evicting tree leaves when the free
         list is short (caller checked can_allocate)."""
-        self.evict_until(num)
-        assert self.num_free_list >= num, "eviction did not free enough blocks"
-        fresh = min(num, self.num_blocks - self.next_fresh)   # the front of the list first
-        taken = list(range(self.next_fresh, self.next_fresh + fresh))
-        self.next_fresh += fresh
-        self._place.extend([request.id] * fresh)
-        for _ in range(num - fresh):
-            block = self._free.popleft()
-            self._place[block] = request.id
-            taken.append(block)
+        free = self._free
+        if len(free) + self.num_blocks - self.next_fresh < num:
+            self.evict_until(num)
+            assert self.num_free_list >= num, "eviction did not free enough blocks"
+        if self.next_fresh < self.num_blocks:   # until every id was handed out once
+            taken = self._take_fresh(num, request.id)
+        else:
+            taken = [free.popleft() for _ in range(num)]
+            place, rid = self._place, request.id
+            for block in taken:
+                place[block] = rid
         request.blocks.extend(taken)
         request.num_blocks += num
         self._event(request.id, taken, 1)
+        return taken
+
+    def _take_fresh(self, num: int, owner: int) -> list[int]:
+        """`num` blocks off the front of the free list: the never-used ids, then returned ones;
+        all placed with `owner`."""
+        start = self.next_fresh
+        end = min(self.num_blocks, start + num)
+        self.next_fresh = end
+        self._place.extend([owner] * (end - start))
+        taken = list(range(start, end))
+        free, place = self._free, self._place
+        for _ in range(num - len(taken)):
+            block = free.popleft()
+            place[block] = owner
+            taken.append(block)
         return taken
 
     # ---- caching a request's blocks -----------------------------------------------------------

@@ -35,18 +35,17 @@ class RefCountedBlockPool(BlockPool):
 
     def allocate(self, request: Request, num: int) -> list[int]:
         taken = super().allocate(request, num)
-        refs = self._grown_refs()
+        refs = self._refs if len(self._refs) == self.next_fresh else self._grown_refs()
         for block in taken:
             refs[block] = 1
         return taken
 
     def allocate_one(self, request: Request) -> int:
         block = super().allocate_one(request)
-        refs = self._refs
-        if block < len(refs):
-            refs[block] = 1
-        else:   # a fresh id: the counts cover exactly the ids handed out before it
-            refs.append(1)
+        try:
+            self._refs[block] = 1
+        except IndexError:   # a never-used id: the counts do not cover it yet
+            self._grown_refs()[block] = 1
         return block
 
     def allocate_each(self, requests: list[Request]) -> list[int]:
