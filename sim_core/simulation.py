@@ -24,7 +24,6 @@ from sim_core.session_loop import build_chains, session_notes
 from sim_core.simulator import Simulator
 from sim_core.workload import Workload, build_workload
 
-
 CLI_LIMITS = Limits.cli()
 
 
