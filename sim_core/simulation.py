@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
+from sim_core.budget import Limits, StopCheck, check_budget
 from sim_core.config import SimulationConfig
 from sim_core.errors import ConfigError
 from sim_core.handoff import Disaggregation, kv_bytes_per_token
@@ -21,9 +24,12 @@ from sim_core.session_loop import build_chains, session_notes
 from sim_core.simulator import Simulator
 from sim_core.workload import Workload, build_workload
 
+CLI_LIMITS = Limits.cli()
+
 
 def run_simulation(config: SimulationConfig, workload: Workload | None = None,
-                   after_event=None, progress=None) -> SimulationResult:
+                   after_event=None, progress=None, *, limits: Limits | None = CLI_LIMITS,
+                   should_stop: Callable[[], bool] | None = None, deadline_s: float | None = None) -> SimulationResult:
     """Simulate the scenario from scratch (fresh ids, counters and RNG; no global state).
 
     Args:
@@ -31,12 +37,27 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
         workload: the requests, if already built (else read or generated from `config`).
         after_event: called with the Simulator after every event (tests check invariants).
         progress: called now and then with the simulated time reached (for progress bars).
+        limits: the budget, checked before the workload is generated or read and again, on
+            exact figures, before anything else is built (default: the CLI's generous one;
+            None: no limits). Its `max_wall_s` is the default of `deadline_s`.
+        should_stop: polled now and then (every few thousand simulated instants and between
+            phases); returning True stops the run.
+        deadline_s: wall-clock seconds the run may take from this call.
 
     Raises:
         ConfigError, TraceError: bad scenario or trace (one-line message).
+        BudgetError: the run would cost more than `limits` allow (nothing was built).
+        RunCancelled, RunTimeLimit: `should_stop` said so, or `deadline_s` passed.
         SimulationError: the policy hit a state it cannot handle (e.g. LightLLM out of KV).
     """
-    workload = workload if workload is not None else build_workload(config)
+    stop = _stop_check(limits, should_stop, deadline_s)
+    if workload is None:
+        if limits is not None:
+            check_budget(config, limits)   # from the scenario alone: before generating or reading
+        workload = build_workload(config)
+    if limits is not None:
+        check_budget(config, limits, workload)
+    stop()
     views = pool_views(config)
     sized = [(view, *_limits(view.config)) for view in views]   # (view, plan, limits) per pool
     recorder = Recorder(config.engine.record, sum(v.num_replicas for v in views),
@@ -53,6 +74,7 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
     for scheduler in schedulers:
         scheduler.attach_workload(workload, config.max_model_len)
     rejected = _rejections(views, schedulers, workload)
+    stop()
     rng = np.random.default_rng(config.seed)
     routers = [ROUTERS[v.config.cluster.global_scheduler](v.num_replicas, rng) for v in views]
     simulator = Simulator(schedulers, routers[0], predictors, workload, recorder,
@@ -63,7 +85,8 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
                                            kv_bytes_per_token(config.model_spec()))
     chains = build_chains(workload, [i for i in range(len(workload)) if i not in rejected], config.workload.sessions,
                           config.seed if config.workload.seed is None else config.workload.seed)
-    simulator.run(chains, after_event, progress)
+    simulator.run(chains, after_event, progress, stop if stop.active else None)
+    stop()
     for request in simulator.unfinished():
         rejected[request.id] = _stuck_reason(request, schedulers[request.replica_id])
         recorder.on_state(request.replica_id, request.id, REJECTED)
@@ -74,6 +97,12 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
     notes += _policy_notes(schedulers, workload, rejected)
     result = build_result(config, workload, simulator, recorder, rejected, sized[0][2].num_blocks, sized[0][1], notes)
     return add_pools(result, sized, simulator, recorder) if len(views) > 1 else result
+
+
+def _stop_check(limits: Limits | None, should_stop, deadline_s: float | None) -> StopCheck:
+    if deadline_s is None and limits is not None and limits.max_wall_s is not None:
+        return StopCheck(should_stop, limits.max_wall_s, limits.raise_hint("max_wall_s"))
+    return StopCheck(should_stop, deadline_s)
 
 
 def _limits(config: SimulationConfig):

@@ -27,7 +27,7 @@ from sim_core.request_log import RequestLog
 from sim_core.session_loop import SessionChains
 from sim_core.stage import Stage
 
-PROGRESS_STEPS = 4096  # simulated instants between two progress reports
+PROGRESS_STEPS = 4096  # simulated instants between two progress reports (and stop polls)
 SWEEP_EVERY = 4096  # arrivals between sweeps that retire finished requests (bounded memory)
 
 
@@ -59,18 +59,19 @@ class Simulator:
         # parallel samples per request, for policies that serve them (the others serve one each)
         self.num_seqs = workload.n if workload.n is not None and schedulers[0].serves_parallel_samples else None
 
-    def run(self, sessions: SessionChains, after_event=None, progress=None) -> None:
+    def run(self, sessions: SessionChains, after_event=None, progress=None, poll=None) -> None:
         """Simulate: `sessions.heads` arrive at their workload times, later turns of closed-loop
         sessions when released; `after_event(simulator)` runs after every event when given (tests
-        check invariants); `progress(simulated_seconds)` now and then (every PROGRESS_STEPS
-        distinct times)."""
+        check invariants); `poll(simulated_seconds)` then `progress(simulated_seconds)` now and
+        then (every PROGRESS_STEPS distinct times; `poll` may raise to stop the run, e.g.
+        budget.StopCheck). Without both, the clock costs one assignment per instant."""
         self.sessions, self._heads = sessions, sessions.heads
         times = self.workload.arrived_at[self._heads].tolist()
         check = (lambda: after_event(self)) if after_event is not None else None
-        on_time = self._set_time if progress is None else self._reporting_clock(progress)
+        on_time = self._set_time if progress is None and poll is None else self._reporting_clock(progress, poll)
         self.kernel.run(times, self.on_arrival, on_time, check)
 
-    def _reporting_clock(self, progress):
+    def _reporting_clock(self, progress, poll):
         steps = 0
 
         def on_time(now: float) -> None:
@@ -78,7 +79,10 @@ class Simulator:
             self.recorder.now = now
             steps += 1
             if steps % PROGRESS_STEPS == 0:
-                progress(now)
+                if poll is not None:
+                    poll(now)
+                if progress is not None:
+                    progress(now)
         return on_time
 
     def _set_time(self, now: float) -> None:

@@ -7,6 +7,14 @@ a prefix hit (a hit takes it out of the queue again) until it reaches the front 
 out as a new block, which drops its key: that is eviction, least recently freed first. A
 request frees its blocks last block first, so the tail of a sequence, the part least likely
 shared, is evicted before its head.
+
+Memory grows with the blocks the run uses, not with `num_blocks`. The queue is held in two parts:
+
+    [next_fresh, num_blocks)   never handed out: implicit, at the front, in id order
+    _free                      blocks freed since (cached or not), front first
+
+Freed blocks always join behind the never-used ones, so this is exactly the queue a fresh pool
+of all ids would become. `_ref` and `_key` cover ids [0, next_fresh).
 """
 
 from __future__ import annotations
@@ -29,9 +37,10 @@ class HashedBlockPool:
     def __init__(self, num_blocks: int, block_size: int, on_cache=None) -> None:
         assert num_blocks >= 1
         self.num_blocks, self.block_size = num_blocks, block_size
-        self._free: OrderedDict[int, None] = OrderedDict.fromkeys(range(num_blocks))
-        self._ref = [0] * num_blocks
-        self._key: list[int | None] = [None] * num_blocks
+        self._free: OrderedDict[int, None] = OrderedDict()   # freed blocks, front first
+        self.next_fresh = 0                                   # ids >= this were never handed out
+        self._ref: list[int] = []                             # per id below next_fresh
+        self._key: list[int | None] = []
         self._by_key: dict[int, dict[int, None]] = {}   # key -> blocks holding it, oldest first
         self._num_keyed: dict[int, int] = {}             # request id -> leading table blocks with keys
         self.num_holders = 0
@@ -40,24 +49,24 @@ class HashedBlockPool:
     @property
     def num_free(self) -> int:
         """Blocks nobody holds (cached ones included: they are evictable)."""
-        return len(self._free)
+        return len(self._free) + self.num_blocks - self.next_fresh
 
     @property
     def num_used(self) -> int:
-        return self.num_blocks - len(self._free)
+        return self.next_fresh - len(self._free)
 
     def num_cached_free(self) -> int:
         return sum(1 for block in self._free if self._key[block] is not None)
 
     def ref_count(self, block: int) -> int:
-        return self._ref[block]
+        return self._ref[block] if block < self.next_fresh else 0
 
     def key_of(self, block: int) -> int | None:
-        return self._key[block]
+        return self._key[block] if block < self.next_fresh else None
 
     def free_order(self) -> list[int]:
-        """The free queue, front (next to be handed out) first."""
-        return list(self._free)
+        """The free queue, front (next to be handed out) first (for tests: lists every free id)."""
+        return [*range(self.next_fresh, self.num_blocks), *self._free]
 
     # ---- lookups and allocation -------------------------------------------------------------
 
@@ -75,7 +84,7 @@ class HashedBlockPool:
     def can_allocate(self, num: int, hits: list[int] = ()) -> bool:
         """Whether `num` new blocks fit beside the `hits` a request is about to take (a hit that
         is free cannot also be handed out as a new block)."""
-        return num <= len(self._free) - sum(1 for block in hits if not self._ref[block])
+        return num <= self.num_free - sum(1 for block in hits if not self._ref[block])
 
     def allocate(self, request: Request, num: int, hits: list[int] = ()) -> list[int]:
         """Give `request` the cached `hits` (first, once, as its table's head) and `num` new
@@ -89,8 +98,9 @@ class HashedBlockPool:
                 del self._free[block]
             self._ref[block] += 1
             taken.append(block)
+        fresh = self._take_fresh(num, taken) if self.next_fresh < self.num_blocks else 0
         evicted = []
-        for _ in range(num):
+        for _ in range(num - fresh):
             block, _ = self._free.popitem(last=False)
             if self._key[block] is not None:
                 self._drop_key(block)
@@ -102,6 +112,17 @@ class HashedBlockPool:
         request.blocks.extend(taken)
         request.num_blocks += len(taken)
         return taken
+
+    def _take_fresh(self, num: int, taken: list[int]) -> int:
+        """Up to `num` never-used ids (the front of the queue, in order) onto `taken`, each with
+        one reference; returns how many."""
+        start = self.next_fresh
+        end = min(self.num_blocks, start + num)
+        taken.extend(range(start, end))
+        self.next_fresh = end
+        self._ref.extend([1] * (end - start))
+        self._key.extend([None] * (end - start))
+        return end - start
 
     def allocate_one(self, request: Request) -> int:
         """One new block for a request that already holds blocks."""
@@ -157,6 +178,8 @@ class HashedBlockPool:
         """Assert: the free queue is exactly the unreferenced blocks; the key index matches the
         blocks' keys; with `holders` (every request holding blocks), reference counts equal
         the number of tables holding each block."""
+        assert len(self._ref) == len(self._key) == self.next_fresh <= self.num_blocks, "tables out of step"
+        assert all(b < self.next_fresh for b in self._free), "a never-used block is in the freed queue"
         assert all(self._ref[b] == 0 for b in self._free), "a referenced block is in the free queue"
         assert sum(1 for r in self._ref if r == 0) == len(self._free), "an unreferenced block is lost"
         assert all(r >= 0 for r in self._ref), "negative reference count"
@@ -165,7 +188,7 @@ class HashedBlockPool:
         assert all(self._by_key.values()), "an empty key entry"
         if holders is None:
             return
-        counts = [0] * self.num_blocks
+        counts = [0] * self.next_fresh
         for request in holders:
             assert request.num_blocks == len(request.blocks), "block count drifted"
             assert len(set(request.blocks)) == len(request.blocks), "a block twice in one table"

@@ -9,6 +9,15 @@ request's table is `request.blocks`:
 The free list hands out its front and takes freed blocks at the back (a fresh pool gives 0, 1,
 2, ...). When it runs short, unlocked tree leaves are evicted (LRU) onto its back first. With
 caching off the tree stays empty and a request's blocks are all private (SGLang's ChunkCache).
+
+Memory grows with the blocks the run uses, not with `num_blocks`. The free list is held in two
+parts:
+
+    [next_fresh, num_blocks)   never handed out: implicit, at the front, in id order
+    _free                      blocks freed or evicted since, front first
+
+Returned blocks always join behind the never-used ones, so this is exactly the list a fresh
+pool of all ids would become. `_place` covers ids [0, next_fresh).
 """
 
 from __future__ import annotations
@@ -35,8 +44,9 @@ class RadixKvPool:
         assert num_blocks >= 1
         self.num_blocks, self.block_size, self.caching = num_blocks, block_size, caching
         self.tree = RadixCache()
-        self._free = deque(range(num_blocks))
-        self._place = [FREE] * num_blocks          # FREE, IN_TREE, or the private owner's id
+        self._free: deque[int] = deque()           # returned blocks, front first
+        self.next_fresh = 0                        # ids >= this were never handed out
+        self._place: list[int] = []                # below next_fresh: FREE, IN_TREE, or the private owner
         self._node: dict[int, RadixNode] = {}      # request id -> the tree node it has locked
         self._tree_len: dict[int, int] = {}        # request id -> leading table blocks from the tree
         self.num_holders = 0
@@ -45,7 +55,7 @@ class RadixKvPool:
     @property
     def num_free(self) -> int:
         """Blocks that can be handed out now: free, or evictable from the tree."""
-        return len(self._free) + self.tree.evictable_size
+        return self.num_free_list + self.tree.evictable_size
 
     @property
     def num_used(self) -> int:
@@ -54,13 +64,13 @@ class RadixKvPool:
     @property
     def num_free_list(self) -> int:
         """Blocks on the free list (without evicting anything)."""
-        return len(self._free)
+        return len(self._free) + self.num_blocks - self.next_fresh
 
     def evict_until(self, num: int) -> None:
         """Evict unlocked tree leaves (LRU) until the free list holds `num` blocks or nothing
         more can be evicted."""
-        if len(self._free) < num and self.tree.evictable_size:
-            evicted = self.tree.evict(num - len(self._free))
+        if self.num_free_list < num and self.tree.evictable_size:
+            evicted = self.tree.evict(num - self.num_free_list)
             for block in evicted:
                 self._place[block] = FREE
             self._free.extend(evicted)
@@ -99,14 +109,35 @@ class RadixKvPool:
     def allocate(self, request: Request, num: int) -> list[int]:
         """`num` private blocks for an admitted request, evicting tree leaves when the free
         list is short (caller checked can_allocate)."""
-        self.evict_until(num)
-        assert len(self._free) >= num, "eviction did not free enough blocks"
-        taken = [self._free.popleft() for _ in range(num)]
-        for block in taken:
-            self._place[block] = request.id
+        free = self._free
+        if len(free) + self.num_blocks - self.next_fresh < num:
+            self.evict_until(num)
+            assert self.num_free_list >= num, "eviction did not free enough blocks"
+        if self.next_fresh < self.num_blocks:   # until every id was handed out once
+            taken = self._take_fresh(num, request.id)
+        else:
+            taken = [free.popleft() for _ in range(num)]
+            place, rid = self._place, request.id
+            for block in taken:
+                place[block] = rid
         request.blocks.extend(taken)
         request.num_blocks += num
         self._event(request.id, taken, 1)
+        return taken
+
+    def _take_fresh(self, num: int, owner: int) -> list[int]:
+        """`num` blocks off the front of the free list: the never-used ids, then returned ones;
+        all placed with `owner`."""
+        start = self.next_fresh
+        end = min(self.num_blocks, start + num)
+        self.next_fresh = end
+        self._place.extend([owner] * (end - start))
+        taken = list(range(start, end))
+        free, place = self._free, self._place
+        for _ in range(num - len(taken)):
+            block = free.popleft()
+            place[block] = owner
+            taken.append(block)
         return taken
 
     # ---- caching a request's blocks -----------------------------------------------------------
@@ -171,9 +202,10 @@ class RadixKvPool:
         self.tree.check_integrity()
         tree = self.tree.blocks()
         assert len(set(tree)) == len(tree) and all(self._place[b] == IN_TREE for b in tree), "tree blocks misplaced"
+        assert len(self._place) == self.next_fresh <= self.num_blocks, "place table out of step"
         assert all(self._place[b] == FREE for b in self._free) and len(set(self._free)) == len(self._free)
         private = sum(1 for p in self._place if p >= 0)
-        assert len(self._free) + len(tree) + private == self.num_blocks, "free + tree + private != total"
+        assert self.num_free_list + len(tree) + private == self.num_blocks, "free + tree + private != total"
         if holders is None:
             return
         expected: dict[int, int] = {}

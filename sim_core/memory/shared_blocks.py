@@ -17,29 +17,42 @@ from sim_core.memory.block_pool import FREE, BlockPool, CountingBlockPool
 
 
 class RefCountedBlockPool(BlockPool):
-    """BlockPool with a reference count per block (ids tracked)."""
+    """BlockPool with a reference count per block (ids tracked); like the owner table, the
+    counts cover only the ids handed out so far (`_grown_refs`)."""
 
     __slots__ = ("_refs",)
 
     def __init__(self, num_blocks: int) -> None:
         super().__init__(num_blocks)
-        self._refs = [0] * num_blocks
+        self._refs: list[int] = []
+
+    def _grown_refs(self) -> list[int]:
+        """The counts, extended with zeros to every id handed out so far (len == next_fresh)."""
+        refs = self._refs
+        if len(refs) < self.next_fresh:
+            refs.extend([0] * (self.next_fresh - len(refs)))
+        return refs
 
     def allocate(self, request: Request, num: int) -> list[int]:
         taken = super().allocate(request, num)
+        refs = self._refs if len(self._refs) == self.next_fresh else self._grown_refs()
         for block in taken:
-            self._refs[block] = 1
+            refs[block] = 1
         return taken
 
     def allocate_one(self, request: Request) -> int:
         block = super().allocate_one(request)
-        self._refs[block] = 1
+        try:
+            self._refs[block] = 1
+        except IndexError:   # a never-used id: the counts do not cover it yet
+            self._grown_refs()[block] = 1
         return block
 
     def allocate_each(self, requests: list[Request]) -> list[int]:
         taken = super().allocate_each(requests)
+        refs = self._grown_refs()
         for block in taken:
-            self._refs[block] = 1
+            refs[block] = 1
         return taken
 
     def free(self, request: Request) -> list[int]:
@@ -63,7 +76,7 @@ class RefCountedBlockPool(BlockPool):
         return self.allocate_one(request)
 
     def refs_of(self, block: int) -> int:
-        return self._refs[block]
+        return self._refs[block] if block < len(self._refs) else 0
 
     def check_integrity(self, holders: list[Request] | None = None,
                         tables: dict[int, list[list[int]]] | None = None) -> None:
@@ -71,8 +84,9 @@ class RefCountedBlockPool(BlockPool):
         id -> its sequences' block tables), each count equals the tables listing the block, and
         a holder without tables references each of its blocks once."""
         super().check_integrity(holders)
-        owner, refs = self._owner, self._refs
-        assert all((refs[b] == 0) == (owner[b] == FREE) for b in range(self.num_blocks)), "refcount of a free block"
+        owner, refs = self._owner, self._grown_refs()
+        assert len(refs) == len(owner), "reference counts out of step with the owner table"
+        assert all((refs[b] == 0) == (owner[b] == FREE) for b in range(len(owner))), "refcount of a free block"
         if holders is None:
             return
         tables = tables or {}

@@ -1,0 +1,476 @@
+"""What a run may cost: memory estimated from the scenario and refused before anything big is
+built, wall-clock time and cancellation watched while it runs.
+
+    estimate_cost(config, workload=None) -> CostEstimate   named figures and an estimated peak
+    check_budget(config, limits, workload=None)            BudgetError naming the field over its limit
+    Limits.cli() / Limits.app() / None                     generous / conservative (env) / no limits
+    StopCheck(should_stop, deadline_s)                     RunCancelled / RunTimeLimit, polled by the simulator
+
+The estimate is an upper bound for the cases that cost the most and a loose one otherwise:
+
+* Each batch holds at least one request, so a run forms at most `num_request_steps` batches
+  (a request in a batch: one per output token, one per prompt chunk). A lightly loaded
+  replica (each request alone) forms about that many; a busy one forms far fewer (a batch of
+  50 decodes is one row). Recorded batch, stage and time-series rows are priced at that bound.
+* KV block ids are handed out lazily (sim_core/memory), so a pool holds what the run touches:
+  at most min(configured blocks, blocks the requests take), never one entry per configured block.
+
+Per-item constants (bytes) were measured around `run_simulation` with tracemalloc (peak of the
+traced Python and numpy allocations, result frames included) and as the growth of the peak
+resident set (allocator overhead included), on light loads (qps 0.05-0.5: each request alone,
+the worst case per step) and heavy ones, for vllm (fast-forwarded and iteration by
+iteration), vllm_v1, sglang and vllm_v0 at every record level, 300-80,000 requests and 1-1,024
+replicas; each constant is rounded up from the largest per-item figure seen. `python
+bench/budget_calibration.py --rss` re-measures and prints measured vs estimated: estimates
+are 1.3-2.3x the peak on light loads and up to ~17x on heavily loaded fast-forwarded ones.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from math import ceil
+from pathlib import Path
+
+import numpy as np
+
+from sim_core.config import SimulationConfig
+from sim_core.errors import SimCoreError
+from sim_core.memory import plan_memory
+from sim_core.pools import pool_views
+from sim_core.record import GAPS_BEFORE_COMPACTING
+from sim_core.workload.formats import is_json_lines
+from sim_core.workload.synthetic import generate_columns
+
+RUN_BYTES = 4_000_000      # a run of nothing: schedulers, predictor, empty result frames
+REPLICA_BYTES = 8_000      # scheduler, stages, pool and recorder state per replica (measured ~3 kB)
+REQUEST_BYTES = 1000       # workload columns, Request object, request log row, result row (measured <= 780; RSS 950)
+STEP_BYTES = {"requests": 0, "batches": 900, "full": 900}   # per request step (measured <= 790; RSS 850)
+STAGE_ROW_BYTES = 250      # record batches/full: a stage row per pipeline stage after the first (RSS ~200)
+GAP_BYTES = 40             # a raw token gap, kept until GAPS_BEFORE_COMPACTING of them are folded
+BLOCK_EVENT_BYTES = 600    # record full: a block taken and let go (and keyed / evicted) (measured <= 520)
+POOL_BLOCK_BYTES = 48      # a block id the pool has handed out: owner/ref/key entries and the id itself
+TRACE_ROW_BYTES = 200      # reading one trace row (one text chunk plus parsed columns)
+SAMPLE_REQUESTS = 4096     # synthetic workloads: lengths are estimated from this many generated requests
+UNCHUNKED = 1 << 62        # a prompt runs in one iteration
+V1_BATCHED_TOKENS = 2048   # vllm_v1's default max_num_batched_tokens (sim_core/schedulers/vllm_v1.py)
+V0_CHUNKED_TOKENS = 512    # vllm_v0's default with chunked prefill (sim_core/schedulers/vllm_v0.py)
+MIB, GIB = 1024**2, 1024**3
+
+
+class BudgetError(SimCoreError):
+    """The scenario would cost more than the limits allow (refused before anything is built)."""
+
+
+class RunCancelled(SimCoreError):
+    """A running simulation was stopped by its caller (Stop pressed, session ended)."""
+
+
+class RunTimeLimit(RunCancelled):
+    """A running simulation passed its wall-clock limit."""
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    """What a run would hold, from the scenario (and its workload once read).
+
+    Token figures are None while a trace is not read yet (its row count is known, its lengths
+    are not); `exact` is True when they come from the built workload, False when synthetic
+    lengths were estimated from a generated sample.
+    """
+
+    num_replicas: int
+    num_blocks_per_replica: int        # the largest pool's KV blocks per replica
+    num_kv_blocks: int                 # KV blocks x replicas over all pools, as configured
+    num_requests: int
+    num_trace_rows: int                # rows of trace files still to read (0 once the workload is built)
+    num_prompt_tokens: int | None      # after max_model_len clipping
+    num_output_tokens: int | None
+    num_request_steps: int | None      # (request, batch) pairs: an upper bound on batches
+    num_block_allocations: int | None  # KV blocks the requests take over the run
+    num_events: int | None             # simulated events (about: 3 per step, 2 + 4 x PP with PP stages)
+    num_recorded_rows: int | None      # table rows engine.record keeps, an upper bound
+    record: str
+    peak_bytes: int
+    parts: Mapping[str, int] = field(default_factory=dict)   # peak_bytes by figure
+    exact: bool = False
+
+
+def estimate_cost(config: SimulationConfig, workload=None) -> CostEstimate:
+    """Estimate what running `config` would hold, without building anything big.
+
+    Args:
+        config: the validated scenario.
+        workload: the built workload, if any (exact figures); else synthetic lengths come from
+            a small generated sample and a trace contributes only its row count.
+
+    Raises:
+        ConfigError, TraceError: as the run would (the memory planner, a generated sample).
+    """
+    return _estimate(config, workload, _trace_rows(config) if workload is None else {})
+
+
+def _estimate(config: SimulationConfig, workload, rows: dict[str, int]) -> CostEstimate:
+    """estimate_cost, given the rows of the trace files still to read (none once the workload is built)."""
+    views = pool_views(config)
+    pools = [(_num_blocks(view.config), view.num_replicas) for view in views]
+    stages = max(view.config.cluster.pipeline_parallel_size for view in views)
+    tokens = _tokens(config, workload, pools[0][0], rows)
+    num_requests = tokens.num_requests
+    num_replicas = sum(replicas for _, replicas in pools)
+    configured = sum(blocks * replicas for blocks, replicas in pools)
+    level = config.engine.record
+    parts = {"run": RUN_BYTES, "replicas": REPLICA_BYTES * num_replicas, "requests": REQUEST_BYTES * num_requests,
+             "trace_rows": TRACE_ROW_BYTES * sum(rows.values())}
+    steps = allocations = events = recorded = None
+    if tokens.output is not None:
+        steps = tokens.steps
+        allocations = tokens.blocks + (tokens.prompt_blocks if len(pools) > 1 else 0)  # P/D: prompts in both pools
+        events = steps * (3 if stages == 1 else 2 + 4 * stages) + 2 * num_requests
+        recorded = _recorded_rows(level, steps, stages, allocations, num_requests)
+        step_bytes = STEP_BYTES[level] + (STAGE_ROW_BYTES * (stages - 1) if level != "requests" else 0)
+        parts["request_steps"] = step_bytes * steps + GAP_BYTES * min(tokens.output, GAPS_BEFORE_COMPACTING)
+        parts["block_events"] = BLOCK_EVENT_BYTES * allocations if level == "full" else 0
+        parts["kv_blocks"] = POOL_BLOCK_BYTES * min(configured, allocations)
+    return CostEstimate(num_replicas, max(blocks for blocks, _ in pools), configured, num_requests,
+                        sum(rows.values()), tokens.prompt, tokens.output, steps, allocations, events, recorded,
+                        level, sum(parts.values()), parts, workload is not None)
+
+
+def _recorded_rows(level: str, steps: int, stages: int, allocations: int, num_requests: int) -> int:
+    """Rows of the recorder's tables: per batch a batch row, a stage row per pipeline stage and
+    two series rows; `full` adds two block rows per allocation and about four state changes
+    per request."""
+    if level == "requests":
+        return num_requests
+    rows = num_requests + (3 + stages) * steps
+    return rows + 2 * allocations + 4 * num_requests if level == "full" else rows
+
+
+# ---- figures from the scenario -----------------------------------------------------------------
+
+
+def _num_blocks(config: SimulationConfig) -> int:
+    """KV blocks per replica: scheduler.num_blocks or the memory planner's."""
+    return config.scheduler.num_blocks or plan_memory(config).num_blocks
+
+
+def _trace_files(config: SimulationConfig) -> dict[str, str]:
+    """Every trace file the workload may read, by the field that names it."""
+    spec = config.workload
+    files = {"workload.trace_file": spec.trace_file}
+    if spec.arrival.process == "replay":
+        files["workload.arrival.trace_file"] = spec.arrival.trace_file
+    for name in ("prompt_tokens", "output_tokens"):
+        lengths = getattr(spec, name)
+        if lengths.distribution == "empirical":
+            files[f"workload.{name}.trace_file"] = lengths.trace_file
+    return {where: path for where, path in files.items() if path}
+
+
+def _trace_rows(config: SimulationConfig) -> dict[str, int]:
+    """Data rows of each trace file, counted without parsing."""
+    limit = config.workload.max_trace_mb * MIB
+    return {where: count_rows(path, limit) for where, path in _trace_files(config).items()}
+
+
+def count_rows(path: str, max_bytes: int) -> int:
+    """Lines of a JSON-lines file, or of a CSV less its header, read in 1 MiB pieces (bounded
+    memory); 0 for a file that is missing, unreadable or over `max_bytes` (the trace reader
+    refuses those with its own message)."""
+    file = Path(path)
+    try:
+        if not file.is_file() or file.stat().st_size > max_bytes:
+            return 0
+        lines, last = 0, b"\n"
+        with file.open("rb") as handle:
+            while piece := handle.read(MIB):
+                lines += piece.count(b"\n")
+                last = piece[-1:]
+        lines += last != b"\n"     # a last line without its newline
+        return max(0, lines - (0 if is_json_lines(file) else 1))
+    except OSError:
+        return 0
+
+
+@dataclass(frozen=True)
+class _Tokens:
+    num_requests: int
+    prompt: int | None = None
+    output: int | None = None
+    steps: int | None = None
+    blocks: int | None = None          # blocks a request holds at its end, summed
+    prompt_blocks: int | None = None   # of which its prompt's
+
+
+def _tokens(config: SimulationConfig, workload, blocks_per_replica: int, rows: dict[str, int]) -> _Tokens:
+    """Request and token totals: exact from a workload, scaled up from a generated sample for a
+    synthetic scenario, only the request count for a trace not read yet."""
+    spec = config.workload
+    if workload is not None:
+        return _totals(config, workload.num_prefill_tokens, workload.num_decode_tokens, workload.n,
+                       blocks_per_replica, 1.0)
+    if spec.trace_file:
+        rows_kept = round(rows.get("workload.trace_file", 0) * spec.sample_fraction)
+        return _Tokens(min(rows_kept, spec.max_trace_requests or rows_kept))
+    prompt, output, n = _sample_lengths(config)
+    return _totals(config, prompt, output, n, blocks_per_replica, spec.num_requests / len(prompt))
+
+
+def _sample_lengths(config: SimulationConfig):
+    """Prompt and output lengths (and the n column) of the first SAMPLE_REQUESTS generated
+    requests, scaled and clipped to max_model_len as the workload builder does (float64: no
+    overflow; rows that the builder would refuse are kept, the run reports them)."""
+    spec = config.workload
+    sample = spec.model_copy(update={"num_requests": min(spec.num_requests, SAMPLE_REQUESTS)})
+    columns = generate_columns(sample, np.random.default_rng(config.seed if spec.seed is None else spec.seed))
+    prompt = np.maximum(np.floor(columns["num_prefill_tokens"] * spec.prefill_scale_factor), 1)
+    output = np.maximum(np.floor(columns["num_decode_tokens"] * spec.decode_scale_factor), 1)
+    if config.scheduler.type != "sglang":
+        prompt = np.maximum(prompt - np.maximum(prompt + output - config.max_model_len, 0), 1)
+    return prompt, output, columns.get("n")
+
+
+def _totals(config: SimulationConfig, prompt, output, n, blocks_per_replica: int, scale: float) -> _Tokens:
+    """Totals over per-request lengths (clipped to max_model_len as Vidur does), times `scale`."""
+    sched = config.scheduler
+    prompt, output = np.asarray(prompt, dtype=np.float64), np.asarray(output, dtype=np.float64)
+    if sched.type == "sglang":   # sglang cuts the output where a request reaches its limit
+        limit = min(config.max_model_len, blocks_per_replica * sched.block_size - 1)
+        output = np.clip(np.minimum(output, limit - prompt), 0, None)
+    samples = np.asarray(n, dtype=np.float64) if n is not None and sched.type == "vllm_v0" else 1.0
+    steps = np.ceil(prompt / _prefill_chunk(config)) + output
+    prompt_blocks = np.ceil(prompt / sched.block_size)
+    blocks = prompt_blocks + samples * np.ceil(output / sched.block_size)
+    return _Tokens(round(len(prompt) * scale), *(int(ceil(float(values.sum()) * scale))
+                                                 for values in (prompt, output, steps, blocks, prompt_blocks)))
+
+
+def _prefill_chunk(config: SimulationConfig) -> int:
+    """Most prompt tokens one iteration runs (a longer prompt takes several batches)."""
+    sched = config.scheduler
+    if sched.type == "sarathi":
+        return sched.chunk_size
+    if sched.type == "vllm_v1":
+        budget = sched.max_num_batched_tokens or V1_BATCHED_TOKENS
+        return min(budget, sched.long_prefill_token_threshold or budget)
+    if sched.type == "sglang":
+        return sched.chunked_prefill_size or UNCHUNKED
+    if sched.type == "vllm_v0" and sched.enable_chunked_prefill:
+        return sched.max_num_batched_tokens or V0_CHUNKED_TOKENS
+    return UNCHUNKED
+
+
+# ---- limits ---------------------------------------------------------------------------------------
+
+APP_ENV = {   # Limits field -> (environment variable, unit factor) read by Limits.app()
+    "max_peak_bytes": ("SIM_EXPLORER_MAX_RUN_MB", MIB),
+    "max_requests": ("SIM_EXPLORER_MAX_REQUESTS", 1),
+    "max_replicas": ("SIM_EXPLORER_MAX_REPLICAS", 1),
+    "max_blocks_per_replica": ("SIM_EXPLORER_MAX_BLOCKS_PER_REPLICA", 1),
+    "max_request_steps": ("SIM_EXPLORER_MAX_REQUEST_STEPS", 1),
+    "max_trace_rows": ("SIM_EXPLORER_MAX_TRACE_ROWS", 1),
+    "max_wall_s": ("SIM_EXPLORER_MAX_RUN_S", 1),
+}
+NO_LIMIT_WORDS = ("none", "off", "unlimited")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The most one run may cost; None in a field means no limit on that figure.
+
+    `max_wall_s` is the wall-clock limit of the simulation itself; `how_to_raise` ends every
+    refusal message (who can raise a limit, and how; "{variable}" stands for the limit's
+    environment variable in APP_ENV).
+    """
+
+    max_peak_bytes: int | None = None
+    max_requests: int | None = None
+    max_replicas: int | None = None
+    max_blocks_per_replica: int | None = None
+    max_request_steps: int | None = None
+    max_trace_rows: int | None = None
+    max_wall_s: float | None = None
+    how_to_raise: str = "pass larger limits to run_simulation (limits=None: no limits)"
+
+    def raise_hint(self, name: str) -> str:
+        """How to raise the limit `name` (a field of Limits)."""
+        return self.how_to_raise.replace("{variable}", APP_ENV[name][0])
+
+    @classmethod
+    def cli(cls) -> Limits:
+        """Generous: a 16 GiB-class run on a 24 GB machine (20 million requests, 50 million trace
+        rows); the CLI's --no-limits lifts it."""
+        return cls(max_peak_bytes=16 * GIB, max_requests=20_000_000, max_trace_rows=50_000_000,
+                   how_to_raise="run with --no-limits")
+
+    @classmethod
+    def app(cls, environ: Mapping[str, str] | None = None) -> Limits:
+        """Conservative, for a server shared through links: a 1 GiB-class run, 200,000 requests,
+        10 million request steps (CPU time), 1 million trace rows, 4 Mi KV blocks per replica
+        (the KV-cache map's arrays grow with it), 300 s of wall-clock time. Whoever starts the
+        server overrides each with an environment variable (APP_ENV: e.g.
+        SIM_EXPLORER_MAX_RUN_MB=4096; 'none' lifts that limit).
+
+        Raises:
+            BudgetError: a variable that is not a positive number or 'none'.
+        """
+        environ = os.environ if environ is None else environ
+        values = {"max_peak_bytes": GIB, "max_requests": 200_000, "max_replicas": None,
+                  "max_blocks_per_replica": 4 * MIB, "max_request_steps": 10_000_000,
+                  "max_trace_rows": 1_000_000, "max_wall_s": 300.0}
+        for name, (variable, unit) in APP_ENV.items():
+            text = environ.get(variable, "").strip()
+            if text:
+                values[name] = _env_limit(variable, text, unit, float if name == "max_wall_s" else int)
+        return cls(**values, how_to_raise="whoever starts the server can raise {variable}")
+
+
+def _env_limit(variable: str, text: str, unit: int, kind):
+    if text.lower() in NO_LIMIT_WORDS:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise BudgetError(f"{variable}: '{text[:40]}' is not a positive number or 'none'")
+    return kind(value * unit)
+
+
+# ---- refusing -------------------------------------------------------------------------------------
+
+
+def check_budget(config: SimulationConfig, limits: Limits, workload=None) -> CostEstimate:
+    """Estimate the run and refuse it when a figure is over its limit; returns the estimate.
+
+    Without `workload` this runs before the workload is generated or read (request counts,
+    trace rows, synthetic lengths from a sample); with it, on exact figures.
+
+    Raises:
+        BudgetError: one line naming the field, its value, the estimate, the limit and how to
+            raise it.
+        ConfigError, TraceError: as the run would (see estimate_cost).
+    """
+    rows = _trace_rows(config) if workload is None else {}
+    if rows and limits.max_trace_rows is not None:   # before anything reads a trace (a synthetic sample may)
+        where = max(rows, key=rows.get)
+        if rows[where] > limits.max_trace_rows:
+            raise BudgetError(f"{where}: {rows[where]:,} rows in {_short(_trace_files(config)[where])}, over the "
+                              f"limit of {limits.max_trace_rows:,} rows for one run; use a smaller trace file, or "
+                              f"raise the limit: {limits.raise_hint('max_trace_rows')}")
+    estimate = _estimate(config, workload, rows)
+    for name, value, figure in _figures(estimate):
+        limit = getattr(limits, name)
+        if value is not None and limit is not None and value > limit:
+            field_name, what, advice = _describe(figure, config, estimate)
+            raise BudgetError(f"{field_name}: {what}, over the limit of {limit:,} {_UNITS[name]} for one run "
+                              f"(estimated peak memory {_size(estimate.peak_bytes)}); {advice}, or raise the "
+                              f"limit: {limits.raise_hint(name)}")
+    if limits.max_peak_bytes is not None and estimate.peak_bytes > limits.max_peak_bytes:
+        figure = max((part for part in estimate.parts if part != "run"), key=estimate.parts.get)
+        field_name, what, advice = _describe(figure, config, estimate)
+        raise BudgetError(f"{field_name}: {what} need about {_size(estimate.parts[figure])} (estimated peak "
+                          f"memory {_size(estimate.peak_bytes)}, over the limit of {_size(limits.max_peak_bytes)}); "
+                          f"{advice}, or raise the limit: {limits.raise_hint('max_peak_bytes')}")
+    return estimate
+
+
+_UNITS = {"max_replicas": "replicas", "max_blocks_per_replica": "blocks per replica",
+          "max_requests": "requests", "max_request_steps": "request steps"}
+
+
+def _figures(estimate: CostEstimate) -> list[tuple[str, int | None, str]]:
+    """(Limits field, value, figure) in the order they are checked."""
+    return [("max_replicas", estimate.num_replicas, "replicas"),
+            ("max_blocks_per_replica", estimate.num_blocks_per_replica, "kv_blocks"),
+            ("max_requests", estimate.num_requests, "requests"),
+            ("max_request_steps", estimate.num_request_steps, "request_steps")]
+
+
+def _describe(figure: str, config: SimulationConfig, estimate: CostEstimate) -> tuple[str, str, str]:
+    """(field, what it amounts to, how to lower it) for a figure of the estimate."""
+    spec = config.workload
+    trace = _short(spec.trace_file or "")
+    if figure == "replicas":
+        return (_replicas_field(config), f"{estimate.num_replicas:,} replicas", "use fewer replicas")
+    if figure == "kv_blocks":
+        return (_blocks_field(config), f"{estimate.num_blocks_per_replica:,} KV blocks per replica",
+                "set a smaller scheduler.num_blocks")
+    if figure == "trace_rows":
+        return ("workload.trace_file", f"reading {estimate.num_trace_rows:,} trace rows",
+                "use smaller trace files")
+    if figure == "requests":
+        if spec.trace_file:
+            return ("workload.trace_file", f"{estimate.num_requests:,} requests from {trace}",
+                    "replay fewer (workload.max_trace_requests, sample_fraction or a time window)")
+        return "workload.num_requests", f"{estimate.num_requests:,} requests", "generate fewer"
+    if figure == "request_steps":
+        mean = (estimate.num_output_tokens or 0) / max(estimate.num_requests, 1)
+        what = (f"{estimate.num_requests:,} requests x {mean:,.0f} output tokens on average "
+                f"({estimate.num_request_steps:,} request steps, recorded at engine.record '{estimate.record}')")
+        where = "workload.trace_file (num_decode_tokens)" if spec.trace_file else \
+            "workload.num_requests x workload.output_tokens"
+        advice = "fewer requests or shorter outputs" + (", or engine.record 'requests'"
+                                                         if estimate.record != "requests" else "")
+        return where, what, advice
+    if figure == "block_events":
+        return ("engine.record", f"'full' keeps every KV block allocation ({estimate.num_block_allocations:,})",
+                "use engine.record 'batches'")
+    return "scenario", figure, "simulate less"
+
+
+def _replicas_field(config: SimulationConfig) -> str:
+    if config.disaggregation.enabled:
+        return "disaggregation.prefill.num_replicas + disaggregation.decode.num_replicas"
+    return "cluster.num_replicas"
+
+
+def _blocks_field(config: SimulationConfig) -> str:
+    pd = config.disaggregation
+    if pd.enabled:
+        for name, pool in (("prefill", pd.prefill), ("decode", pd.decode)):
+            if pool.num_blocks is not None:
+                return f"disaggregation.{name}.num_blocks"
+    if config.scheduler.num_blocks is not None:
+        return "scheduler.num_blocks"
+    return "scheduler.num_blocks (empty: the memory planner's)"
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else f"{text[:limit // 2]}...{text[-limit // 2:]}"
+
+
+def _size(num_bytes: int) -> str:
+    return f"{num_bytes / GIB:,.1f} GiB" if num_bytes >= GIB else f"{num_bytes / MIB:,.0f} MiB"
+
+
+# ---- while the run runs -----------------------------------------------------------------------------
+
+
+class StopCheck:
+    """Polled by the simulator every few thousand simulated instants and between the phases of
+    a run: raises RunCancelled when `should_stop()` returns True, RunTimeLimit once more than
+    `deadline_s` seconds of wall-clock time have passed since it was made."""
+
+    def __init__(self, should_stop: Callable[[], bool] | None = None, deadline_s: float | None = None,
+                 how_to_raise: str = "", clock: Callable[[], float] = time.monotonic) -> None:
+        self.should_stop, self.deadline_s, self.how_to_raise = should_stop, deadline_s, how_to_raise
+        self._clock = clock
+        self.started = clock()
+
+    @property
+    def active(self) -> bool:
+        return self.should_stop is not None or self.deadline_s is not None
+
+    def __call__(self, now: float | None = None) -> None:
+        """Raise if the run must stop; `now` is the simulated time reached (for the message)."""
+        at = "" if now is None else f" at simulated time {now:,.3f} s"
+        if self.should_stop is not None and self.should_stop():
+            raise RunCancelled(f"run cancelled{at}: its caller asked it to stop (Stop pressed or the session ended)")
+        if self.deadline_s is not None and self._clock() - self.started > self.deadline_s:
+            raised = f", or raise the limit: {self.how_to_raise}" if self.how_to_raise else ""
+            raise RunTimeLimit(f"run stopped{at}: over its wall-clock limit of {self.deadline_s:g} s; simulate "
+                               f"less (fewer requests, shorter outputs){raised}")
