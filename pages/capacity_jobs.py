@@ -25,10 +25,12 @@ import streamlit as st
 
 from pages.server import confine, session_alive, settings
 from pages.state import show_failure
-from sim_core import SimCoreError
+from sim_core import SimCoreError, parse_config
+from sim_core.budget import check_budget
 from sim_core.errors import ConfigError
 from sim_core.sweep import LocalBackend, RayBackend, parse_sweep_spec
 from sim_core.sweep.job import SweepJob
+from sim_core.sweep.probe import probe_scenario
 
 JOB_KEY, SESSION_KEY, ERROR_KEY = "capacity_job", "capacity_session", "capacity_error"
 MAX_JOBS = 16
@@ -77,7 +79,9 @@ def start_job(spec_data: dict, backend: str, address: str = "", workers: int | N
                               f"(SIM_EXPLORER_MAX_SWEEP_JOBS); try again when one has finished")
         session = st.session_state.setdefault(SESSION_KEY, uuid.uuid4().hex)
         folder = _sweep_root() / session
-        job = SweepJob(spec, base, runner, folder).start()
+        job = SweepJob(spec, base, runner, folder)
+        _check_probes(job)
+        job.start()
         job_id = uuid.uuid4().hex
         jobs[job_id] = _Entry(job, folder, session_alive())
         while len(jobs) > MAX_JOBS:
@@ -99,6 +103,15 @@ def _backend(spec_data: dict, backend: str, address: str, workers: int | None):
         raise ConfigError("Ray cluster: not one this server may join (whoever starts the server lists them in "
                           "SIM_EXPLORER_RAY_ADDRESSES)")
     return RayBackend(address)
+
+
+def _check_probes(job: SweepJob) -> None:
+    """Refuse a sweep whose probes would cost more than the server's run budget (each point is
+    probed with search.num_requests requests; the rate changes little of the cost)."""
+    search = job.spec.search
+    for point in job.grid.points:
+        config = parse_config(probe_scenario(point.scenario, search.qps_max, search.num_requests), source="sweep")
+        check_budget(config, settings().limits)
 
 
 def _stop_orphans(jobs: OrderedDict) -> None:

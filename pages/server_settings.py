@@ -5,9 +5,8 @@ widget), so a visitor cannot raise a limit or point the server at an address:
 
 | variable | default | meaning |
 |---|---|---|
-| `SIM_EXPLORER_MAX_RUN_MB` | 1024 | estimated memory one run may hold (the cost budget) |
+| `SIM_EXPLORER_MAX_RUN_MB`, `..._MAX_RUN_S`, ... | see `sim_core.budget.Limits.app` | the run budget |
 | `SIM_EXPLORER_MAX_CONCURRENT_RUNS` | 2 | simulations running at once in this server |
-| `SIM_EXPLORER_RUN_TIMEOUT_S` | 120 | wall-clock seconds one run may take |
 | `SIM_EXPLORER_UPLOAD_QUOTA_MB` | 2048 | bytes the upload store keeps |
 | `SIM_EXPLORER_UPLOAD_MAX_AGE_H` | 24 | hours an unused upload is kept |
 | `SIM_EXPLORER_MAX_SWEEP_JOBS` | 4 | capacity sweeps running at once in this server |
@@ -20,8 +19,9 @@ A malformed value stops the server at start with a message naming the variable.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from sim_core.budget import Limits
 from sim_core.errors import ConfigError
 
 PREFIX = "SIM_EXPLORER_"
@@ -29,9 +29,8 @@ PREFIX = "SIM_EXPLORER_"
 
 @dataclass(frozen=True)
 class ServerSettings:
-    max_run_mb: float = 1024.0
+    limits: Limits = field(default_factory=Limits.app)
     max_concurrent_runs: int = 2
-    run_timeout_s: float = 120.0
     upload_quota_mb: float = 2048.0
     upload_max_age_h: float = 24.0
     max_sweep_jobs: int = 4
@@ -43,9 +42,8 @@ class ServerSettings:
         """The settings in `environ` (default: os.environ); ConfigError names a malformed variable."""
         env = os.environ if environ is None else environ
         return cls(
-            max_run_mb=_number(env, "MAX_RUN_MB", cls.max_run_mb, 1, 1e7),
+            limits=Limits.app(env),
             max_concurrent_runs=int(_number(env, "MAX_CONCURRENT_RUNS", cls.max_concurrent_runs, 1, 1024, True)),
-            run_timeout_s=_number(env, "RUN_TIMEOUT_S", cls.run_timeout_s, 1, 1e6),
             upload_quota_mb=_number(env, "UPLOAD_QUOTA_MB", cls.upload_quota_mb, 1, 1e7),
             upload_max_age_h=_number(env, "UPLOAD_MAX_AGE_H", cls.upload_max_age_h, 0.01, 1e5),
             max_sweep_jobs=int(_number(env, "MAX_SWEEP_JOBS", cls.max_sweep_jobs, 0, 1024, True)),

@@ -17,14 +17,16 @@ from collections import OrderedDict
 import streamlit as st
 
 from pages.safe_text import plain
-from pages.server import confine, public_text
+from pages.server import confine, public_text, run_slots, session_alive, settings
 from sim_core import SimCoreError, parse_config, run_simulation
+from sim_core.budget import check_budget
 from sim_core.config import SimulationConfig
 from sim_core.scenarios import DEFAULT_SCENARIO
 
 SCENARIO_KEY, ERROR_KEY, SELECTED_KEY = "scenario", "scenario_error", "selected_request"
 WIDGET_PREFIX = "w:"      # keys of widgets bound to scenario fields
 CACHE_ENTRIES = 8
+SLOT_WAIT_S = 30.0        # how long a run waits for a free run slot before the page says the server is busy
 
 
 def scenario() -> dict:
@@ -137,18 +139,31 @@ def result_of(data: dict, events: bool = True):
 
 
 def _simulate(scenario_key: str, record: str):
+    """Run under the server's budget, in one of its run slots; the run stops when its session
+    goes away or it passes the wall-clock limit."""
     config = web_config(json.loads(scenario_key))
     config.engine.record = record           # full: the KV and request views need block and state events
+    chosen, alive = settings(), session_alive()
+    check_budget(config, chosen.limits)     # a refusal costs no slot and no wait
     bar, shown = st.empty(), [time.perf_counter()]
 
     def report(simulated: float) -> None:
         if time.perf_counter() - shown[0] > 0.25:
             shown[0] = time.perf_counter()
             bar.progress(min(simulated / _horizon(config), 0.99), text=f"Simulating... t = {simulated:.1f} s")
+    slots = run_slots()
+    if not slots.acquire(timeout=SLOT_WAIT_S):
+        raise ServerBusy(f"the server is running its {chosen.max_concurrent_runs} simultaneous simulations "
+                         "(SIM_EXPLORER_MAX_CONCURRENT_RUNS); change a knob or reload in a moment")
     try:
-        return run_simulation(config, progress=report)
+        return run_simulation(config, progress=report, limits=chosen.limits, should_stop=lambda: not alive())
     finally:
+        slots.release()
         bar.empty()
+
+
+class ServerBusy(SimCoreError):
+    """Every run slot of the server stayed taken for SLOT_WAIT_S."""
 
 
 def _horizon(config) -> float:

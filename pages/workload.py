@@ -5,10 +5,12 @@ import json
 import streamlit as st
 
 from pages.entry import through_app
+from pages.server import settings
 from pages.state import scenario, show_failure, try_scenario, web_config
 from pages.uploads import check_trace
 from pages.workload_inputs import WL, generator_spec
 from sim_core import SimCoreError
+from sim_core.budget import check_budget
 from sim_core.viz import (
     arrival_rate_figure,
     length_histogram_figure,
@@ -26,7 +28,9 @@ LAST_TRACE = "wl_last_trace"
 @st.cache_data(show_spinner="Reading the workload...", max_entries=4)
 def preview(scenario_json: str):
     """The workload a scenario describes, and where it came from (format or 'synthetic')."""
-    return build_workload_and_format(web_config(json.loads(scenario_json)))
+    config = web_config(json.loads(scenario_json))
+    check_budget(config, settings().limits)          # before any request is generated or read
+    return build_workload_and_format(config)
 
 
 current = scenario()

@@ -72,7 +72,23 @@ def _parser() -> argparse.ArgumentParser:
     add_planning_commands(commands)
     for sub in (run, generate, validate):
         sub.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    for sub in (run, generate):
+        add_limits_flag(sub)
     return parser
+
+
+def add_limits_flag(command: argparse.ArgumentParser) -> None:
+    """`--no-limits`: lift the run budget (sim_core.budget.Limits.cli) for a machine you know."""
+    command.add_argument("--no-limits", action="store_true", help=(
+        "run whatever the scenario costs (default: refuse a run estimated over ~16 GiB of memory, "
+        "20M requests or 50M trace rows, before anything is built)"))
+
+
+def limits_of(args):
+    """The budget a command runs under: the CLI's default, or none with --no-limits."""
+    from sim_core.budget import Limits
+
+    return None if getattr(args, "no_limits", False) else Limits.cli()
 
 
 def _run(args) -> int:
@@ -85,7 +101,7 @@ def _run(args) -> int:
     if args.out:
         check_out_dir(args.out, args.overwrite)   # before the run: a refusal must not cost its time
     started = time.perf_counter()
-    result = run_simulation(config)
+    result = run_simulation(config, limits=limits_of(args))
     elapsed = time.perf_counter() - started
     if args.out:
         write_outputs(result, args.out, overwrite=args.overwrite)
@@ -102,9 +118,14 @@ def _run(args) -> int:
 
 def _generate(args) -> int:
     from sim_core import load_config
+    from sim_core.budget import check_budget
     from sim_core.workload import build_workload, write_trace
 
-    workload = build_workload(load_config(args.config))
+    config = load_config(args.config)
+    limits = limits_of(args)
+    if limits is not None:
+        check_budget(config, limits)        # before the requests are generated or read
+    workload = build_workload(config)
     write_trace(workload, args.out)
     print(f"wrote {len(workload)} requests to {args.out}")
     return 0

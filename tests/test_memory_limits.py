@@ -95,3 +95,21 @@ def test_a_thousand_replicas_serving_twenty_thousand_long_requests_are_refused(t
         "workload": {"num_requests": 20_000, "output_tokens": {"distribution": "uniform", "min": 16, "max": 4000}}}))
     assert line.startswith("error: workload.num_requests x workload.output_tokens: 20,000 requests x ")
     assert "recorded at engine.record 'batches'" in line and "over the limit of 16.0 GiB" in line
+
+
+def test_generate_refuses_a_hundred_million_requests_before_generating_one(tmp_path):
+    """`generate` checks the same budget as `run`, and says how to lift it."""
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump({"workload": {"num_requests": 100_000_000}}))
+    line = refusal(run_capped(["-m", "sim_core", "generate", "--config", str(path), "--out", str(tmp_path / "t.csv")]))
+    assert line.startswith("error: workload.num_requests: 100,000,000 requests, over the limit of 20,000,000")
+    assert line.endswith("run with --no-limits") and not (tmp_path / "t.csv").exists()
+
+
+def test_no_limits_lifts_the_cli_budget():
+    """--no-limits makes a command run under no budget; without it the CLI's generous default."""
+    from sim_core.budget import Limits
+    from sim_core.cli import _parser, limits_of
+
+    assert limits_of(_parser().parse_args(["run", "--config", "s.yaml", "--no-limits"])) is None
+    assert limits_of(_parser().parse_args(["generate", "--config", "s.yaml", "--out", "t.csv"])) == Limits.cli()

@@ -1,0 +1,96 @@
+"""The app's run budget (AppTest): a link cannot make the server allocate what it would not,
+wait forever for a run slot, or run past its wall-clock limit."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from app_helpers import APP, TIMEOUT, TINY, open_app, unescaped
+from streamlit.testing.v1 import AppTest
+
+import pages.state
+from pages.server import run_slots, settings
+from sim_core.config.share import encode_scenario
+
+
+@pytest.fixture(autouse=True)
+def fresh_settings():
+    """Each test reads the environment it sets (settings and run slots are per server process)."""
+    settings.clear()
+    run_slots.clear()
+    yield
+    settings.clear()
+    run_slots.clear()
+
+
+def linked(page: str, **sections) -> AppTest:
+    """The app opened on `page` through a link whose scenario is TINY with `sections` replaced."""
+    scenario = copy.deepcopy(TINY)
+    for section, values in sections.items():
+        scenario[section] = {**scenario.get(section, {}), **values}
+    app = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    app.query_params["s"] = encode_scenario(scenario)
+    app.run()
+    app.switch_page(page).run()
+    assert not app.exception
+    return app
+
+
+def test_a_billion_blocks_from_a_link_are_refused_before_anything_is_built():
+    """The probe that grew the server to 23 GB: one line naming the field and the limit."""
+    app = linked("pages/kv_cache.py", scheduler={"num_blocks": 1_000_000_000})
+    assert unescaped(app.error[0].value) == (
+        "scheduler.num_blocks: 1,000,000,000 KV blocks per replica, over the limit of 4,194,304 blocks per replica "
+        "for one run (estimated peak memory 8 MiB); set a smaller scheduler.num_blocks, or raise the limit: whoever "
+        "starts the server can raise SIM_EXPLORER_MAX_BLOCKS_PER_REPLICA")
+
+
+def test_a_hundred_million_requests_are_refused_before_one_is_generated():
+    app = linked("pages/requests.py", workload={"num_requests": 100_000_000})
+    assert unescaped(app.error[0].value).startswith(
+        "workload.num_requests: 100,000,000 requests, over the limit of 200,000 requests for one run")
+
+
+def test_the_server_can_raise_its_budget_with_an_environment_variable(monkeypatch):
+    """SIM_EXPLORER_MAX_REQUESTS=10 refuses the 40-request TINY scenario, naming the variable."""
+    monkeypatch.setenv("SIM_EXPLORER_MAX_REQUESTS", "10")
+    app = open_app()
+    assert unescaped(app.error[0].value) == (
+        "workload.num_requests: 40 requests, over the limit of 10 requests for one run (estimated peak memory 7 MiB); "
+        "generate fewer, or raise the limit: whoever starts the server can raise SIM_EXPLORER_MAX_REQUESTS")
+
+
+def test_a_run_past_the_wall_clock_limit_stops_with_one_line(monkeypatch):
+    """SIM_EXPLORER_MAX_RUN_S=0.001: the run stops at its first check and says why."""
+    monkeypatch.setenv("SIM_EXPLORER_MAX_RUN_S", "0.001")
+    app = linked("pages/overview.py", workload={"num_requests": 2000})
+    assert "wall-clock" in unescaped(app.error[0].value)
+
+
+def test_when_every_run_slot_stays_taken_the_page_says_the_server_is_busy(monkeypatch):
+    """One slot, held elsewhere: the page waits SLOT_WAIT_S and then explains, changing nothing."""
+    monkeypatch.setenv("SIM_EXPLORER_MAX_CONCURRENT_RUNS", "1")
+    monkeypatch.setattr(pages.state, "SLOT_WAIT_S", 0.2)
+    slots = run_slots()
+    assert slots.acquire(timeout=1)
+    try:
+        app = linked("pages/overview.py", workload={"num_requests": 41})
+        assert unescaped(app.error[0].value) == (
+            "the server is running its 1 simultaneous simulations (SIM_EXPLORER_MAX_CONCURRENT_RUNS); change a "
+            "knob or reload in a moment")
+    finally:
+        slots.release()
+    app.run()
+    assert not app.error and app.title[0].value == "LLM serving scheduling explorer"
+
+
+def test_a_sweep_whose_probes_are_over_the_budget_is_refused_at_start(monkeypatch):
+    """Each point is probed with search.num_requests requests: 300 over a limit of 100 is refused."""
+    monkeypatch.setenv("SIM_EXPLORER_MAX_REQUESTS", "100")
+    app = open_app("pages/capacity.py", scenario={**TINY, "workload": {**TINY["workload"], "num_requests": 20}})
+    app.number_input(key="cap_num_requests").set_value(300).run()
+    app.button(key="cap_start").click().run()
+    assert unescaped(app.error[0].value).startswith(
+        "workload.num_requests: 300 requests, over the limit of 100 requests for one run")
+    assert app.info[0].value == "Choose what to vary and press Start sweep."
