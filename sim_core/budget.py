@@ -22,7 +22,8 @@ the worst case per step) and heavy ones, for vllm (fast-forwarded and iteration 
 iteration), vllm_v1, sglang and vllm_v0 at every record level, 300-80,000 requests and 1-1,024
 replicas; each constant is rounded up from the largest per-item figure seen. `python
 bench/budget_calibration.py --rss` re-measures and prints measured vs estimated: estimates
-are 1.3-2.3x the peak on light loads and up to ~17x on heavily loaded fast-forwarded ones.
+are 1.0-1.9x the growth of the peak RSS on light loads and many short requests, up to 10x on
+heavily loaded runs (large batches), never below it in the cases measured.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ REPLICA_BYTES = 8_000      # scheduler, stages, pool and recorder state per repl
 REQUEST_BYTES = 1000       # workload columns, Request object, request log row, result row (measured <= 780; RSS 950)
 STEP_BYTES = {"requests": 0, "batches": 900, "full": 900}   # per request step (measured <= 790; RSS 850)
 STAGE_ROW_BYTES = 250      # record batches/full: a stage row per pipeline stage after the first (RSS ~200)
-GAP_BYTES = 40             # a raw token gap, kept until GAPS_BEFORE_COMPACTING of them are folded
+GAP_BYTES = 64             # a raw token gap until GAPS_BEFORE_COMPACTING are folded (list + fold copies; RSS ~60)
 BLOCK_EVENT_BYTES = 600    # record full: a block taken and let go (and keyed / evicted) (measured <= 520)
 POOL_BLOCK_BYTES = 48      # a block id the pool has handed out: owner/ref/key entries and the id itself
 TRACE_ROW_BYTES = 200      # reading one trace row (one text chunk plus parsed columns)
