@@ -366,13 +366,13 @@ def check_budget(config: SimulationConfig, limits: Limits, workload=None) -> Cos
     for name, value, figure in _figures(estimate):
         limit = getattr(limits, name)
         if value is not None and limit is not None and value > limit:
-            field_name, what, advice = _describe(figure, config, estimate)
+            field_name, what, advice = _describe(figure, config, estimate, memory=False)
             raise BudgetError(f"{field_name}: {what}, over the limit of {limit:,} {_UNITS[name]} for one run "
                               f"(estimated peak memory {_size(estimate.peak_bytes)}); {advice}, or raise the "
                               f"limit: {limits.raise_hint(name)}")
     if limits.max_peak_bytes is not None and estimate.peak_bytes > limits.max_peak_bytes:
         figure = max((part for part in estimate.parts if part != "run"), key=estimate.parts.get)
-        field_name, what, advice = _describe(figure, config, estimate)
+        field_name, what, advice = _describe(figure, config, estimate, memory=True)
         raise BudgetError(f"{field_name}: {what} need about {_size(estimate.parts[figure])} (estimated peak "
                           f"memory {_size(estimate.peak_bytes)}, over the limit of {_size(limits.max_peak_bytes)}); "
                           f"{advice}, or raise the limit: {limits.raise_hint('max_peak_bytes')}")
@@ -391,8 +391,9 @@ def _figures(estimate: CostEstimate) -> list[tuple[str, int | None, str]]:
             ("max_request_steps", estimate.num_request_steps, "request_steps")]
 
 
-def _describe(figure: str, config: SimulationConfig, estimate: CostEstimate) -> tuple[str, str, str]:
-    """(field, what it amounts to, how to lower it) for a figure of the estimate."""
+def _describe(figure: str, config: SimulationConfig, estimate: CostEstimate, memory: bool) -> tuple[str, str, str]:
+    """(field, what it amounts to, how to lower it) for a figure of the estimate; `memory`: the
+    figure is refused for the memory it needs (recording less then helps)."""
     spec = config.workload
     trace = _short(spec.trace_file or "")
     if figure == "replicas":
@@ -415,7 +416,7 @@ def _describe(figure: str, config: SimulationConfig, estimate: CostEstimate) -> 
         where = "workload.trace_file (num_decode_tokens)" if spec.trace_file else \
             "workload.num_requests x workload.output_tokens"
         advice = "fewer requests or shorter outputs" + (", or engine.record 'requests'"
-                                                         if estimate.record != "requests" else "")
+                                                         if memory and estimate.record != "requests" else "")
         return where, what, advice
     if figure == "block_events":
         return ("engine.record", f"'full' keeps every KV block allocation ({estimate.num_block_allocations:,})",
