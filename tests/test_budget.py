@@ -206,6 +206,13 @@ def test_each_figure_names_its_own_field():
         assert str(error.value).startswith(start)
 
 
+def test_a_step_limit_is_about_time_so_recording_less_is_not_offered():
+    with pytest.raises(BudgetError) as error:
+        check_budget(scenario(), Limits(max_request_steps=100, how_to_raise="ask"))
+    assert str(error.value).endswith("(estimated peak memory 4 MiB); fewer requests or shorter outputs, or raise the "
+                                     "limit: ask")
+
+
 def test_the_memory_limit_names_the_figure_that_costs_most():
     """Blocks of one token make block rows the largest part of a record-full run: engine.record is named."""
     config = scenario(scheduler={"block_size": 1, "num_blocks": 1000}, engine={"record": "full"})
