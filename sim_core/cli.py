@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     add_planning_commands(commands)
     for sub in (run, generate, validate):
         sub.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
-    for sub in (run, generate):
+    for sub in (run, generate, validate):
         add_limits_flag(sub)
     return parser
 
@@ -137,7 +137,7 @@ def _validate(args) -> int:
 
     for name in args.files:
         if Path(name).suffix.lower() in SCENARIO_SUFFIXES:
-            notes = _validate_scenario(name)
+            notes = _validate_scenario(name, limits_of(args))
         else:
             read = read_trace(name, ReadOptions(format=args.format,
                                                 on_bad_rows="skip" if args.skip_bad_rows else "error"))
@@ -148,12 +148,15 @@ def _validate(args) -> int:
     return 0
 
 
-def _validate_scenario(name: str):
+def _validate_scenario(name: str, limits):
     from sim_core import load_config
+    from sim_core.budget import check_budget
     from sim_core.memory import plan_memory
     from sim_core.workload import build_workload
 
     config = load_config(name)
+    if limits is not None:
+        check_budget(config, limits)        # before the requests are generated or read
     workload = build_workload(config)
     if config.disaggregation.enabled:
         from sim_core.pools import pool_views

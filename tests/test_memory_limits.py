@@ -97,13 +97,15 @@ def test_a_thousand_replicas_serving_twenty_thousand_long_requests_are_refused(t
     assert "recorded at engine.record 'batches'" in line and "over the limit of 16.0 GiB" in line
 
 
-def test_generate_refuses_a_hundred_million_requests_before_generating_one(tmp_path):
-    """`generate` checks the same budget as `run`, and says how to lift it."""
+def test_generate_and_validate_refuse_a_hundred_million_requests_before_generating_one(tmp_path):
+    """`generate` and `validate` check the same budget as `run`, and say how to lift it."""
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump({"workload": {"num_requests": 100_000_000}}))
-    line = refusal(run_capped(["-m", "sim_core", "generate", "--config", str(path), "--out", str(tmp_path / "t.csv")]))
-    assert line.startswith("error: workload.num_requests: 100,000,000 requests, over the limit of 20,000,000")
-    assert line.endswith("run with --no-limits") and not (tmp_path / "t.csv").exists()
+    for command in (["generate", "--config", str(path), "--out", str(tmp_path / "t.csv")], ["validate", str(path)]):
+        line = refusal(run_capped(["-m", "sim_core", *command]))
+        assert line.startswith("error: workload.num_requests: 100,000,000 requests, over the limit of 20,000,000")
+        assert line.endswith("run with --no-limits")
+    assert not (tmp_path / "t.csv").exists()
 
 
 def test_no_limits_lifts_the_cli_budget():
