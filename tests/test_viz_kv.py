@@ -104,3 +104,32 @@ def test_shared_and_cached_blocks_get_their_own_states():
     assert states.tolist() == [[DECODE, DECODE, FREE], [SHARED, DECODE, DECODE], [DECODE, FREE, DECODE],
                                [CACHED, FREE, FREE], [DECODE, FREE, FREE]]
     assert super_cells(states, 3).tolist() == [[67], [100], [67], [0], [33]]
+
+
+def test_super_cells_of_the_touched_blocks_count_the_rest_as_free():
+    """States of the first 3 of 7 blocks: the cells past them are 0%, the last cell holds 1 block."""
+    states = np.array([[DECODE, DECODE, PREFILL]], dtype=np.int8)
+    assert super_cells(states, 2, num_blocks=7).tolist() == [[100, 50, 0, 0]]
+
+
+def test_a_huge_pool_is_mapped_from_the_blocks_the_run_touched_only():
+    """1,000,000 blocks per replica, a few dozen used: the map is the one a full-width replay
+    gives (the same super-cells), built without arrays of 1,000,000 columns per frame."""
+    from sim_core.viz.kv_blocks import block_holders, replica_frames, touched_blocks
+
+    config = parse_config({"max_model_len": 512, "predictor": {"type": "linear"}, "engine": {"record": "full"},
+                           "scheduler": {"num_blocks": 1_000_000, "block_size": 16},
+                           "workload": {"num_requests": 12, "prompt_tokens": {"distribution": "fixed", "value": 64},
+                                        "output_tokens": {"distribution": "fixed", "value": 40}}})
+    run = run_simulation(config)
+    touched = touched_blocks(run, 0)
+    assert touched == int(run.block_events["block"].max()) + 1 < 100
+    times = np.linspace(0, float(run.requests["completed_at"].max()), 5)
+    frames = replica_frames(run, 0, times)
+    assert frames.states.shape == (5, touched)
+    owners, _, _, _ = block_holders(run.block_events, 1_000_000, times)      # the full-width replay
+    full = owner_states(owners, times, run.requests)
+    group, cells, _, _ = kv_layout(1_000_000, 1, 60)
+    assert super_cells(frames.states, group, 1_000_000).tolist() == super_cells(full, group).tolist()
+    z = kv_map_figure(run, max_frames=5).frames[-1].data[0].z
+    assert np.asarray(z).size >= cells

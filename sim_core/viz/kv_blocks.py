@@ -137,13 +137,14 @@ def replica_frames(result, replica: int, times: np.ndarray, selected: int | None
     ends."""
     events = result.block_events
     mine = events[events["replica"] == replica]
-    owners, counts, cached, by_selected = block_holders(mine, result.num_blocks, times, selected)
+    width = touched_blocks(result, replica)             # blocks past it were never taken: free
+    owners, counts, cached, by_selected = block_holders(mine, width, times, selected)
     states = owner_states(owners, times, result.requests, None)
     states[counts > 1] = SHARED
     states[(counts == 0) & cached] = CACHED
     refs = getattr(result, "block_refs", None)
     if refs is not None and len(refs):
-        shared = block_refs_at(refs[refs["replica"] == replica], result.num_blocks, times) > 1
+        shared = block_refs_at(refs[refs["replica"] == replica], width, times) > 1
         states[shared & (owners >= 0)] = SHARED
     ops = getattr(result, "cache_ops", None)
     if ops is not None and len(ops):
@@ -151,6 +152,19 @@ def replica_frames(result, replica: int, times: np.ndarray, selected: int | None
     if selected is not None:
         states[by_selected | (owners == selected)] = SELECTED
     return BlockFrames(times, owners, states)
+
+
+def touched_blocks(result, replica: int) -> int:
+    """1 + the highest block id one replica's run ever used (at least 1, at most num_blocks).
+
+    Pools hand out ids from 0 upwards and reuse freed ones first, so every block at or past
+    this id stayed free all run: frames need columns only up to it, whatever num_blocks is."""
+    highest = -1
+    for table in (result.block_events, getattr(result, "block_refs", None)):
+        if table is not None and len(table):
+            blocks = table.loc[table["replica"] == replica, "block"]
+            highest = max(highest, int(blocks.max()) if len(blocks) else -1)
+    return int(min(max(highest + 1, 1), result.num_blocks))
 
 
 def block_refs_at(refs: pd.DataFrame, num_blocks: int, times: np.ndarray) -> np.ndarray:
@@ -193,16 +207,19 @@ def _mark_swaps(result, replica: int, events: pd.DataFrame, times: np.ndarray, o
             owners[idle, block], states[idle, block] = request, PREEMPTED
 
 
-def super_cells(states: np.ndarray, group: int) -> np.ndarray:
-    """Percent of blocks in use (held by a request) per group of `group` consecutive blocks, shape (F, ceil(B/group)),
-    int8 in 0..100 (the last group counts only the blocks it has)."""
-    frames, blocks = states.shape
-    cells = -(-blocks // group)
-    padded = np.zeros((frames, cells * group), dtype=np.int16)
-    padded[:, :blocks] = (states != FREE) & (states != CACHED)   # cached blocks are free to reuse
-    sizes = np.full(cells, group, dtype=np.int16)
-    sizes[-1] = blocks - group * (cells - 1)
-    used = padded.reshape(frames, cells, group).sum(axis=2)
+def super_cells(states: np.ndarray, group: int, num_blocks: int | None = None) -> np.ndarray:
+    """Percent of blocks in use (held by a request) per group of `group` consecutive blocks, shape
+    (F, ceil(num_blocks/group)), int8 in 0..100 (the last group counts only the blocks it has).
+    `states` may cover only the first blocks (the rest free); num_blocks defaults to its width."""
+    frames, touched = states.shape
+    num_blocks = touched if num_blocks is None else num_blocks
+    cells, touched_cells = -(-num_blocks // group), -(-touched // group)
+    padded = np.zeros((frames, touched_cells * group), dtype=np.int32)
+    padded[:, :touched] = (states != FREE) & (states != CACHED)   # cached blocks are free to reuse
+    used = np.zeros((frames, cells), dtype=np.int64)
+    used[:, :touched_cells] = padded.reshape(frames, touched_cells, group).sum(axis=2)
+    sizes = np.full(cells, group, dtype=np.int64)
+    sizes[-1] = num_blocks - group * (cells - 1)
     return np.round(100 * used / sizes).astype(np.int8)
 
 

@@ -10,6 +10,7 @@ from plotly.subplots import make_subplots
 from sim_core.viz.decimate import step_peaks
 from sim_core.viz.kv_blocks import (
     CACHED,
+    FREE,
     STATE_COLORS,
     STATE_NAMES,
     preemptions,
@@ -17,11 +18,13 @@ from sim_core.viz.kv_blocks import (
     sample_times,
     super_cells,
     swap_use,
+    touched_blocks,
     utilization,
 )
 
 MAX_CELLS = 1024          # per replica; more blocks are aggregated into super-cells
 MAX_VALUES = 400_000      # cells x frames x replicas sent to the browser
+MAX_BLOCK_VALUES = 20_000_000   # touched blocks x frames (all replicas) held while the frames are built
 FRAME_MS = 150
 UTIL_COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#9c755f")
 
@@ -42,9 +45,12 @@ def kv_map_figure(result, start: float = 0.0, end: float | None = None, max_fram
     replicas = min(replicas or result.config.cluster.num_replicas, result.config.cluster.num_replicas)
     end = _run_end(result) if end is None else end
     group, cells, width, frames = kv_layout(result.num_blocks, replicas, max_frames)
+    touched = sum(touched_blocks(result, replica) for replica in range(replicas))
+    frames = max(2, min(frames, MAX_BLOCK_VALUES // touched))   # bounds the per-block arrays built
     times = sample_times(start, end, frames)
     height = -(-cells // width)
-    stacked = [_grid(replica_frames(result, r, times, selected), group, cells, width) for r in range(replicas)]
+    stacked = [_grid(replica_frames(result, r, times, selected), group, cells, width, result.num_blocks)
+               for r in range(replicas)]
     z = _stack([s[0] for s in stacked], height)
     owners = _stack([s[1] for s in stacked], height) if group == 1 else None
     figure = make_subplots(rows=2, cols=1, row_heights=[0.72, 0.28], vertical_spacing=0.08)
@@ -75,9 +81,14 @@ def _run_end(result) -> float:
     return float(done.max()) if done.notna().any() else 0.0
 
 
-def _grid(frames, group: int, cells: int, width: int):
-    """Frames laid out as (F, rows, width) arrays: state codes or percentages, and owners."""
-    values = frames.states if group == 1 else super_cells(frames.states, group)
+def _grid(frames, group: int, cells: int, width: int, num_blocks: int):
+    """Frames laid out as (F, rows, width) arrays: state codes or percentages, and owners.
+    `frames` may cover only the blocks the run touched; the rest of the `cells` are free."""
+    if group > 1:
+        values = super_cells(frames.states, group, num_blocks)
+    else:
+        untouched = cells - frames.states.shape[1]
+        values = np.pad(frames.states, ((0, 0), (0, untouched)), constant_values=FREE)
     pad = -(-cells // width) * width - cells
     shape = (len(frames.times), -1, width)
     z = np.pad(values, ((0, 0), (0, pad)), constant_values=-1).reshape(shape)
@@ -85,7 +96,7 @@ def _grid(frames, group: int, cells: int, width: int):
         return z, None
     # float32 with NaN for "no owner": plotly's JSON escapes every "/" of base64 data as \u002f,
     # and integer -1 (all one-bits) is mostly "/"; NaN's bytes encode without any
-    owners = np.pad(frames.owners, ((0, 0), (0, pad)), constant_values=-1).reshape(shape).astype(np.float32)
+    owners = np.pad(frames.owners, ((0, 0), (0, untouched + pad)), constant_values=-1).reshape(shape).astype(np.float32)
     owners[owners < 0] = np.nan
     return z, owners
 
