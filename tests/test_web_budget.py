@@ -94,3 +94,11 @@ def test_a_sweep_whose_probes_are_over_the_budget_is_refused_at_start(monkeypatc
     assert unescaped(app.error[0].value).startswith(
         "workload.num_requests: 300 requests, over the limit of 100 requests for one run")
     assert app.info[0].value == "Choose what to vary and press Start sweep."
+
+
+def test_the_largest_pool_the_app_allows_draws_its_kv_map():
+    """4,194,304 blocks per replica (the app's limit) from a link: the KV page draws super-cells
+    from the blocks the run touched, without a per-block array of the whole pool."""
+    app = linked("pages/kv_cache.py", scheduler={"num_blocks": 4_194_304})
+    assert not app.error and app.get("plotly_chart")
+    assert "4,194,304 blocks per replica" in unescaped(app.main.caption[0].value)
