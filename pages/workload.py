@@ -5,7 +5,8 @@ import json
 import streamlit as st
 
 from pages.entry import through_app
-from pages.server import settings
+from pages.safe_text import plain
+from pages.server import public_text, settings
 from pages.state import scenario, show_failure, try_scenario, web_config
 from pages.uploads import check_trace
 from pages.workload_inputs import WL, generator_spec
@@ -63,7 +64,8 @@ if source == "Upload a trace":
     st.session_state[LAST_TRACE] = spec["trace_file"]   # the generator may resample it
 
 st.subheader("Validation report")
-st.table(report_rows(workload, origin))
+st.table([{"item": row["item"], "value": plain(public_text(row["value"]), 300)}   # cells render Markdown
+          for row in report_rows(workload, origin)])
 st.plotly_chart(arrival_rate_figure(workload), key="wl_rate")
 left, right = st.columns(2)
 left.plotly_chart(length_histogram_figure(workload), key="wl_hist")

@@ -226,7 +226,8 @@ def _sample_lengths(config: SimulationConfig):
     overflow; rows that the builder would refuse are kept, the run reports them)."""
     spec = config.workload
     sample = spec.model_copy(update={"num_requests": min(spec.num_requests, SAMPLE_REQUESTS)})
-    columns = generate_columns(sample, np.random.default_rng(config.seed if spec.seed is None else spec.seed))
+    with np.errstate(all="ignore"):        # arrival times may overflow here; the builder refuses them
+        columns = generate_columns(sample, np.random.default_rng(config.seed if spec.seed is None else spec.seed))
     prompt = np.maximum(np.floor(columns["num_prefill_tokens"] * spec.prefill_scale_factor), 1)
     output = np.maximum(np.floor(columns["num_decode_tokens"] * spec.decode_scale_factor), 1)
     if config.scheduler.type != "sglang":

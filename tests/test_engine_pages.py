@@ -4,7 +4,7 @@ shared and cached blocks, the Scenario page the engines' knobs with their labels
 import copy
 import json
 
-from app_helpers import ROOT, TINY, chart_specs, open_app
+from app_helpers import ROOT, TINY, chart_specs, open_app, unescaped
 from streamlit.testing.v1 import AppTest
 
 from sim_core import parse_config, run_simulation
@@ -48,4 +48,4 @@ def test_the_workload_page_generates_shared_system_prompts():
     app.number_input(key="wl_prefix_tokens").set_value(300).run()
     assert not app.exception
     table = app.table[0].value
-    assert dict(zip(table["item"], table["value"]))["extra columns"] == "prefix_group, prefix_len"
+    assert dict(zip(table["item"], map(unescaped, table["value"])))["extra columns"] == "prefix_group, prefix_len"

@@ -381,10 +381,10 @@ def test_a_target_rate_that_stretches_a_trace_past_the_horizon_is_refused(tmp_pa
 
 def test_a_conversation_longer_than_a_billion_tokens_is_refused(tmp_path):
     """Sessions resend the conversation: a prompt that grows past the token limit names sessions."""
-    scenario = write(tmp_path / "s.yaml", LINEAR + "max_model_len: 10000000\nscheduler: {type: sglang}\nworkload: "
+    scenario = write(tmp_path / "s.yaml", LINEAR + "max_model_len: 10000000\nscheduler: {type: sglang, num_blocks: 100000}\nworkload: "
                      "{num_requests: 200, prompt_tokens: {distribution: fixed, value: 10000000}, output_tokens: "
                      "{distribution: fixed, value: 1000000}, sessions: {enabled: true, min_turns: 200, max_turns: 200}}\n")
-    assert refused("run", "--config", scenario) == (
+    assert refused("run", "--config", scenario, "--no-limits") == (   # past the run budget too
         "workload.sessions: a generated prompt (the conversation so far) has 2199000000 tokens, over the limit of "
         "1000000000 tokens per request")
 

@@ -16,12 +16,13 @@ from sim_core.config.share import encode_scenario
 
 @pytest.fixture(autouse=True)
 def fresh_settings():
-    """Each test reads the environment it sets (settings and run slots are per server process)."""
-    settings.clear()
-    run_slots.clear()
+    """Each test reads the environment it sets (settings, run slots and cached runs are per server
+    process)."""
+    for cached in (settings, run_slots, pages.state._results):   # runs are cached per server too
+        cached.clear()
     yield
-    settings.clear()
-    run_slots.clear()
+    for cached in (settings, run_slots, pages.state._results):
+        cached.clear()
 
 
 def linked(page: str, **sections) -> AppTest:

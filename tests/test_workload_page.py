@@ -22,7 +22,7 @@ def upload(app: AppTest, name: str, content: bytes) -> AppTest:
 
 def report(app: AppTest) -> dict:
     table = app.table[0].value
-    return dict(zip(table["item"], table["value"]))
+    return dict(zip(table["item"], (unescaped(value) for value in table["value"])))
 
 
 def test_the_page_renders_a_generated_workload_with_its_report():
