@@ -2,15 +2,15 @@
 
 import numpy as np
 import pytest
+from synthetic_profiles import FACTOR, make_profiles
 
 from sim_core import ConfigError, parse_config, run_simulation
 from sim_core.catalog import DEVICES, MODELS
+from sim_core.config import PredictorConfig
 from sim_core.predictor import BatchShape, build_predictor
 from sim_core.predictor.accuracy import learned_accuracy, pooled, roofline_accuracy
 from sim_core.predictor.calibration import calibrate
 from sim_core.predictor.profile_dir import load_profile_set
-from sim_core.config import PredictorConfig
-from synthetic_profiles import FACTOR, make_profiles
 
 
 @pytest.fixture(scope="module")

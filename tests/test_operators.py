@@ -3,10 +3,9 @@
 import numpy as np
 import pytest
 
-from sim_core.catalog import MODELS
+from sim_core.catalog import DEVICES, MODELS
 from sim_core.predictor import operators as ops
 from sim_core.predictor.roofline import GEMM_LAUNCH_S, Roofs
-from sim_core.catalog import DEVICES
 
 
 def test_gemm_counts_two_flops_per_multiply_add_and_reads_both_operands_once():

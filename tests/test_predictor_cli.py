@@ -3,9 +3,9 @@
 import json
 
 import pytest
+from synthetic_profiles import make_profiles
 
 from sim_core.cli import main
-from synthetic_profiles import make_profiles
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,9 @@ from sim_core.config import SimulationConfig
 from sim_core.config.applicability import APPLIES, applies
 from sim_core.config.share import decode_scenario, encode_scenario
 from sim_core.memory import plan_memory
+from sim_core.memory.breakdown import memory_breakdown
 from sim_core.presets import PRESETS, preset
 from sim_core.scenarios import DEFAULT_SCENARIO
-from sim_core.memory.breakdown import memory_breakdown
 from sim_core.viz.memory import memory_facts, memory_figure
 
 

@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from sim_core import ConfigError, SimulationError, parse_config
-from sim_core.cli import main
 from sim_core.catalog.hf_import import parse_hf_config
+from sim_core.cli import main
 from sim_core.config.documents import parse_yaml
 from sim_core.config.loading import parse_mapping
 from sim_core.config.share import decode_scenario, encode_scenario

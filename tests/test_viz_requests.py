@@ -96,8 +96,8 @@ def test_throughput_and_replica_load_count_what_finished_where():
 
 
 def test_replica_load_figure_puts_request_and_token_shares_on_one_percent_axis():
-    from sim_core.workload import Workload
     from sim_core.viz.overview import replica_load_figure
+    from sim_core.workload import Workload
 
     # round robin over 2 replicas: requests 0 and 2 (10 + 30 prompt tokens) go to replica 0,
     # request 1 (20 prompt tokens) to replica 1; 3 output tokens each
