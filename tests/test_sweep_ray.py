@@ -1,10 +1,15 @@
 """The Ray backend on a real local cluster: the test starts a head on 127.0.0.1 (stopped at the
 end, whatever happens), runs a small sweep on it and gets exactly the local backend's results."""
 
+import contextlib
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -23,15 +28,47 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def ray_head(request):
-    """The address of a fresh single-node Ray cluster (2 CPUs, no dashboard)."""
-    port = _free_port()
-    request.addfinalizer(lambda: subprocess.run([RAY, "stop", "--force"], check=False, capture_output=True, timeout=120))
-    started = subprocess.run([RAY, "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1",
-                              "--num-cpus=2", "--include-dashboard=false"], check=False, capture_output=True, text=True,
-                             timeout=180)
-    assert started.returncode == 0, started.stderr[-2000:]
-    return f"127.0.0.1:{port}"
+def ray_head():
+    """The address of a fresh single-node Ray cluster (2 CPUs, no dashboard), stopped at the end.
+
+    Only this cluster's processes are stopped: `ray start --block` runs in a session of its own
+    and with a temp folder of its own, and at the end its session is signalled and any process
+    whose command line names that folder is killed (never `ray stop`, which stops every Ray
+    process on the machine)."""
+    port, folder = _free_port(), tempfile.mkdtemp(prefix="rt", dir="/tmp")   # short: Ray's socket paths
+    head = subprocess.Popen([RAY, "start", "--head", "--block", f"--port={port}", "--node-ip-address=127.0.0.1",
+                             "--num-cpus=2", "--include-dashboard=false", f"--temp-dir={folder}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _wait_for(port, head)
+        yield f"127.0.0.1:{port}"
+    finally:
+        _stop_cluster(head, folder)
+
+
+def _wait_for(port: int, head: subprocess.Popen, timeout_s: float = 180) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert head.poll() is None, head.stderr.read().decode()[-2000:]
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                time.sleep(2)                    # the GCS listens before the raylet has registered
+                return
+        time.sleep(0.5)
+    raise AssertionError("the Ray head did not start in time")
+
+
+def _stop_cluster(head: subprocess.Popen, folder: str) -> None:
+    """SIGTERM to the head's session (it stops its daemons), then SIGKILL to whatever of this
+    cluster is left: its session, and processes naming its temp folder."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(head.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        head.wait(timeout=60)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(head.pid, signal.SIGKILL)
+    subprocess.run(["pkill", "-KILL", "-f", folder], check=False)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_a_sweep_on_ray_gives_exactly_the_local_results(ray_head, tmp_path):
