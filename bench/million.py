@@ -26,8 +26,9 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sim_core import parse_config, run_simulation
-from sim_core.workload import build_workload, read_trace, write_trace
+# sim_core is importable only after ROOT is on sys.path (the script runs as `python bench/million.py`)
+from sim_core import parse_config, run_simulation  # noqa: E402
+from sim_core.workload import build_workload, read_trace, write_trace  # noqa: E402
 
 SCENARIO = {"seed": 0, "model": "llama-2-7b", "device": "a100-80gb", "max_model_len": 4096,
             "predictor": {"type": "linear", "base_s": 0.005, "per_token_s": 0.0001},

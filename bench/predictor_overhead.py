@@ -102,7 +102,8 @@ def main() -> None:
     predictors = {"linear": {"type": "linear"}, "roofline": {"type": "roofline"}}
     predictors["linear~roofline"] = matched_linear(scenario(trace, predictors["roofline"]))
     if args.profiles:
-        predictors["learned"] = {"type": "learned", "profiles_dir": args.profiles, "cache_dir": str(ROOT / "bench" / "out")}
+        predictors["learned"] = {"type": "learned", "profiles_dir": args.profiles,
+                                 "cache_dir": str(ROOT / "bench" / "out")}
     configs = {name: scenario(trace, spec) for name, spec in predictors.items()}
     times = {name: [] for name in configs}
     shares, batches = {name: [] for name in configs}, {}

@@ -83,7 +83,8 @@ def measure(page, url: str, path: str, num_requests: int, steps: int, seed: int)
         slider.focus()
         started = time.perf_counter()
         slider.press("ArrowRight")
-        page.wait_for_function("([sel, old]) => { const e = document.querySelector(sel); return e && e.innerText !== old; }",
+        page.wait_for_function("([sel, old]) => { const e = document.querySelector(sel); "
+                               "return e && e.innerText !== old; }",
                                arg=[MARKER, before], timeout=600_000, polling="raf")
         settle(page)
         times.append(time.perf_counter() - started)

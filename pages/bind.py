@@ -110,7 +110,8 @@ def bound(path: str, place: str = "form", label: str | None = None, options: lis
         st.session_state[key] = current
     label = label or path.split(".")[-1].replace("_", " ")
     common = {"key": key, "help": info.description, "on_change": _commit}
-    choices = options or (list(typing.get_args(annotation)) if typing.get_origin(annotation) is typing.Literal else None)
+    choices = options or (list(typing.get_args(annotation))
+                          if typing.get_origin(annotation) is typing.Literal else None)
     if choices is not None and current not in choices:
         choices = [*choices, current]
     if choices is not None:

@@ -24,10 +24,12 @@ def sweep_spec(base: dict) -> tuple[dict, list[str]]:
     cols = st.columns(3)
     types = list(typing.get_args(field_info("scheduler.type").annotation))
     vary = {
-        "scheduler.type": cols[0].multiselect("Schedulers", types, **remember("cap_types", [_at(base, "scheduler.type")])),
+        "scheduler.type": cols[0].multiselect("Schedulers", types,
+                                              **remember("cap_types", [_at(base, "scheduler.type")])),
         "device": cols[1].multiselect("GPUs", sorted({*DEVICES, *base.get("devices", {})}),
                                       **remember("cap_devices", [_at(base, "device")])),
-        "cluster.num_replicas": _numbers(cols[2], "Replicas", "cap_replicas", _at(base, "cluster.num_replicas"), problems),
+        "cluster.num_replicas": _numbers(cols[2], "Replicas", "cap_replicas", _at(base, "cluster.num_replicas"),
+                                         problems),
         "cluster.tensor_parallel_size": cols[0].multiselect(
             "TP", DEGREES, **remember("cap_tp", [_at(base, "cluster.tensor_parallel_size")])),
         "cluster.pipeline_parallel_size": cols[1].multiselect(

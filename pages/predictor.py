@@ -52,7 +52,8 @@ with right:
                     key="pr_decode")
 
 st.subheader("Against a measured profile")
-upload = st.file_uploader("Vidur-format mlp.csv or attention.csv (of the scenario's model)", type="csv", key="pr_upload")
+upload = st.file_uploader("Vidur-format mlp.csv or attention.csv (of the scenario's model)", type="csv",
+                          key="pr_upload")
 estimator = st.radio("Learned estimator", ["random_forest", "polynomial"], horizontal=True, key="pr_estimator")
 if upload is None:
     st.info("Upload a profile to compare the roofline and a learned model with measurements.")

@@ -34,14 +34,16 @@ def generator_spec(trace: str | None) -> dict:
     if st.toggle("Multi-turn sessions", key="wl_sessions", help=SE["enabled"].description):
         cols = st.columns(3)
         turns = cols[0].slider("Turns", 1, 20, (1, 6), key="wl_turns", help=SE["max_turns"].description)
-        think = cols[1].number_input("Think time (s)", 0.0, 600.0, 5.0, key="wl_think", help=SE["think_time_s"].description)
+        think = cols[1].number_input("Think time (s)", 0.0, 600.0, 5.0, key="wl_think",
+                                     help=SE["think_time_s"].description)
         system = cols[2].number_input("System prompt tokens", 0, 32_768, 0, key="wl_system",
                                       help=SE["system_prompt_tokens"].description)
         spec["sessions"] = {"enabled": True, "min_turns": turns[0], "max_turns": turns[1],
                             "think_time_s": think, "system_prompt_tokens": int(system)}
     elif st.toggle("Shared system prompts", key="wl_shared", help=SP["tokens"].description):
         cols = st.columns(2)
-        tokens = cols[0].number_input("Prefix tokens", 1, 65_536, 512, key="wl_prefix_tokens", help=SP["tokens"].description)
+        tokens = cols[0].number_input("Prefix tokens", 1, 65_536, 512, key="wl_prefix_tokens",
+                                      help=SP["tokens"].description)
         groups = cols[1].number_input("Distinct prefixes", 1, 10_000, 4, key="wl_prefix_groups",
                                       help=SP["num_groups"].description)
         spec["shared_prefix"] = {"tokens": int(tokens), "num_groups": int(groups)}

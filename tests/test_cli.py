@@ -33,7 +33,8 @@ def test_run_writes_every_output_and_prints_the_summary(tmp_path):
         assert (tmp_path / "out" / name).stat().st_size > 0
     operators = (tmp_path / "out" / "operators.csv").read_text().splitlines()
     # the linear cost model has two parts: per-iteration base and per-token time
-    assert operators[0] == "operator,seconds,share" and sorted(r.split(",")[0] for r in operators[1:]) == ["base", "tokens"]
+    assert operators[0] == "operator,seconds,share"
+    assert sorted(r.split(",")[0] for r in operators[1:]) == ["base", "tokens"]
     assert "stage time by operator: " in done.stdout
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())["summary"]
     assert summary["num_finished"] == 3
@@ -66,7 +67,8 @@ BAD_CASES = {
     "wrong columns, format named": ("validate --format vidur {d}/cols.csv", "missing column(s) arrived_at"),
     "bad Mooncake line": ("validate {d}/bad.jsonl", "bad.jsonl, row 2 (line 2): not valid JSON"),
     "negative tokens": ("validate {d}/neg.csv", "row 2 (line 3), column 'num_decode_tokens': value -1 is negative"),
-    "non-integer tokens": ("validate {d}/frac.csv", "row 1 (line 2), column 'num_prefill_tokens': value 1.5 is not a whole"),
+    "non-integer tokens": ("validate {d}/frac.csv",
+                           "row 1 (line 2), column 'num_prefill_tokens': value 1.5 is not a whole"),
     "nan": ("validate {d}/nan.csv", "column 'arrived_at': value 'nan' is not a finite number"),
     "empty trace": ("validate {d}/empty.csv", "file is empty"),
     "unknown scheduler": ("run --config {d}/unknown.yaml", "scheduler.type: got 'fifo'; allowed one of: vllm"),
@@ -108,7 +110,8 @@ def test_generate_writes_a_trace_that_validates_and_replays(tmp_path):
     (tmp_path / "g.yaml").write_text("seed: 5\nworkload: {num_requests: 40, arrival: {qps: 3}}\n")
     done = cli("generate", "--config", tmp_path / "g.yaml", "--out", tmp_path / "t.csv")
     assert done.returncode == 0 and "wrote 40 requests" in done.stdout
-    assert cli("validate", tmp_path / "t.csv").stdout.startswith(f"ok: {tmp_path / 't.csv'}: canonical trace of 40 requests")
+    assert cli("validate", tmp_path / "t.csv").stdout.startswith(
+        f"ok: {tmp_path / 't.csv'}: canonical trace of 40 requests")
 
 
 def test_run_replays_a_mooncake_trace(tmp_path):

@@ -67,9 +67,11 @@ def test_the_table_holds_each_runs_summary_and_the_winner_per_metric(runs):
 
 
 def test_the_displayed_table_shows_the_difference_to_the_first_run():
-    table = pd.DataFrame([{"metric": "TTFT p90", "unit": "ms", "A": 200.0, "B": 150.0, "winner": "B", "margin_pct": 25.0}])
+    table = pd.DataFrame([{"metric": "TTFT p90", "unit": "ms", "A": 200.0, "B": 150.0, "winner": "B",
+                           "margin_pct": 25.0}])
     shown = difference_frame(table)
-    assert shown.to_dict("records") == [{"metric": "TTFT p90 (ms)", "A": "200", "B": "150 (-25%)", "winner": "B (by 25%)"}]
+    assert shown.to_dict("records") == [{"metric": "TTFT p90 (ms)", "A": "200", "B": "150 (-25%)",
+                                         "winner": "B (by 25%)"}]
 
 
 def test_describe_changes_names_the_leaves_that_differ():

@@ -30,8 +30,8 @@ def test_a_third_scenario_and_an_invalid_one_explained():
     app.selectbox(key="cmp:2:scheduler.type").set_value("lightllm").run()
     assert "C: num_replicas=4, pipeline_parallel_size=1, block_size=1, type=lightllm" in app.dataframe[0].value.columns
     app.selectbox(key="cmp:2:cluster.pipeline_parallel_size").set_value(4).run()
-    assert unescaped(app.warning[0].value) == ("C is not run: scenario: cluster.pipeline_parallel_size: lightllm supports only 1 "
-                                    "(got 4)")
+    assert unescaped(app.warning[0].value) == ("C is not run: scenario: cluster.pipeline_parallel_size: "
+                                               "lightllm supports only 1 (got 4)")
     assert len(app.dataframe[0].value.columns) == 4
 
 

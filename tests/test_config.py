@@ -71,7 +71,8 @@ def test_every_knob_has_a_description():
     ({"scheduler": {"type": "lightllm"}}, "scheduler.block_size: lightllm needs 1 (got 16)"),
     ({"cluster": {"pipeline_parallel_size": 3}}, "pipeline_parallel_size: 3 must divide the model's 32 layers"),
     ({"predictor": {"type": "linear", "base_s": 0, "per_token_s": 0}}, "cannot both be 0"),
-    ({"workload": {"arrival": {"qps": -1}}}, "workload.arrival.qps: got -1; allowed range 0.0 (exclusive) .. 1000000.0"),
+    ({"workload": {"arrival": {"qps": -1}}},
+     "workload.arrival.qps: got -1; allowed range 0.0 (exclusive) .. 1000000.0"),
 ])
 def test_invalid_values_name_the_field_the_value_and_the_range(data, message):
     with pytest.raises(ConfigError) as error:

@@ -121,8 +121,11 @@ def scenarios(draw) -> dict:
     for path, most in SMALL_SIZES.items():
         if draw(st.booleans()):
             small = draw(st.integers(0, 3)) > 0
-            set_path(data, path, draw(_ints(1, most) if small else EXTREMES.filter(lambda v: not (type(v) is int
-                                                                                                 and v > most))))
+            if small:
+                strategy = _ints(1, most)
+            else:
+                strategy = EXTREMES.filter(lambda v, most=most: not (type(v) is int and v > most))
+            set_path(data, path, draw(strategy))
     return data
 
 

@@ -36,7 +36,8 @@ def test_roofline_error_against_a_profile_slower_by_a_quarter_is_twenty_percent(
 
 
 def test_calibration_recovers_the_slowdown_in_the_compute_factor(profiles_dir):
-    fit = calibrate(load_profile_set(profiles_dir, "llama-2-7b", "a100-80gb"), MODELS["llama-2-7b"], DEVICES["a100-80gb"])
+    fit = calibrate(load_profile_set(profiles_dir, "llama-2-7b", "a100-80gb"), MODELS["llama-2-7b"],
+                    DEVICES["a100-80gb"])
     assert fit.compute_efficiency == pytest.approx(0.7 / FACTOR, abs=0.011)
     assert fit.median_error_after < 2 < 19 < fit.median_error_before
 
@@ -73,7 +74,8 @@ def test_a_run_with_the_learned_predictor_finishes_every_request(profiles_dir):
 
 
 def test_missing_profile_or_tp_is_one_clear_line(profiles_dir):
-    with pytest.raises(ConfigError, match="no compute profile of mistral-7b on a100-80gb; found: llama-2-7b on a100-80gb"):
+    with pytest.raises(ConfigError,
+                       match="no compute profile of mistral-7b on a100-80gb; found: llama-2-7b on a100-80gb"):
         build_predictor(parse_config({"model": "mistral-7b", "predictor": {"type": "learned",
                                                                             "profiles_dir": str(profiles_dir)}}))
     with pytest.raises(ConfigError, match="tensor-parallel degrees 1, 2; the scenario uses 4"):

@@ -29,4 +29,5 @@ def test_vidur_breakdown_shows_its_kv_for_max_batch_full_length_requests():
     breakdown = memory_breakdown(config)
     assert breakdown.planner == "vidur" and breakdown.max_batch_size == 59
     assert breakdown.stages[0].kv_cache == 59 * 2048 * 2 * 2 * 4096 * 32
-    assert breakdown.frame()["component"].tolist() == ["weights", "activations", "reserve", "margin", "kv_cache", "unused"]
+    assert breakdown.frame()["component"].tolist() == ["weights", "activations", "reserve", "margin", "kv_cache",
+                                                       "unused"]

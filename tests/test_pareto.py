@@ -53,7 +53,8 @@ def test_best_per_objective_ignores_configurations_that_serve_nothing():
 
 
 def test_fewest_gpus_for_a_target_rate():
-    results = table(("vllm", 1, 4.0, 0.05), ("sarathi", 1, 6.0, 0.09), ("vllm", 2, 10.0, 0.04), ("sarathi", 2, 12.0, 0.1))
+    results = table(("vllm", 1, 4.0, 0.05), ("sarathi", 1, 6.0, 0.09), ("vllm", 2, 10.0, 0.04),
+                    ("sarathi", 2, 12.0, 0.1))
     answer = min_gpus_for(results, 5.0)
     assert answer.text(5.0, KEYS) == ("1 GPU(s): type=sarathi, num_replicas=1 serves 6 req/s >= 5 within the SLOs "
                                       "($2.00/h)")
@@ -70,7 +71,8 @@ def test_pareto_figure_draws_the_front_as_one_trace_and_the_rest_as_another():
     results = table(("vllm", 1, 4.0, 0.05), ("sarathi", 1, 3.0, 0.09), ("vllm", 2, 10.0, 0.04), ("orca", 1, 0.0, 0.01))
     figure = json.loads(pareto_figure(results, KEYS, "capacity vs cost").to_json())
     dominated, front = figure["data"]
-    assert front["name"] == "Pareto front" and front["text"] == ["type=vllm, num_replicas=1", "type=vllm, num_replicas=2"]
+    assert front["name"] == "Pareto front"
+    assert front["text"] == ["type=vllm, num_replicas=1", "type=vllm, num_replicas=2"]
     assert dominated["text"] == ["type=sarathi, num_replicas=1"]
     assert figure["layout"]["xaxis"]["title"]["text"] == "cost (USD per hour)"
 

@@ -59,7 +59,8 @@ def scenarios(draw):
     arrivals = sorted(draw(st.lists(st.floats(0, 0.5, allow_nan=False), min_size=n, max_size=n)))
     prefill = draw(st.lists(st.integers(1, 120), min_size=n, max_size=n))
     decode = draw(st.lists(st.integers(1, 40), min_size=n, max_size=n))
-    return config, Workload(np.array(arrivals), np.array(prefill, dtype=np.int64), np.array(decode, dtype=np.int64), "h")
+    return config, Workload(np.array(arrivals), np.array(prefill, dtype=np.int64), np.array(decode, dtype=np.int64),
+                            "h")
 
 
 def _depths(config) -> dict[int, int]:
@@ -83,6 +84,6 @@ def test_no_replica_ever_has_more_batches_in_flight_than_pipeline_stages(case):
     for replica, peak in in_flight_peaks(result).items():
         assert 1 <= peak <= depths[replica]
     stages = result.batch_stages
-    for (replica, stage), runs in stages.groupby(["replica_id", "stage_id"]):
+    for (_replica, _stage), runs in stages.groupby(["replica_id", "stage_id"]):
         runs = runs.sort_values("start")    # and a stage runs one batch at a time
         assert (runs["start"].to_numpy()[1:] >= runs["end"].to_numpy()[:-1]).all()

@@ -43,4 +43,5 @@ def test_calibrate_prints_a_scenario_snippet(profiles_dir, capsys):
 
 def test_a_folder_without_profiles_is_exit_2_with_one_line(tmp_path, capsys):
     assert main(["predictor", "report", "--profiles", str(tmp_path)]) == 2
-    assert capsys.readouterr().err.strip() == f"error: {tmp_path}: no compute/<device>/<org>/<model>/mlp.csv or attention.csv found"
+    assert capsys.readouterr().err.strip() == (f"error: {tmp_path}: no compute/<device>/<org>/<model>/mlp.csv "
+                                               "or attention.csv found")

@@ -16,7 +16,8 @@ def test_predictor_page_shows_prefill_and_decode_curves():
     assert not at.exception
     assert at.title[0].value == "Execution-time predictor"
     assert [s.value for s in at.subheader][:3] == ["Prefill: time per operator vs tokens",
-                                                  "Decode: stage time vs batch and context", "Against a measured profile"]
+                                                  "Decode: stage time vs batch and context",
+                                                  "Against a measured profile"]
     assert "Upload a profile" in at.info[0].value
 
 

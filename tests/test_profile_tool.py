@@ -29,7 +29,8 @@ def test_written_csvs_read_back_as_vidur_profiles(tmp_path):
     rows = [attention_row(model, 1, 1, 128, 0, True, 16, 4096, {"attn_prefill": [0.5]}),
             attention_row(model, 1, 4, 1, 512, False, 16, 4096, {"attn_decode": [0.1]})]
     frames = read_attention(write_rows(tmp_path / "attention.csv", rows))
-    assert frames["attn_prefill"]["time_s"].tolist() == [0.0005] and frames["attn_decode"]["batch_size"].tolist() == [4.0]
+    assert frames["attn_prefill"]["time_s"].tolist() == [0.0005]
+    assert frames["attn_decode"]["batch_size"].tolist() == [4.0]
 
 
 def test_without_pytorch_the_profiler_says_so_in_one_line(tmp_path, capsys, monkeypatch):

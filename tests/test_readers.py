@@ -90,7 +90,8 @@ BAD_FILES = [
         "TIMESTAMP, ContextTokens, GeneratedTokens (names are case-sensitive: 'timestamp' should be 'TIMESTAMP', "
         "'contexttokens' should be 'ContextTokens')")),
     ("d.csv", AZURE + "2023-11-16 18:15:46,10,2\nyesterday,5,5\n", {},
-     "row 2 (line 3), column 'TIMESTAMP': value 'yesterday' is not a date-time (expected e.g. 2023-11-16 18:15:46.6805900)"),
+     "row 2 (line 3), column 'TIMESTAMP': value 'yesterday' is not a date-time "
+     "(expected e.g. 2023-11-16 18:15:46.6805900)"),
     ("e.csv", AZURE + "2023-11-16 18:15:46,10,2\n2023-11-16 18:15:47,-5,5\n", {},
      "row 2 (line 3), column 'ContextTokens': value -5 is negative"),
     ("f.csv", BURST + "1,ChatGPT,10,abc,10,API log\n", {},
@@ -105,7 +106,8 @@ BAD_FILES = [
      "row 2 (line 2), column 'hash_ids': value [1, -2] is not a list of non-negative 64-bit integers"),
     ("k.jsonl", MOON + "[1, 2]\n", {}, "row 2 (line 2): expected a JSON object per line, got list"),
     ("k2.jsonl", MOON + '{"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [18446744073709551616]}\n',
-     {}, "row 2 (line 2), column 'hash_ids': value [18446744073709551616] is not a list of non-negative 64-bit integers"),
+     {}, "row 2 (line 2), column 'hash_ids': value [18446744073709551616] is not a list of non-negative "
+         "64-bit integers"),
     ("l.csv", "arrived_at,num_prefill_tokens,num_decode_tokens,turn\n0,5,5,1.5\n", {},
      "row 1 (line 2), column 'turn': value 1.5 is not a whole number"),
     ("m.csv", "arrived_at,num_prefill_tokens,num_decode_tokens,hash_ids\n0,5,5,1 x\n", {},
@@ -187,7 +189,10 @@ def test_written_canonical_traces_read_back_exactly(tmp_path_factory, data):
     """write_trace then read_trace gives back every column, optional ones and hashes included."""
     n = data.draw(st.integers(1, 30))
     times = sorted(data.draw(st.lists(st.floats(0, 1e6, allow_nan=False), min_size=n, max_size=n)))
-    ints = lambda lo, hi: np.array(data.draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n)), dtype=np.int64)
+
+    def ints(lo, hi):
+        return np.array(data.draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n)), dtype=np.int64)
+
     lengths = ints(0, 5)
     hashes = np.array(data.draw(st.lists(st.integers(0, 2**40), min_size=int(lengths.sum()),
                                          max_size=int(lengths.sum()))), dtype=np.int64)

@@ -75,7 +75,8 @@ def test_when_decodes_outgrow_memory_the_request_with_fewest_outputs_is_retracte
                       scheduler={"num_blocks": 104, "block_size": 1, **NO_GRAPHS})
     batches = batches_of(result)
     shortage = cost(2) + cost(3) + 49 * cost(2)
-    assert batches[:3] == [(0.0, [0], [2]), (round(cost(2), 9), [1], [3]), (round(cost(2) + cost(3), 9), [0, 1], [1, 1])]
+    assert batches[:3] == [(0.0, [0], [2]), (round(cost(2), 9), [1], [3]),
+                           (round(cost(2) + cost(3), 9), [0, 1], [1, 1])]
     assert batches[50:52] == [(round(shortage - cost(2), 9), [0, 1], [1, 1]), (round(shortage, 9), [0], [1])]
     restarted = result.state_events[result.state_events["state"] == "restarted"]
     assert [[round(t, 9), r] for t, r in zip(restarted["time"], restarted["request"])] == [[round(shortage, 9), 1]]

@@ -261,13 +261,15 @@ def test_aliases_and_merge_keys_within_the_limits_still_load():
 def test_a_yaml_integer_of_5001_digits_is_refused_at_its_line(tmp_path):
     """PyYAML's ValueError for an over-long integer becomes a line naming the digits."""
     scenario = write(tmp_path / "s.yaml", f"name: x\nseed: {'9' * 5001}\n")
-    assert refused("run", "--config", scenario) == f"{scenario}: line 2: an integer of 5001 digits, too long to be a number"
+    assert refused("run", "--config", scenario) == (
+        f"{scenario}: line 2: an integer of 5001 digits, too long to be a number")
 
 
 def test_a_json_integer_of_5001_digits_is_refused_at_its_line(tmp_path):
     """json's ValueError for an over-long integer becomes a line naming the digits."""
     scenario = write(tmp_path / "s.json", f'{{"name": "x",\n "seed": {"9" * 5001}}}')
-    assert refused("run", "--config", scenario) == f"{scenario}: line 2: an integer of 5001 digits, too long to be a number"
+    assert refused("run", "--config", scenario) == (
+        f"{scenario}: line 2: an integer of 5001 digits, too long to be a number")
 
 
 def test_a_4000_digit_integer_is_echoed_in_60_characters(tmp_path):
@@ -381,9 +383,11 @@ def test_a_target_rate_that_stretches_a_trace_past_the_horizon_is_refused(tmp_pa
 
 def test_a_conversation_longer_than_a_billion_tokens_is_refused(tmp_path):
     """Sessions resend the conversation: a prompt that grows past the token limit names sessions."""
-    scenario = write(tmp_path / "s.yaml", LINEAR + "max_model_len: 10000000\nscheduler: {type: sglang, num_blocks: 100000}\nworkload: "
+    scenario = write(tmp_path / "s.yaml", LINEAR + "max_model_len: 10000000\n"
+                     "scheduler: {type: sglang, num_blocks: 100000}\nworkload: "
                      "{num_requests: 200, prompt_tokens: {distribution: fixed, value: 10000000}, output_tokens: "
-                     "{distribution: fixed, value: 1000000}, sessions: {enabled: true, min_turns: 200, max_turns: 200}}\n")
+                     "{distribution: fixed, value: 1000000}, "
+                     "sessions: {enabled: true, min_turns: 200, max_turns: 200}}\n")
     assert refused("run", "--config", scenario, "--no-limits") == (   # past the run budget too
         "workload.sessions: a generated prompt (the conversation so far) has 2199000000 tokens, over the limit of "
         "1000000000 tokens per request")

@@ -113,7 +113,8 @@ def test_a_sweep_killed_mid_way_resumes_from_its_journal(tmp_path):
     (tmp_path / "sweep.json").write_text(json.dumps(spec_data))
     command = [sys.executable, "-m", "sim_core", "sweep", "--spec", str(tmp_path / "sweep.json"),
                "--out", str(tmp_path / "out"), "--workers", "1"]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True)
     journal = tmp_path / "out" / JOURNAL_NAME
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not journal.is_file() or journal.read_text().count("\n") < 2):

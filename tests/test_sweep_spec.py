@@ -96,7 +96,8 @@ def test_keys_the_search_sets_cannot_vary():
 
 def test_slo_search_and_price_mistakes():
     assert "slo: unknown metric 'ttft_p95_s'; allowed: ttft_p50_s, ttft_p90_s" in error_of(slo={"ttft_p95_s": 1})
-    assert error_of(slo={"ttft_p90_s": 0}) == "s.yaml: slo.ttft_p90_s: got 0.0; allowed range 0 (exclusive) .. inf seconds"
+    assert error_of(slo={"ttft_p90_s": 0}) == (
+        "s.yaml: slo.ttft_p90_s: got 0.0; allowed range 0 (exclusive) .. inf seconds")
     assert "search.qps_min: got 8; must be below search.qps_max (4)" in error_of(search={"qps_min": 8, "qps_max": 4})
     assert "search.num_requests: got 5; allowed range 10 .. 10000000" in error_of(search={"num_requests": 5})
     sweep, base = spec(vary={"device": ["a100-80gb", "h100-sxm"]}, gpu_hour_usd={"a100-80gb": 2.0})

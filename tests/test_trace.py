@@ -28,7 +28,8 @@ def test_a_good_trace_loads_in_arrival_order(tmp_path):
 
 
 @pytest.mark.parametrize("body,message", [
-    ("", "file is empty; expected a header line 'arrived_at,num_prefill_tokens,num_decode_tokens' and one row per request"),
+    ("", "file is empty; expected a header line 'arrived_at,num_prefill_tokens,num_decode_tokens' "
+         "and one row per request"),
     (HEADER, "no data rows after the header"),
     ("time,prompt,output\n0,1,1\n", "missing column(s) arrived_at, num_prefill_tokens, num_decode_tokens; found: "
      "time, prompt, output; expected: arrived_at, num_prefill_tokens, num_decode_tokens"),

@@ -109,7 +109,8 @@ def test_outputs_include_the_kv_copies_and_the_new_request_columns(tmp_path):
 
 
 def test_only_vllm_v0_shows_its_knobs_and_it_hides_batch_size_cap():
-    for knob in ("preemption_mode", "swap_space_gb", "enable_chunked_prefill", "max_num_seqs", "max_num_batched_tokens"):
+    for knob in ("preemption_mode", "swap_space_gb", "enable_chunked_prefill", "max_num_seqs",
+                 "max_num_batched_tokens"):
         assert applies("scheduler", knob, {"type": "vllm_v0"}) and not applies("scheduler", knob, {"type": "vllm"})
     assert not applies("scheduler", "batch_size_cap", {"type": "vllm_v0"})
     assert applies("scheduler", "watermark_blocks_fraction", {"type": "vllm_v0"})

@@ -85,8 +85,9 @@ def test_a_step_that_preempts_admits_nobody_even_when_a_newcomer_would_fit():
     workload = Workload(np.array([0.0, 0.0, 0.06]), np.array([4, 4, 1]), np.array([8, 8, 1]), "t",
                         priority=np.array([0, 1, 0]))
     config = parse_config({"max_model_len": 2048, "predictor": {"type": "linear", "base_s": 0.01, "per_token_s": 0.001},
-                           "scheduler": {"type": "vllm_v1", "num_blocks": 4, "block_size": 4, "enable_prefix_caching": False,
-                                         "scheduling_policy": "priority"}, "engine": {"record": "full"}})
+                           "scheduler": {"type": "vllm_v1", "num_blocks": 4, "block_size": 4,
+                                         "enable_prefix_caching": False, "scheduling_policy": "priority"},
+                           "engine": {"record": "full"}})
     batches = batches_of(run_simulation(config, workload))
     shortage = round(cost(8) + 4 * cost(2), 9)
     assert batches[5:7] == [(shortage, [0], [1]), (round(shortage + cost(1), 9), [0, 2], [1, 1])]

@@ -48,7 +48,8 @@ def test_a_bad_upload_names_row_and_column_and_keeps_the_old_scenario():
     before = app.session_state["scenario"]
     app = upload(app, "bad.csv", b"arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,2\n1,ten,2\n")
     assert not app.exception
-    assert unescaped(app.error[0].value).endswith("bad.csv, row 2 (line 3), column 'num_prefill_tokens': value 'ten' is not a number")
+    assert unescaped(app.error[0].value).endswith(
+        "bad.csv, row 2 (line 3), column 'num_prefill_tokens': value 'ten' is not a number")
     assert len(app.button) == 0   # nothing to use
     assert app.session_state["scenario"] == before
 
