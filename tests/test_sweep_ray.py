@@ -87,7 +87,8 @@ def test_the_cli_runs_a_sweep_on_ray_and_resumes_it(ray_head, tmp_path):
     command = [sys.executable, "-m", "sim_core", "sweep", "--spec", str(tmp_path / "sweep.json"), "--backend", "ray",
                "--address", ray_head, "--out", str(tmp_path / "out")]
     root = Path(__file__).resolve().parents[1]
-    first = subprocess.run([*command, "--limit", "2"], cwd=root, capture_output=True, text=True, timeout=300, check=False)
+    first = subprocess.run([*command, "--limit", "2"], cwd=root, capture_output=True, text=True, timeout=300,
+                           check=False)
     assert first.returncode == 0, first.stderr
     assert "2 of 4 configuration(s) done: 0 from an earlier run, 2 computed now" in first.stdout
     second = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=300, check=False)
