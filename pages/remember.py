@@ -23,11 +23,3 @@ def remember(key: str, default) -> dict:
 def _save(key: str) -> None:
     st.session_state[STORE_KEY][key] = st.session_state[key]
 
-
-def forget(prefix: str) -> None:
-    """Drop the widgets (and remembered values) whose key starts with `prefix`."""
-    store = st.session_state.setdefault(STORE_KEY, {})
-    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(prefix)]:
-        del st.session_state[key]
-    for key in [k for k in store if k.startswith(prefix)]:
-        del store[key]
