@@ -23,6 +23,7 @@ pool of all ids would become. `_place` covers ids [0, next_fresh).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 from sim_core.entities import Request
 from sim_core.memory.radix_cache import RadixCache, RadixNode
@@ -40,7 +41,8 @@ class RadixKvPool:
 
     tracks_ids = True
 
-    def __init__(self, num_blocks: int, block_size: int, caching: bool, on_event=None) -> None:
+    def __init__(self, num_blocks: int, block_size: int, caching: bool,
+                 on_event: Callable[[int, list[int], int], None] | None = None) -> None:
         assert num_blocks >= 1
         self.num_blocks, self.block_size, self.caching = num_blocks, block_size, caching
         self.tree = RadixCache()

@@ -91,7 +91,7 @@ class RefCountedBlockPool(BlockPool):
             return
         tables = tables or {}
         for request in holders:
-            expected = {}
+            expected: dict[int, int] = {}
             for table in tables.get(request.id, [request.blocks]):
                 for block in table:
                     expected[block] = expected.get(block, 0) + 1
