@@ -23,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from sim_core.entities import Request
+from sim_core.memory.kv_pool import BlockHolder
 
 
 class HashedBlockPool:
@@ -35,7 +36,8 @@ class HashedBlockPool:
 
     tracks_ids = True
 
-    def __init__(self, num_blocks: int, block_size: int, on_cache: Callable[[list[int], int], None] | None = None) -> None:
+    def __init__(self, num_blocks: int, block_size: int,
+                 on_cache: Callable[[list[int], int], None] | None = None) -> None:
         assert num_blocks >= 1
         self.num_blocks, self.block_size = num_blocks, block_size
         self._free: OrderedDict[int, None] = OrderedDict()   # freed blocks, front first
@@ -151,7 +153,7 @@ class HashedBlockPool:
             self._on_cache(keyed, 2)
         return keyed
 
-    def free(self, request: Request) -> list[int]:
+    def free(self, request: BlockHolder) -> list[int]:
         """Let go of all of `request`'s blocks, last first; returns its table."""
         blocks = request.blocks
         if blocks:

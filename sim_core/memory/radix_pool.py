@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Callable
 
 from sim_core.entities import Request
+from sim_core.memory.kv_pool import BlockHolder
 from sim_core.memory.radix_cache import RadixCache, RadixNode
 
 FREE = -1
@@ -175,7 +176,7 @@ class RadixKvPool:
         self.tree.lock(node)
         self._node[request.id], self._tree_len[request.id] = node, count
 
-    def free(self, request: Request) -> list[int]:
+    def free(self, request: BlockHolder) -> list[int]:
         """Let go of everything: unlock the tree path (it stays cached, now evictable) and free
         the private blocks; returns the table."""
         blocks = request.blocks
