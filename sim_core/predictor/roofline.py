@@ -107,7 +107,7 @@ class RooflinePredictor(GridPredictor):
             extra["lm_head"] = self.roofs.kernel(ops.lm_head(self.model, self.tp, requests))
         return extra
 
-    def cpu_times(self, requests) -> dict:
+    def cpu_times(self, requests: int) -> dict[str, float]:
         """Host seconds of an iteration with `requests` requests, per phase (`cpu_<phase>`):
         schedule, prepare inputs, sample, process outputs. Charged on the first stage."""
         cfg = self.cfg

@@ -113,6 +113,7 @@ class ReplicaScheduler:
         return None
 
     serves_parallel_samples = False  # reads the workload's `n` column (else one sequence each)
+    overlap_schedule = False  # sglang: host work of iteration i hides behind the GPU work of i-1
 
     def check_integrity(self, holders: list[Request] | None = None) -> None:
         """Assert the policy's memory accounting is whole (`holders`: requests holding blocks)."""
