@@ -314,7 +314,8 @@ class FastForward:
             start = boundary
 
 
-def _ordered_events(scheduler: ReplicaScheduler, members: list[Request], remaining: list[int], k: int) -> list[tuple[int, int, int]]:
+def _ordered_events(scheduler: ReplicaScheduler, members: list[Request], remaining: list[int],
+                    k: int) -> list[tuple[int, int, int]]:
     """(formation, kind, member) of formations 1..k-1 in stepwise order: at each formation the
     members that finished at the end of the previous iteration go first (kind 0, batch order),
     then block allocations (kind 1, batch order)."""

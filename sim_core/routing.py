@@ -60,4 +60,5 @@ class RandomRouter:
         return self._draws[self._next - 1]
 
 
-ROUTERS: dict[str, Callable[[int, np.random.Generator], Router]] = {"round_robin": RoundRobinRouter, "lor": LeastOutstandingRouter, "random": RandomRouter}
+ROUTERS: dict[str, Callable[[int, np.random.Generator], Router]] = {
+    "round_robin": RoundRobinRouter, "lor": LeastOutstandingRouter, "random": RandomRouter}
