@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 
 if TYPE_CHECKING:
     from sim_core.entities import Request
+
+Count = TypeVar("Count", float, np.ndarray)   # a number of requests, or a grid of them
 
 
 @dataclass(frozen=True, slots=True)
