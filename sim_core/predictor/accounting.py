@@ -14,21 +14,22 @@ the total stage time.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from sim_core.predictor.grid import GridPredictor
+from sim_core.predictor.linear import LinearPredictor
 
 if TYPE_CHECKING:
-    from sim_core.predictor.linear import LinearPredictor
+    from sim_core.predictor.shape import Predictor
 
 COLUMNS = ["operator", "seconds", "share"]
 
 
-def operator_times(predictors: list, batches: pd.DataFrame, stages: pd.DataFrame,
+def operator_times(predictors: Sequence[Predictor], batches: pd.DataFrame, stages: pd.DataFrame,
                    cache_ops: pd.DataFrame | None = None, hidden_s: float = 0.0) -> pd.DataFrame:
     """One row per operator, largest first: seconds over all stage executions and share of the
     total; `predictors[r]` priced replica r's batches (P/D pools may have their own); `hidden_s`
@@ -77,17 +78,18 @@ def _cache_op_totals(rows: dict[str, np.ndarray], cache_ops: pd.DataFrame | None
     return totals
 
 
-def _replicas_by_predictor(predictors: list) -> dict:
-    groups: dict = {}
+def _replicas_by_predictor(predictors: Sequence[Predictor]) -> dict[Predictor, list[int]]:
+    groups: dict[Predictor, list[int]] = {}
     for replica, predictor in enumerate(predictors):
         groups.setdefault(predictor, []).append(replica)
     return groups
 
 
-def _totals(predictor: LinearPredictor | GridPredictor, rows: dict[str, np.ndarray]) -> dict[str, float]:
+def _totals(predictor: Predictor, rows: dict[str, np.ndarray]) -> dict[str, float]:
     if isinstance(predictor, GridPredictor):   # the only cost models with fixed_times
         return _grid_totals(predictor, rows)
     # the linear model: a base per stage execution and a price per token
+    assert isinstance(predictor, LinearPredictor), "the cost models are linear or grid-based"
     return {"base": len(rows["duration"]) * predictor.base_s,
             "tokens": predictor.per_token_s * float(rows["num_tokens"].sum())}
 
