@@ -8,9 +8,9 @@ import numpy as np
 
 from sim_core.budget import Limits, StopCheck, check_budget
 from sim_core.config import SimulationConfig
+from sim_core.entities import Request
 from sim_core.errors import ConfigError
 from sim_core.handoff import Disaggregation, kv_bytes_per_token
-from sim_core.entities import Request
 from sim_core.memory import MemoryPlan, plan_memory
 from sim_core.memory.swap_space import num_swap_blocks
 from sim_core.pool_summary import add_pools

@@ -13,7 +13,6 @@ import json
 import math
 from pathlib import Path
 from typing import TextIO
-from typing import TextIO
 
 from sim_core.export.atomic import write_atomic
 

@@ -7,8 +7,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike
 import pandas as pd
+from numpy.typing import ArrayLike
 
 # (objective, column, which way is better)
 OBJECTIVES = (("highest capacity", "max_qps", "max"), ("most QPS per dollar", "qps_per_usd", "max"),

@@ -11,11 +11,11 @@ from plotly.subplots import make_subplots
 
 from sim_core.viz.decimate import step_peaks
 from sim_core.viz.kv_blocks import (
-    BlockFrames,
     CACHED,
     FREE,
     STATE_COLORS,
     STATE_NAMES,
+    BlockFrames,
     preemptions,
     replica_frames,
     sample_times,
