@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from math import ceil
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,6 +45,9 @@ from sim_core.pools import pool_views
 from sim_core.record import GAPS_BEFORE_COMPACTING
 from sim_core.workload.formats import is_json_lines
 from sim_core.workload.synthetic import generate_columns
+
+if TYPE_CHECKING:
+    from sim_core.workload.model import Workload
 
 RUN_BYTES = 4_000_000      # a run of nothing: schedulers, predictor, empty result frames
 REPLICA_BYTES = 8_000      # scheduler, stages, pool and recorder state per replica (measured ~3 kB)
@@ -99,7 +103,7 @@ class CostEstimate:
     exact: bool = False
 
 
-def estimate_cost(config: SimulationConfig, workload=None) -> CostEstimate:
+def estimate_cost(config: SimulationConfig, workload: Workload | None = None) -> CostEstimate:
     """Estimate what running `config` would hold, without building anything big.
 
     Args:
@@ -113,7 +117,7 @@ def estimate_cost(config: SimulationConfig, workload=None) -> CostEstimate:
     return _estimate(config, workload, _trace_rows(config) if workload is None else {})
 
 
-def _estimate(config: SimulationConfig, workload, rows: dict[str, int]) -> CostEstimate:
+def _estimate(config: SimulationConfig, workload: Workload | None, rows: dict[str, int]) -> CostEstimate:
     """estimate_cost, given the rows of the trace files still to read (none once the workload is built)."""
     views = pool_views(config)
     pools = [(_num_blocks(view.config), view.num_replicas) for view in views]
@@ -127,6 +131,8 @@ def _estimate(config: SimulationConfig, workload, rows: dict[str, int]) -> CostE
              "trace_rows": TRACE_ROW_BYTES * sum(rows.values())}
     steps = allocations = events = recorded = None
     if tokens.output is not None:
+        assert tokens.steps is not None and tokens.blocks is not None and tokens.prompt_blocks is not None, \
+            "_totals sets every total"
         steps = tokens.steps
         allocations = tokens.blocks + (tokens.prompt_blocks if len(pools) > 1 else 0)  # P/D: prompts in both pools
         events = steps * (3 if stages == 1 else 2 + 4 * stages) + 2 * num_requests
@@ -206,7 +212,8 @@ class _Tokens:
     prompt_blocks: int | None = None   # of which its prompt's
 
 
-def _tokens(config: SimulationConfig, workload, blocks_per_replica: int, rows: dict[str, int]) -> _Tokens:
+def _tokens(config: SimulationConfig, workload: Workload | None, blocks_per_replica: int,
+            rows: dict[str, int]) -> _Tokens:
     """Request and token totals: exact from a workload, scaled up from a generated sample for a
     synthetic scenario, only the request count for a trace not read yet."""
     spec = config.workload
@@ -220,7 +227,7 @@ def _tokens(config: SimulationConfig, workload, blocks_per_replica: int, rows: d
     return _totals(config, prompt, output, n, blocks_per_replica, spec.num_requests / len(prompt))
 
 
-def _sample_lengths(config: SimulationConfig):
+def _sample_lengths(config: SimulationConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Prompt and output lengths (and the n column) of the first SAMPLE_REQUESTS generated
     requests, scaled and clipped to max_model_len as the workload builder does (float64: no
     overflow; rows that the builder would refuse are kept, the run reports them)."""
@@ -235,7 +242,8 @@ def _sample_lengths(config: SimulationConfig):
     return prompt, output, columns.get("n")
 
 
-def _totals(config: SimulationConfig, prompt, output, n, blocks_per_replica: int, scale: float) -> _Tokens:
+def _totals(config: SimulationConfig, prompt: np.ndarray, output: np.ndarray, n: np.ndarray | None,
+            blocks_per_replica: int, scale: float) -> _Tokens:
     """Totals over per-request lengths (clipped to max_model_len as Vidur does), times `scale`."""
     sched = config.scheduler
     prompt, output = np.asarray(prompt, dtype=np.float64), np.asarray(output, dtype=np.float64)
@@ -320,7 +328,7 @@ class Limits:
             BudgetError: a variable that is not a positive number or 'none'.
         """
         environ = os.environ if environ is None else environ
-        values = {"max_peak_bytes": GIB, "max_requests": 200_000, "max_replicas": None,
+        values: dict[str, Any] = {"max_peak_bytes": GIB, "max_requests": 200_000, "max_replicas": None,
                   "max_blocks_per_replica": 4 * MIB, "max_request_steps": 10_000_000,
                   "max_trace_rows": 1_000_000, "max_wall_s": 300.0}
         for name, (variable, unit) in APP_ENV.items():
@@ -330,7 +338,7 @@ class Limits:
         return cls(**values, how_to_raise="whoever starts the server can raise {variable}")
 
 
-def _env_limit(variable: str, text: str, unit: int, kind):
+def _env_limit(variable: str, text: str, unit: int, kind: Callable[[float], int | float]) -> int | float | None:
     if text.lower() in NO_LIMIT_WORDS:
         return None
     try:
@@ -345,7 +353,7 @@ def _env_limit(variable: str, text: str, unit: int, kind):
 # ---- refusing -------------------------------------------------------------------------------------
 
 
-def check_budget(config: SimulationConfig, limits: Limits, workload=None) -> CostEstimate:
+def check_budget(config: SimulationConfig, limits: Limits, workload: Workload | None = None) -> CostEstimate:
     """Estimate the run and refuse it when a figure is over its limit; returns the estimate.
 
     Without `workload` this runs before the workload is generated or read (request counts,
@@ -358,7 +366,7 @@ def check_budget(config: SimulationConfig, limits: Limits, workload=None) -> Cos
     """
     rows = _trace_rows(config) if workload is None else {}
     if rows and limits.max_trace_rows is not None:   # before anything reads a trace (a synthetic sample may)
-        where = max(rows, key=rows.get)
+        where = max(rows, key=rows.__getitem__)
         if rows[where] > limits.max_trace_rows:
             raise BudgetError(f"{where}: {rows[where]:,} rows in {_short(_trace_files(config)[where])}, over the "
                               f"limit of {limits.max_trace_rows:,} rows for one run; use a smaller trace file, or "
@@ -372,7 +380,7 @@ def check_budget(config: SimulationConfig, limits: Limits, workload=None) -> Cos
                               f"(estimated peak memory {_size(estimate.peak_bytes)}); {advice}, or raise the "
                               f"limit: {limits.raise_hint(name)}")
     if limits.max_peak_bytes is not None and estimate.peak_bytes > limits.max_peak_bytes:
-        figure = max((part for part in estimate.parts if part != "run"), key=estimate.parts.get)
+        figure = max((part for part in estimate.parts if part != "run"), key=estimate.parts.__getitem__)
         field_name, what, advice = _describe(figure, config, estimate, memory=True)
         raise BudgetError(f"{field_name}: {what} need about {_size(estimate.parts[figure])} (estimated peak "
                           f"memory {_size(estimate.peak_bytes)}, over the limit of {_size(limits.max_peak_bytes)}); "

@@ -11,8 +11,12 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sim_core.errors import SimCoreError
+
+if TYPE_CHECKING:
+    from sim_core.budget import Limits
 from sim_core.export.text import one_line, shorten
 from sim_core.planning_commands import add_planning_commands
 from sim_core.predictor_commands import add_predictor_commands
@@ -84,14 +88,14 @@ def add_limits_flag(command: argparse.ArgumentParser) -> None:
         "20M requests or 50M trace rows, before anything is built)"))
 
 
-def limits_of(args):
+def limits_of(args: argparse.Namespace) -> Limits | None:
     """The budget a command runs under: the CLI's default, or none with --no-limits."""
     from sim_core.budget import Limits
 
     return None if getattr(args, "no_limits", False) else Limits.cli()
 
 
-def _run(args) -> int:
+def _run(args: argparse.Namespace) -> int:
     from sim_core import load_config, run_simulation
     from sim_core.export import check_out_dir, write_outputs
     from sim_core.export.files import json_ready
@@ -116,7 +120,7 @@ def _run(args) -> int:
     return 0
 
 
-def _generate(args) -> int:
+def _generate(args: argparse.Namespace) -> int:
     from sim_core import load_config
     from sim_core.budget import check_budget
     from sim_core.workload import build_workload, write_trace
@@ -131,7 +135,7 @@ def _generate(args) -> int:
     return 0
 
 
-def _validate(args) -> int:
+def _validate(args: argparse.Namespace) -> int:
     from sim_core.workload import ReadOptions, read_trace
     from sim_core.workload.report import describe
 
@@ -148,7 +152,7 @@ def _validate(args) -> int:
     return 0
 
 
-def _validate_scenario(name: str, limits):
+def _validate_scenario(name: str, limits: Limits | None) -> tuple[str, ...]:
     from sim_core import load_config
     from sim_core.budget import check_budget
     from sim_core.memory import plan_memory
@@ -162,7 +166,7 @@ def _validate_scenario(name: str, limits):
         from sim_core.pools import pool_views
 
         shape = " + ".join(f"{v.num_replicas} {v.name}" for v in pool_views(config))
-        blocks = "/".join(str(v.config.scheduler.num_blocks or plan_memory(v.config).num_blocks)
+        blocks: str | int = "/".join(str(v.config.scheduler.num_blocks or plan_memory(v.config).num_blocks)
                           for v in pool_views(config))
         print(f"ok: {name}: {config.scheduler.type} on {shape} x {config.model} ({config.device}), "
               f"{blocks} KV blocks per prefill/decode replica, {len(workload)} requests")

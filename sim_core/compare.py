@@ -5,11 +5,16 @@ differs most between them (request ids match because the workload is the same)."
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from sim_core.pools import pool_views
+
+if TYPE_CHECKING:
+    from sim_core.config import SimulationConfig
+    from sim_core.result import SimulationResult
 
 # (summary key, label, unit, scale to the unit, which way is better: "lower", "higher" or None)
 METRICS = (
@@ -35,7 +40,7 @@ METRICS = (
 TIE = "tie"
 
 
-def num_gpus(config) -> int:
+def num_gpus(config: SimulationConfig) -> int:
     """GPUs a scenario uses: replicas x TP x PP, summed over the pools (P/D disaggregation)."""
     return sum(view.config.cluster.num_replicas * view.config.cluster.tensor_parallel_size
                * view.config.cluster.pipeline_parallel_size for view in pool_views(config))
@@ -53,7 +58,7 @@ def comparison_table(runs: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _value(run, key: str) -> float:
+def _value(run: SimulationResult, key: str) -> float:
     return float(num_gpus(run.config) if key == "num_gpus" else run.summary[key])
 
 
@@ -102,7 +107,7 @@ def describe_changes(base: dict, variant: dict) -> str:
 
 
 def _leaves(data: dict, prefix: str = "") -> dict:
-    out = {}
+    out: dict = {}
     for key, value in data.items():
         path = f"{prefix}{key}"
         out.update(_leaves(value, path + ".") if isinstance(value, dict) and value else {path: value})

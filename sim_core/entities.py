@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sim_core.memory.cache_ops import CacheOps
+    from sim_core.predictor.shape import BatchShape
 
 
 class RequestStatus(IntEnum):
@@ -143,9 +148,9 @@ class Batch:
     num_prefill_tokens: int = 0   # tokens of requests whose prompt was not yet complete
     formed_at: float = NOT_YET
     completed_at: float = NOT_YET
-    shape: object = None          # BatchShape, set when the batch is formed
+    shape: BatchShape | None = None   # set when the batch is formed
     num_padding: int = 0          # dummy requests added to reach a CUDA-graph batch size (sglang)
-    cache_ops: object = None      # CacheOps (KV swaps and copies run before the model), or None
+    cache_ops: CacheOps | None = None   # KV swaps and copies run before the model
     cache_seconds: float = 0.0    # their time, added to every stage's time (set when formed)
 
     def __post_init__(self) -> None:

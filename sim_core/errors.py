@@ -17,7 +17,7 @@ class SimCoreError(Exception):
     The line is guaranteed: line breaks and other unprintable characters that came from the
     input are escaped, and a message longer than MAX_MESSAGE is cut."""
 
-    def __init__(self, *args) -> None:
+    def __init__(self, *args: object) -> None:
         if args and isinstance(args[0], str):
             args = (clipped(args[0], MAX_MESSAGE), *args[1:])
         super().__init__(*args)
@@ -81,7 +81,7 @@ def _bounded_repr(value: object, budget: int, depth: int) -> str:
     return repr(value)[:budget]
 
 
-def _bounded_container(value, budget: int, depth: int) -> str:
+def _bounded_container(value: dict | tuple | list, budget: int, depth: int) -> str:
     opening, closing = ("{", "}") if isinstance(value, dict) else ("(", ")") if isinstance(value, tuple) else ("[", "]")
     if depth == 0:
         return f"{opening}...{closing}"

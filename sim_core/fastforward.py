@@ -27,11 +27,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import repeat
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from sim_core.entities import Batch, RequestStatus
+from sim_core.entities import Batch, Request, RequestStatus
+from sim_core.memory.block_hash_cache import HashedBlockPool
+from sim_core.memory.block_pool import BlockPool, CountingBlockPool
 from sim_core.record import FINISHED
+
+if TYPE_CHECKING:
+    from sim_core.memory.kv_pool import KvPool
+    from sim_core.predictor.shape import Predictor
+    from sim_core.record import Recorder
+    from sim_core.schedulers.base import ReplicaScheduler
+    from sim_core.simulator import Simulator
+
+# finished members as (formation, member, freed block ids, how many), and the allocations as
+# (formations, members, block ids, blocks taken per formation): the id pools fill the first
+# three, the counting pools the last
+Finished = list[tuple[int, int, list[int], int]]
+Changes = tuple[Finished, tuple[list[int] | None, list[int] | None, list[int] | None, list[int] | None]]
 
 MAX_RUN = 1 << 20  # iterations in one run (a longer run simply starts again)
 FIRST_CHUNK = 16   # iterations whose end times are computed when a run starts
@@ -56,7 +72,7 @@ class DecodeRun:
 class FastForward:
     """Plans, cuts and completes decode runs for a Simulator."""
 
-    def __init__(self, simulator) -> None:
+    def __init__(self, simulator: Simulator) -> None:
         self.sim = simulator
         self.runs: dict[int, DecodeRun] = {}
         self._tokens = 0
@@ -105,7 +121,7 @@ class FastForward:
         run.ends, run.context = np.concatenate((run.ends, ends)), np.concatenate((run.context, context))
         self._schedule_next(replica, run)
 
-    def _completion_matters(self, replica: int, requests) -> bool:
+    def _completion_matters(self, replica: int, requests: list[Request]) -> bool:
         """Whether a member's completion must be simulated at its own time: it releases a
         session's next turn, or frees blocks a hand-off waits for on this decode replica."""
         sim = self.sim
@@ -124,7 +140,7 @@ class FastForward:
             return
         kernel = self.sim.kernel
         now = kernel.now
-        side = "right" if kernel.late_phase else "left"
+        side: Literal["left", "right"] = "right" if kernel.late_phase else "left"
         # now <= the last planned end (an extension event at that end runs before later
         # arrivals and before the instant's late phase), so the planned ends suffice
         last = int(np.searchsorted(run.ends[: run.num_iterations], now, side=side))
@@ -167,6 +183,7 @@ class FastForward:
         ends = run.ends[:k].tolist()
         scheduler.num_batches += k - 2  # ids of the skipped iterations' batches
         last = scheduler.make_batch(live_last, [1] * len(live_last), 0)
+        assert last is not None, "the last iteration has live members"
         last.shape = sim.batch_shape(last)
         last.formed_at = ends[k - 2]
         self._record(replica, run, changes, used_before)
@@ -174,7 +191,7 @@ class FastForward:
         return last
 
     @staticmethod
-    def _advance_tokens(members, remaining: list[int], ends: np.ndarray, recorder) -> None:
+    def _advance_tokens(members: list[Request], remaining: list[int], ends: np.ndarray, recorder: Recorder) -> None:
         """Each live member gains a token per skipped iteration; those whose last token falls in
         the skipped iterations finish. Records the gaps between tokens (TBT)."""
         k = len(ends)
@@ -199,13 +216,16 @@ class FastForward:
             recorder.weighted_gaps.append((steps, alive))
 
     @staticmethod
-    def _replay(scheduler, members, events: list[tuple[int, int, int]]):
+    def _replay(scheduler: ReplicaScheduler, members: list[Request], events: list[tuple[int, int, int]]) -> Changes:
         """Apply block frees and allocations in stepwise order. Returns the finished members as
         (formation, member, freed block ids, how many) and the allocations as (formations,
         members, block ids)."""
         pool, frees = scheduler.pool, scheduler.frees_on_completion
-        finished, formations, takers, blocks = [], [], [], []
-        pending: list = []
+        finished: Finished = []
+        formations: list[int] = []
+        takers: list[int] = []
+        blocks: list[int] = []
+        pending: list[Request] = []
         for formation, kind, member in events:
             if kind == 1:
                 formations.append(formation)
@@ -213,19 +233,22 @@ class FastForward:
                 pending.append(members[member])
                 continue
             if pending:
-                blocks += pool.allocate_each(pending)
+                blocks += _allocate_each(pool, pending)
                 pending = []
             released = pool.free(members[member]) if frees else []
             finished.append((formation, member, released, len(released)))
         if pending:
-            blocks += pool.allocate_each(pending)
+            blocks += _allocate_each(pool, pending)
         return finished, (formations, takers, blocks, None)
 
     @staticmethod
-    def _count(scheduler, members, remaining: list[int], k: int, counts: list[int], taken: list[int]):
+    def _count(scheduler: ReplicaScheduler, members: list[Request], remaining: list[int], k: int, counts: list[int],
+               taken: list[int]) -> Changes:
         """The counting-pool version of _replay: per-member block counts, then the frees.
         Returns the finished members and (None, None, None, blocks taken per formation)."""
-        pool, frees, finished = scheduler.pool, scheduler.frees_on_completion, []
+        pool, frees = scheduler.pool, scheduler.frees_on_completion
+        assert isinstance(pool, CountingBlockPool), "only counting pools are bulk-counted"
+        finished: Finished = []
         for request, count in zip(members, counts):
             if count:
                 pool.add(request, count)
@@ -238,23 +261,24 @@ class FastForward:
         finished.sort()
         return finished, (None, None, None, taken)
 
-    def _record(self, replica: int, run: DecodeRun, changes, used_before: int) -> None:
+    def _record(self, replica: int, run: DecodeRun, changes: Changes, used_before: int) -> None:
         """The records the stepwise path makes for iterations 0..k-2 and formation k-1."""
         recorder, k, first = self.sim.recorder, run.num_iterations, run.first
         members = first.requests
         finished, (formations, takers, blocks, per_formation) = changes
-        freed, done = [0] * (k + 1), [0] * (k + 1)
+        freed_at, done_at = [0] * (k + 1), [0] * (k + 1)
         for formation, member, released, count in finished:
             if recorder.keeps_blocks:
                 recorder.now = float(run.ends[formation - 1])
                 recorder.on_state(replica, members[member].id, FINISHED)
                 recorder.on_free(replica, members[member].id, released)
-            freed[formation] += count
-            done[formation] += 1 if count else 0
+            freed_at[formation] += count
+            done_at[formation] += 1 if count else 0
         recorder.now = self.sim.kernel.now
-        freed, done = np.asarray(freed, dtype=np.int64), np.asarray(done, dtype=np.int64)
+        freed, done = np.asarray(freed_at, dtype=np.int64), np.asarray(done_at, dtype=np.int64)
         ends = run.ends[: k - 1]
         if recorder.keeps_blocks and blocks:
+            assert formations is not None and takers is not None, "id pools list their allocations"
             recorder.blocks.add_chunk(len(blocks), time=ends[np.asarray(formations) - 1], replica=replica,
                                       request=[members[m].id for m in takers], block=blocks, delta=1)
         if recorder.keeps_batches:
@@ -290,7 +314,8 @@ class FastForward:
             start = boundary
 
 
-def _ordered_events(scheduler, members, remaining: list[int], k: int) -> list[tuple[int, int, int]]:
+def _ordered_events(scheduler: ReplicaScheduler, members: list[Request], remaining: list[int],
+                    k: int) -> list[tuple[int, int, int]]:
     """(formation, kind, member) of formations 1..k-1 in stepwise order: at each formation the
     members that finished at the end of the previous iteration go first (kind 0, batch order),
     then block allocations (kind 1, batch order)."""
@@ -300,7 +325,8 @@ def _ordered_events(scheduler, members, remaining: list[int], k: int) -> list[tu
     return events
 
 
-def allocation_counts(scheduler, members, remaining: list[int], k: int):
+def allocation_counts(scheduler: ReplicaScheduler, members: list[Request], remaining: list[int],
+                      k: int) -> tuple[list[int], list[int]]:
     """Blocks each member takes at formations 1..k-1 while live, and how many blocks are taken
     at each formation 0..k-1; the counting pool needs no order, only how many and when."""
     taken = [0] * k
@@ -308,7 +334,7 @@ def allocation_counts(scheduler, members, remaining: list[int], k: int):
         return [0] * len(members), taken
     per_token = scheduler.growth == "per_token"
     step = 1 if per_token else scheduler.block_size
-    counts = []
+    counts: list[int] = []
     for request, left in zip(members, remaining):
         first = 1 if per_token else step * request.num_blocks + 1 - request.num_processed_tokens
         formations = range(first, left if left < k else k, step)
@@ -329,7 +355,7 @@ def _members(batch: Batch, remaining: list[int], needs_context: bool) -> tuple[n
     return order, np.concatenate((np.cumsum(by_remaining[::-1])[::-1], [0]))
 
 
-def _end_times(predictor, order: np.ndarray, suffix: np.ndarray | None, start: int, stop: int,
+def _end_times(predictor: Predictor, order: np.ndarray, suffix: np.ndarray | None, start: int, stop: int,
                begin: float) -> tuple[np.ndarray, np.ndarray]:
     """End times of iterations start..stop-1 (sequential sums of the stage times from `begin`,
     as stepwise) and the KV context their members hold (zeros when the cost model does not
@@ -343,7 +369,7 @@ def _end_times(predictor, order: np.ndarray, suffix: np.ndarray | None, start: i
     return np.cumsum(durations), context
 
 
-def growth_limit(scheduler, requests, remaining: list[int], limit: int) -> int:
+def growth_limit(scheduler: ReplicaScheduler, requests: list[Request], remaining: list[int], limit: int) -> int:
     """Shorten `limit` so that every formation keeps one KV block spare (each member's check
     needs a free block even when it takes none); blocks of finished members count as free."""
     pool, n = scheduler.pool, len(requests)
@@ -369,11 +395,13 @@ def growth_limit(scheduler, requests, remaining: list[int], limit: int) -> int:
     return min(limit, int(short[0]) + 1) if len(short) else limit
 
 
-def planned_allocations(scheduler, requests, remaining: list[int], num_iterations: int) -> list[tuple[int, int]]:
+def planned_allocations(scheduler: ReplicaScheduler, requests: list[Request], remaining: list[int],
+                        num_iterations: int) -> list[tuple[int, int]]:
     """(formation, member index) of the blocks members take at formations 1..num_iterations-1
     while they are live, sorted as the stepwise path takes them (formation, then batch order)."""
     if scheduler.growth is None:
         return []
+    plan: list[tuple[int, int]]
     if scheduler.growth == "per_token":
         plan = []
         for member, left in enumerate(remaining):
@@ -387,3 +415,9 @@ def planned_allocations(scheduler, requests, remaining: list[int], num_iteration
         plan.extend(zip(range(first, min(left, num_iterations), size), repeat(member)))
     plan.sort()
     return plan
+
+
+def _allocate_each(pool: KvPool, requests: list[Request]) -> list[int]:
+    """One new block to each request (the pools of the policies that grow by pages)."""
+    assert isinstance(pool, (BlockPool, HashedBlockPool)), "paged growth allocates from an id pool"
+    return pool.allocate_each(requests)

@@ -29,18 +29,26 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 from heapq import heappop, heappush
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim_core.entities import NOT_YET, Request
+from sim_core.entities import NOT_YET, Batch, Request
 from sim_core.memory.planner import BYTES_PER_VALUE
+
+if TYPE_CHECKING:
+    from sim_core.catalog.models import ModelSpec
+    from sim_core.config import DisaggregationConfig
+    from sim_core.routing import Router
+    from sim_core.schedulers import ReplicaScheduler
+    from sim_core.simulator import Simulator
 
 HANDOFF_PHASE, DISPATCH_PHASE = 1, 2   # end-of-instant keys: after released session turns (0)
 TRANSFER_COLUMNS = ("request_id", "source_replica", "target_replica", "num_tokens", "num_bytes",
                     "handed_off_at", "accepted_at", "start", "end")
 
 
-def kv_bytes_per_token(model) -> int:
+def kv_bytes_per_token(model: ModelSpec) -> int:
     """Bytes of K and V for one token over every layer and KV head (fp16/bf16)."""
     return 2 * model.head_dim * model.num_kv_heads * model.num_layers * BYTES_PER_VALUE
 
@@ -85,7 +93,7 @@ class DecodeView:
 
     __slots__ = ("inbox", "scheduler")
 
-    def __init__(self, scheduler, inbox: deque) -> None:
+    def __init__(self, scheduler: ReplicaScheduler, inbox: deque[Transfer]) -> None:
         self.scheduler, self.inbox = scheduler, inbox
 
     @property
@@ -96,12 +104,13 @@ class DecodeView:
 class Disaggregation:
     """Hand-offs, inboxes and links of a disaggregated run (owned by its Simulator)."""
 
-    def __init__(self, simulator, num_prefill: int, router, config, bytes_per_token: int) -> None:
+    def __init__(self, simulator: Simulator, num_prefill: int, router: Router, config: DisaggregationConfig,
+                 bytes_per_token: int) -> None:
         self.sim = simulator
         self.num_prefill = num_prefill
         self.router = router
         decode = simulator.schedulers[num_prefill:]
-        self.inboxes = [deque() for _ in decode]
+        self.inboxes: list[deque[Transfer]] = [deque() for _ in decode]
         self.views = [DecodeView(s, inbox) for s, inbox in zip(decode, self.inboxes)]
         self.links = [Link() for _ in range(num_prefill)]
         self.bytes_per_token = bytes_per_token
@@ -119,7 +128,7 @@ class Disaggregation:
 
     # ---- 2. hand-off ------------------------------------------------------------------------
 
-    def on_prefill_batch_end(self, replica: int, batch) -> None:
+    def on_prefill_batch_end(self, replica: int, batch: Batch) -> None:
         """Requests whose prompt this batch completed leave the prefill replica."""
         sim = self.sim
         scheduler, now = sim.schedulers[replica], sim.kernel.now

@@ -28,14 +28,19 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TypeVarTuple, Unpack
 
 from sim_core.errors import SimulationError
 
 CLOCK_LIMIT_S = 2.0**33   # ~272 years; float64 spacing there is 1.9e-6 s, so 1e-6 s still rounds up
 
 
-def _key(entry) -> tuple:
+Ts = TypeVarTuple("Ts")
+Handler = Callable[..., None]
+
+
+def _key(entry: tuple[tuple, Handler, tuple]) -> tuple:
     return entry[0]
 
 
@@ -50,14 +55,14 @@ class EventKernel:
 
     def __init__(self) -> None:
         self.now = 0.0
-        self._heap: list = []
-        self._soon: deque = deque()
+        self._heap: list[tuple[float, int, Handler, tuple]] = []
+        self._soon: deque[tuple[Handler, tuple]] = deque()
         self._seq = 0
-        self._arrivals: list = []   # (time, key, handler, args) created during the run
-        self._late: list = []       # (key, handler, args) due at the end of the current instant
+        self._arrivals: list[tuple[float, tuple, Handler, tuple]] = []   # created during the run
+        self._late: list[tuple[tuple, Handler, tuple]] = []   # due at the end of the current instant
         self.late_phase = False
 
-    def at(self, time: float, handler: Callable, *args) -> None:
+    def at(self, time: float, handler: Callable[[Unpack[Ts]], None], *args: Unpack[Ts]) -> None:
         """Run `handler(*args)` at `time` (> now).
 
         Raises:
@@ -68,11 +73,11 @@ class EventKernel:
         self._seq += 1
         heapq.heappush(self._heap, (time, self._seq, handler, args))
 
-    def soon(self, handler: Callable, *args) -> None:
+    def soon(self, handler: Callable[[Unpack[Ts]], None], *args: Unpack[Ts]) -> None:
         """Run `handler(*args)` at the current time, after everything already due now."""
         self._soon.append((handler, args))
 
-    def arrive_at(self, time: float, key: tuple, handler: Callable, *args) -> None:
+    def arrive_at(self, time: float, key: tuple, handler: Callable[[Unpack[Ts]], None], *args: Unpack[Ts]) -> None:
         """An arrival at `time` (> now) created during the run; `key` (unique among them)
         orders arrivals of the same instant.
 
@@ -83,12 +88,12 @@ class EventKernel:
         assert time > self.now, "a future arrival needs a positive delay"
         heapq.heappush(self._arrivals, (time, key, handler, args))
 
-    def at_instant_end(self, key: tuple, handler: Callable, *args) -> None:
+    def at_instant_end(self, key: tuple, handler: Callable[[Unpack[Ts]], None], *args: Unpack[Ts]) -> None:
         """Run `handler(*args)` at the end of the current instant, in `key` order (keys are
         unique and comparable across all callers)."""
         self._late.append((key, handler, args))
 
-    def run(self, arrival_times, on_arrival: Callable[[int], None], on_time: Callable[[float], None],
+    def run(self, arrival_times: Sequence[float], on_arrival: Callable[[int], None], on_time: Callable[[float], None],
             after_event: Callable[[], None] | None = None) -> None:
         """Process everything. `arrival_times` is sorted; `on_arrival(i)` handles the i-th
         arrival; `on_time(t)` is told the time before any handler at t runs; `after_event()`,
@@ -135,7 +140,7 @@ class EventKernel:
                         after_event()
                 self._drain(after_event)
 
-    def _drain(self, after_event) -> None:
+    def _drain(self, after_event: Callable[[], None] | None) -> None:
         soon = self._soon
         while soon:
             handler, args = soon.popleft()

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
 PERCENTILES = (50, 90, 99)
 
 
-def quantiles(values: np.ndarray, percents, weights: np.ndarray | None = None) -> list[float]:
+def quantiles(values: np.ndarray, percents: Sequence[float], weights: np.ndarray | None = None) -> list[float]:
     """For each p in `percents`, the smallest observed value with at least p% of the (weighted)
     samples at or below it (the inverted-CDF definition); NaN when there are no samples."""
     values = np.asarray(values, dtype=np.float64)
@@ -38,7 +40,8 @@ def request_table(rows: dict[str, list]) -> pd.DataFrame:
     return frame
 
 
-def summarize(requests: pd.DataFrame, gaps: np.ndarray, weighted_gaps, kv_area, kv_peak,
+def summarize(requests: pd.DataFrame, gaps: np.ndarray, weighted_gaps: tuple[np.ndarray, np.ndarray],
+              kv_area: list[float], kv_peak: list[int],
               num_blocks: int, num_batches: int) -> dict:
     """The headline figures of a run, JSON-serializable."""
     finished = requests[requests["status"] == "finished"]

@@ -15,16 +15,22 @@ sampling stay on the critical path. The CPU phases are priced for the batch's (p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sim_core.predictor.shape import BatchShape, Predictor
+
 
 class OverlapClock:
     """Prices first-stage iterations of replicas that overlap (pipeline parallelism 1)."""
 
-    def __init__(self, predictors: list) -> None:
+    def __init__(self, predictors: Sequence[Predictor]) -> None:
         self.predictors = predictors                 # per replica
         self._last = [(-1.0, 0.0)] * len(predictors)  # (end time, GPU seconds) of the last iteration
         self.hidden_s = 0.0                          # CPU seconds hidden so far (all replicas)
 
-    def iteration_time(self, replica: int, shape, now: float) -> float:
+    def iteration_time(self, replica: int, shape: BatchShape, now: float) -> float:
         """Seconds of the iteration of `shape` starting at `now` (remembered for the next)."""
         predictor = self.predictors[replica]
         full = predictor.stage_time(shape, 0)

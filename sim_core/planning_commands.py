@@ -7,15 +7,22 @@ import math
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sim_core.errors import ConfigError
 from sim_core.export.text import one_line, shorten
 from sim_core.sweep.local import MAX_WORKERS
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from sim_core.sweep.runner import SweepOutcome
+    from sim_core.sweep.spec import SweepSpec
+
 EXIT_USAGE, EXIT_INTERRUPTED = 2, 130
 
 
-def add_planning_commands(commands) -> None:
+def add_planning_commands(commands: argparse._SubParsersAction) -> None:
     """Register `compare` and `sweep` on the CLI's subparsers."""
     compare = commands.add_parser("compare", help="run 2-6 scenarios on the same workload; print the differences")
     compare.add_argument("files", nargs="+", help="scenario files (YAML or JSON)")
@@ -37,7 +44,7 @@ def add_planning_commands(commands) -> None:
         sub.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
 
-def _compare(args) -> int:
+def _compare(args: argparse.Namespace) -> int:
     from sim_core import load_config, parse_config, run_simulation
     from sim_core.compare import (
         comparison_table,
@@ -72,7 +79,7 @@ def _names(files: list[str]) -> list[str]:
     return [f"{chr(65 + i)}:{stem}" for i, stem in enumerate(stems)]
 
 
-def _sweep(args) -> int:
+def _sweep(args: argparse.Namespace) -> int:
     from sim_core.sweep import (
         LocalBackend,
         RayBackend,
@@ -99,7 +106,7 @@ def _sweep(args) -> int:
     return _failures(outcome, list(spec.vary))
 
 
-def _check_sweep_options(args) -> None:
+def _check_sweep_options(args: argparse.Namespace) -> None:
     """Refuse what the options of `sweep` cannot mean, before anything runs."""
     if args.workers is not None and not 1 <= args.workers <= MAX_WORKERS:
         raise ConfigError(f"--workers: got {args.workers}; allowed 1 .. {MAX_WORKERS}")
@@ -110,7 +117,7 @@ def _check_sweep_options(args) -> None:
         raise ConfigError(f"--target-qps: got {args.target_qps:g}; allowed a finite rate above 0 req/s")
 
 
-def _failures(outcome, keys: list[str]) -> int:
+def _failures(outcome: SweepOutcome, keys: list[str]) -> int:
     """0, or EXIT_USAGE with one line on stderr when points failed (they are rows with an error)."""
     failed = outcome.failed
     if not failed:
@@ -123,7 +130,7 @@ def _failures(outcome, keys: list[str]) -> int:
     return EXIT_USAGE
 
 
-def _report(args, spec, outcome, table) -> None:
+def _report(args: argparse.Namespace, spec: SweepSpec, outcome: SweepOutcome, table: pd.DataFrame) -> None:
     from sim_core.sweep.pareto import best_per_objective, min_gpus_for
 
     grid, keys = outcome.grid, list(spec.vary)
@@ -148,7 +155,8 @@ class _ProgressBar:
     """A one-line progress bar on stderr: points done, rate, time left."""
 
     def __init__(self) -> None:
-        self.started, self.shown, self.first = time.perf_counter(), False, None
+        self.started, self.shown = time.perf_counter(), False
+        self.first: int | None = None
 
     def update(self, done: int, total: int, record: dict) -> None:
         self.first = done - 1 if self.first is None else self.first

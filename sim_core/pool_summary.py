@@ -6,12 +6,20 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from sim_core.memory import MemoryPlan
 from sim_core.metrics import quantiles
+
+if TYPE_CHECKING:
+    from sim_core.pools import PoolView
+    from sim_core.record import Recorder
+    from sim_core.result import SimulationResult
+    from sim_core.schedulers import ReplicaLimits
+    from sim_core.simulator import Simulator
 
 
 @dataclass(frozen=True)
@@ -31,20 +39,22 @@ class PoolInfo:
         return range(self.first_replica, self.first_replica + self.num_replicas)
 
 
-def blocks_per_replica(result) -> list[int]:
+def blocks_per_replica(result: SimulationResult) -> list[int]:
     """KV blocks of each replica (pools may differ; without pools all have `num_blocks`)."""
     if not result.pools:
         return [result.num_blocks] * result.config.cluster.num_replicas
     return [pool.num_blocks for pool in result.pools for _ in pool.replica_ids]
 
 
-def add_pools(result, sized, simulator, recorder):
+def add_pools(result: SimulationResult, sized: list[tuple[PoolView, MemoryPlan | None, ReplicaLimits]],
+              simulator: Simulator, recorder: Recorder) -> SimulationResult:
     """The result with its pools, transfer table and per-pool summary figures. The headline KV
     utilization becomes the mean (and peak) over replicas of each replica's own share, and
     `num_blocks` the largest pool's (views size their block grids by it)."""
     pools = [PoolInfo(view.name, view.first_replica, view.num_replicas, view.config.cluster.tensor_parallel_size,
                       view.config.cluster.pipeline_parallel_size, limits.num_blocks, plan)
              for view, plan, limits in sized]
+    assert simulator.handoff is not None, "pools come with a disaggregated run"
     arrays = simulator.handoff.table()
     order = np.lexsort((arrays["request_id"], arrays["start"]))
     transfers = pd.DataFrame({name: values[order] for name, values in arrays.items()})
@@ -55,9 +65,11 @@ def add_pools(result, sized, simulator, recorder):
                                num_blocks=max(p.num_blocks for p in pools))
 
 
-def pool_figures(pools: list[PoolInfo], recorder, result, makespan: float) -> dict:
+def pool_figures(pools: list[PoolInfo], recorder: Recorder, result: SimulationResult, makespan: float) -> dict:
     """KV utilization (mean, peak), busy share of the stages and mean waiting queue per pool."""
-    figures, shares, peaks = {}, [], []
+    figures: dict[str, float] = {}
+    shares: list[float] = []
+    peaks: list[float] = []
     start = float(result.requests["arrived_at"].min()) if len(result.requests) else 0.0
     for pool in pools:
         ids, name = list(pool.replica_ids), pool.name
@@ -97,7 +109,7 @@ def _mean_waiting(series: pd.DataFrame, ids: list[int], start: float, end: float
 def transfer_figures(transfers: pd.DataFrame) -> dict:
     """How many KV transfers, how long they took on the link, and how long requests waited between
     the end of their prefill and the start of their transfer (for decode room and the link)."""
-    figures = {"num_transfers": len(transfers)}
+    figures: dict[str, float] = {"num_transfers": len(transfers)}
     took = (transfers["end"] - transfers["start"]).to_numpy()
     waited = (transfers["start"] - transfers["handed_off_at"]).to_numpy()
     for name, values in (("transfer_time", took), ("transfer_wait", waited)):

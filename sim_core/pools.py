@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim_core.config import ClusterConfig, SimulationConfig
+from sim_core.config import ClusterConfig, PoolConfig, SimulationConfig
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def pool_views(config: SimulationConfig) -> list[PoolView]:
             PoolView("decode", _view(config, pd.decode), prefill.cluster.num_replicas)]
 
 
-def _view(config: SimulationConfig, pool) -> SimulationConfig:
+def _view(config: SimulationConfig, pool: PoolConfig) -> SimulationConfig:
     cluster = ClusterConfig(num_replicas=pool.num_replicas, tensor_parallel_size=pool.tensor_parallel_size,
                             pipeline_parallel_size=pool.pipeline_parallel_size,
                             global_scheduler=pool.global_scheduler)

@@ -6,15 +6,20 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import TYPE_CHECKING
 
-from sim_core.catalog import DEVICES, MODELS
+from sim_core.catalog import DEVICES, MODELS, DeviceSpec, ModelSpec
 from sim_core.errors import ConfigError
 from sim_core.export.files import json_ready
+
+if TYPE_CHECKING:
+    from sim_core.predictor.accuracy import OperatorAccuracy
+    from sim_core.predictor.profile_dir import ProfileSet
 
 DEFAULT_CACHE = ".sim_cache/predictor"
 
 
-def add_predictor_commands(commands) -> argparse.ArgumentParser:
+def add_predictor_commands(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register the `predictor` command group on the CLI's subparsers."""
     group = commands.add_parser("predictor", help="train and check execution-time predictors on profiles")
     subs = group.add_subparsers(dest="predictor_command", required=True)
@@ -41,7 +46,7 @@ def add_predictor_commands(commands) -> argparse.ArgumentParser:
     return group
 
 
-def _profile_sets(args):
+def _profile_sets(args: argparse.Namespace) -> list[ProfileSet]:
     from sim_core.predictor.profile_dir import find_compute_profiles, load_profile_set
 
     pairs = [(p.model, p.device) for p in find_compute_profiles(args.profiles)
@@ -51,7 +56,7 @@ def _profile_sets(args):
     return [load_profile_set(args.profiles, model, device) for model, device in dict.fromkeys(pairs)]
 
 
-def _fit(args) -> int:
+def _fit(args: argparse.Namespace) -> int:
     from sim_core.config import PredictorConfig
     from sim_core.predictor.learned_tables import cached_tables
 
@@ -68,14 +73,14 @@ def _fit(args) -> int:
     return _report(argparse.Namespace(**{**vars(args), "json": False}))
 
 
-def _print_table(results, statistic: str, label: str) -> None:
+def _print_table(results: list[OperatorAccuracy], statistic: str, label: str) -> None:
     print(f"{'device':10s} {'model':14s} {'operator':26s} {'TP':>3s} {'rows':>6s} {'dropped':>8s} {label:>9s}")
     for r in results:
         value = r.mape if statistic == "mape" else r.median
         print(f"{r.device:10s} {r.model:14s} {r.operator:26s} {r.tp:3d} {r.num_rows:6d} {r.num_dropped:8d} {value:9.2f}")
 
 
-def _report(args) -> int:
+def _report(args: argparse.Namespace) -> int:
     from sim_core.predictor.accuracy import learned_accuracy
 
     results = [r for profiles in _profile_sets(args) for r in learned_accuracy(profiles, args.estimator)]
@@ -83,7 +88,7 @@ def _report(args) -> int:
                           f"per operator ({args.estimator}, held-out rows of all profiles and TP degrees), MAPE %:")
 
 
-def _pair(args):
+def _pair(args: argparse.Namespace) -> tuple[ProfileSet, ModelSpec, DeviceSpec]:
     from sim_core.predictor.profile_dir import load_profile_set
 
     if args.model not in MODELS or args.device not in DEVICES:
@@ -92,7 +97,7 @@ def _pair(args):
     return load_profile_set(args.profiles, args.model, args.device), MODELS[args.model], DEVICES[args.device]
 
 
-def _compare(args) -> int:
+def _compare(args: argparse.Namespace) -> int:
     from sim_core.config import PredictorConfig
     from sim_core.predictor.accuracy import roofline_accuracy
 
@@ -102,7 +107,7 @@ def _compare(args) -> int:
                           f"{args.device}, median absolute percentage error per operator:")
 
 
-def _print_results(results, metric: str, header: str, as_json: bool, title: str) -> int:
+def _print_results(results: list[OperatorAccuracy], metric: str, header: str, as_json: bool, title: str) -> int:
     """The pooled figure per operator as one JSON object, or the full table then the pooled lines."""
     from sim_core.predictor.accuracy import pooled
 
@@ -116,7 +121,7 @@ def _print_results(results, metric: str, header: str, as_json: bool, title: str)
     return 0
 
 
-def _calibrate(args) -> int:
+def _calibrate(args: argparse.Namespace) -> int:
     from sim_core.predictor.calibration import calibrate
 
     profiles, model, device = _pair(args)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import Any
 
 from sim_core.scenarios import DEFAULT_SCENARIO
 
@@ -35,7 +36,7 @@ _BASE = _merge(DEFAULT_SCENARIO, {"model": "llama-2-7b", "device": "a100-80gb",
                                   "workload": {"arrival": {"qps": 8.0}}})
 
 
-def _scenario(name: str, **changes) -> dict:
+def _scenario(name: str, **changes: Any) -> dict:
     return _merge({**_BASE, "name": name}, changes)
 
 

@@ -8,7 +8,13 @@ Token gaps (time between tokens) and KV utilization accumulators are kept at eve
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import DTypeLike
+
+if TYPE_CHECKING:
+    from sim_core.entities import Batch
 
 GAPS_BEFORE_COMPACTING = 1 << 20   # raw token gaps kept before they are folded into counts
 RUNS_BEFORE_COMPACTING = 1 << 14   # fast-forward gap chunks kept likewise
@@ -31,12 +37,12 @@ class Table:
 
     __slots__ = ("dtypes", "columns", "chunks")
 
-    def __init__(self, dtypes: dict) -> None:
+    def __init__(self, dtypes: dict[str, DTypeLike]) -> None:
         self.dtypes = dtypes
-        self.columns = {name: [] for name in dtypes}
+        self.columns: dict[str, list] = {name: [] for name in dtypes}
         self.chunks: list[tuple[int, dict]] = []
 
-    def add_chunk(self, length: int, **values) -> None:
+    def add_chunk(self, length: int, **values: object) -> None:
         """`length` rows; each value is an array of that length or one value for all rows."""
         if length > 0:
             self.chunks.append((length, values))
@@ -51,7 +57,7 @@ class Table:
         return out
 
 
-def _chunk_column(values: list, lengths: np.ndarray, dtype) -> np.ndarray:
+def _chunk_column(values: list, lengths: np.ndarray, dtype: DTypeLike) -> np.ndarray:
     """One column of all chunks: per-chunk arrays joined, or per-chunk values repeated."""
     if not values:
         return np.empty(0, dtype=dtype)
@@ -90,14 +96,18 @@ class Recorder:
         self._kv_last = [(0.0, 0)] * num_replicas
         self.keeps_blocks = level == "full"
         self.keeps_batches = level != "requests"
+        # records a level does not keep: instance attributes shadow the methods with a no-op (the
+        # cheapest call on the hot path); setattr, since type checkers refuse assigning to methods
         if not self.keeps_blocks:
-            self.on_allocate = self.on_allocate_one = self.on_free = self.on_cache = self._skip
-            self.on_state = self.on_restart = self.on_refs = self._skip
+            for name in ("on_allocate", "on_allocate_one", "on_free", "on_cache", "on_state", "on_restart",
+                         "on_refs"):
+                setattr(self, name, self._skip)
         if not self.keeps_batches:
-            self.on_batch = self.on_batch_row = self.on_stage = self._series_row = self.on_cache_op = self._skip
+            for name in ("on_batch", "on_batch_row", "on_stage", "_series_row", "on_cache_op"):
+                setattr(self, name, self._skip)
 
     @staticmethod
-    def _skip(*args) -> None:
+    def _skip(*args: object) -> None:
         return None
 
     # ---- blocks and states ---------------------------------------------------------------
@@ -157,8 +167,9 @@ class Recorder:
 
     # ---- batches, stages, series -----------------------------------------------------------
 
-    def on_batch(self, batch) -> None:
+    def on_batch(self, batch: Batch) -> None:
         shape = batch.shape
+        assert shape is not None, "set when the batch is formed"
         self.on_batch_row(batch.id, batch.replica_id, tuple(r.id for r in batch.requests),
                           tuple(batch.num_tokens), batch.num_prefill_tokens, shape.num_decodes, shape.decode_context,
                           batch.num_padding)

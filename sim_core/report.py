@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sim_core.result import SimulationResult
+
 
 def _ms(value: float) -> str:
     return "n/a" if value != value else f"{value * 1e3:.1f} ms"
 
 
-def format_summary(result) -> str:
+def format_summary(result: SimulationResult) -> str:
     s, c = result.summary, result.config
     shape = (f"{c.cluster.num_replicas} replica(s) x {c.model} on {c.device} (TP={c.cluster.tensor_parallel_size}, "
              f"PP={c.cluster.pipeline_parallel_size}) | {result.num_blocks} KV blocks per replica")
@@ -40,7 +45,7 @@ def format_summary(result) -> str:
     return "\n".join(lines)
 
 
-def _pool_lines(result) -> list[str]:
+def _pool_lines(result: SimulationResult) -> list[str]:
     """P/D disaggregation: the pools (they replace the cluster's replicas) and the KV transfers."""
     if not result.pools:
         return []

@@ -13,9 +13,14 @@ request's admissions.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from sim_core.entities import Request, RequestStatus
+
+if TYPE_CHECKING:
+    from sim_core.workload.model import Workload
 
 
 class RequestLog:
@@ -76,7 +81,7 @@ class RequestLog:
         self.num_seqs[rid] = request.num_seqs
         self.num_swaps[rid] = request.num_swaps
 
-    def rows(self, workload, rejected: dict[int, str]) -> dict:
+    def rows(self, workload: Workload, rejected: dict[int, str]) -> dict:
         """Columns for `metrics.request_table` (status and reasons as lists of str)."""
         n = len(workload)
         reasons = [""] * n

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -13,7 +14,11 @@ from sim_core.memory.cache_ops import CACHE_OP_NAMES
 from sim_core.metrics import request_table, summarize
 from sim_core.predictor.accounting import operator_times
 from sim_core.pools import replica_stages
-from sim_core.record import STATE_NAMES, Recorder
+from sim_core.record import STATE_NAMES, Recorder, Table
+
+if TYPE_CHECKING:
+    from sim_core.simulator import Simulator
+    from sim_core.workload.model import Workload
 
 
 @dataclass
@@ -55,8 +60,9 @@ class SimulationResult:
     block_refs: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def build_result(config, workload, simulator, recorder: Recorder, rejected: dict[int, str],
-                 num_blocks: int, plan, notes: list[str]) -> SimulationResult:
+def build_result(config: SimulationConfig, workload: Workload, simulator: Simulator, recorder: Recorder,
+                 rejected: dict[int, str], num_blocks: int, plan: MemoryPlan | None,
+                 notes: list[str]) -> SimulationResult:
     requests = request_table(simulator.retire_all().rows(workload, rejected))
     end = float(np.nanmax(requests["completed_at"])) if requests["completed_at"].notna().any() else 0.0
     recorder.finish_kv(end)
@@ -78,7 +84,7 @@ def build_result(config, workload, simulator, recorder: Recorder, rejected: dict
                                       simulator.overlap.hidden_s if simulator.overlap is not None else 0.0))
 
 
-def _sorted(table, keys: list[str]) -> pd.DataFrame:
+def _sorted(table: Table, keys: list[str]) -> pd.DataFrame:
     """A recorded table as a DataFrame in canonical order (stable: ties keep the order in
     which they happened)."""
     arrays = table.arrays()
@@ -103,7 +109,7 @@ def _batch_ends(batches: pd.DataFrame, stages: pd.DataFrame, num_stages: np.ndar
     return ends
 
 
-def simulator_batches(simulator) -> int:
+def simulator_batches(simulator: Simulator) -> int:
     return sum(scheduler.num_batches for scheduler in simulator.schedulers)
 
 

@@ -2,7 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
 import numpy as np
+
+
+class Queued(Protocol):
+    """What a router sees of a replica (a scheduler, or a decode replica with its inbox)."""
+
+    @property
+    def num_waiting(self) -> int: ...
+
+
+class Router(Protocol):
+    def route(self, replicas: Sequence[Queued]) -> int: ...
 
 
 class RoundRobinRouter:
@@ -11,7 +25,7 @@ class RoundRobinRouter:
     def __init__(self, num_replicas: int, rng: np.random.Generator) -> None:
         self.num_replicas, self.count = num_replicas, 0
 
-    def route(self, replicas) -> int:
+    def route(self, replicas: Sequence[Queued]) -> int:
         replica = self.count % self.num_replicas
         self.count += 1
         return replica
@@ -23,7 +37,7 @@ class LeastOutstandingRouter:
     def __init__(self, num_replicas: int, rng: np.random.Generator) -> None:
         self.num_replicas = num_replicas
 
-    def route(self, replicas) -> int:
+    def route(self, replicas: Sequence[Queued]) -> int:
         best, best_waiting = 0, None
         for index, scheduler in enumerate(replicas):
             waiting = scheduler.num_waiting
@@ -36,13 +50,15 @@ class RandomRouter:
     """Uniformly random replica from the run's seeded generator (drawn in blocks)."""
 
     def __init__(self, num_replicas: int, rng: np.random.Generator) -> None:
-        self.num_replicas, self.rng, self._draws, self._next = num_replicas, rng, [], 0
+        self.num_replicas, self.rng, self._next = num_replicas, rng, 0
+        self._draws: list[int] = []
 
-    def route(self, replicas) -> int:
+    def route(self, replicas: Sequence[Queued]) -> int:
         if self._next == len(self._draws):
             self._draws, self._next = self.rng.integers(self.num_replicas, size=4096).tolist(), 0
         self._next += 1
         return self._draws[self._next - 1]
 
 
-ROUTERS = {"round_robin": RoundRobinRouter, "lor": LeastOutstandingRouter, "random": RandomRouter}
+ROUTERS: dict[str, Callable[[int, np.random.Generator], Router]] = {
+    "round_robin": RoundRobinRouter, "lor": LeastOutstandingRouter, "random": RandomRouter}

@@ -19,9 +19,16 @@ completions were ordered; a zero pause arrives at the end of the completion's in
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from sim_core.workload import Workload
+
+if TYPE_CHECKING:
+    from sim_core.config import SessionConfig, SimulationConfig
+    from sim_core.kernel import EventKernel
 
 TURN_PHASE = 0  # end-of-instant key phase of released turns (before hand-offs and transfers)
 
@@ -44,13 +51,15 @@ class SessionChains:
         """The turn released by this request's completion, or -1."""
         return -1 if self.next_turn is None else int(self.next_turn[request_id])
 
-    def release(self, request_id: int, now: float, kernel, on_turn_arrival) -> None:
+    def release(self, request_id: int, now: float, kernel: EventKernel,
+                on_turn_arrival: Callable[[int, float], None]) -> None:
         """The request completed at `now`: schedule its follower's arrival, if it has one, as
         `on_turn_arrival(follower id, arrival time)`."""
         follower = self.follower(request_id)
         if follower < 0:
             return
         self.released.add(follower)
+        assert self.pause_s is not None, "closed-loop chains carry their pauses"
         when = now + float(self.pause_s[follower])
         if when > now:
             kernel.arrive_at(when, (follower,), on_turn_arrival, follower, when)
@@ -65,7 +74,7 @@ class SessionChains:
         return sorted(int(r) for r in following if int(r) not in self.released)
 
 
-def build_chains(workload: Workload, admitted: list[int], spec, seed: int) -> SessionChains:
+def build_chains(workload: Workload, admitted: list[int], spec: SessionConfig, seed: int) -> SessionChains:
     """Chains of the admitted requests under `spec` (a SessionConfig); open loop, or a workload
     without sessions, gives one chain per request (everything arrives at its own time)."""
     if not spec.closed_loop or workload.session_id is None or not admitted:
@@ -89,7 +98,7 @@ def build_chains(workload: Workload, admitted: list[int], spec, seed: int) -> Se
     return SessionChains(heads, next_turn, pause)
 
 
-def session_notes(config, workload: Workload) -> list[str]:
+def session_notes(config: SimulationConfig, workload: Workload) -> list[str]:
     """What the user should know about session timing in this run."""
     if config.workload.sessions.closed_loop and workload.session_id is None:
         note = ("workload.sessions.closed_loop: the workload has no session_id column, so every request "

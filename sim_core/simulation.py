@@ -8,18 +8,19 @@ import numpy as np
 
 from sim_core.budget import Limits, StopCheck, check_budget
 from sim_core.config import SimulationConfig
+from sim_core.entities import Request
 from sim_core.errors import ConfigError
 from sim_core.handoff import Disaggregation, kv_bytes_per_token
-from sim_core.memory import plan_memory
+from sim_core.memory import MemoryPlan, plan_memory
 from sim_core.memory.swap_space import num_swap_blocks
 from sim_core.pool_summary import add_pools
-from sim_core.pools import pool_views
-from sim_core.predictor import build_predictor
+from sim_core.pools import PoolView, pool_views
+from sim_core.predictor import Predictor, build_predictor
 from sim_core.predictor.kv_copy import KvCopyCost
 from sim_core.record import REJECTED, Recorder
 from sim_core.result import SimulationResult, build_result
 from sim_core.routing import ROUTERS
-from sim_core.schedulers import SCHEDULERS, ReplicaLimits
+from sim_core.schedulers import SCHEDULERS, ReplicaLimits, ReplicaScheduler
 from sim_core.session_loop import build_chains, session_notes
 from sim_core.simulator import Simulator
 from sim_core.workload import Workload, build_workload
@@ -28,7 +29,8 @@ CLI_LIMITS = Limits.cli()
 
 
 def run_simulation(config: SimulationConfig, workload: Workload | None = None,
-                   after_event=None, progress=None, *, limits: Limits | None = CLI_LIMITS,
+                   after_event: Callable[[Simulator], None] | None = None,
+                   progress: Callable[[float], None] | None = None, *, limits: Limits | None = CLI_LIMITS,
                    should_stop: Callable[[], bool] | None = None, deadline_s: float | None = None) -> SimulationResult:
     """Simulate the scenario from scratch (fresh ids, counters and RNG; no global state).
 
@@ -62,12 +64,13 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
     sized = [(view, *_limits(view.config)) for view in views]   # (view, plan, limits) per pool
     recorder = Recorder(config.engine.record, sum(v.num_replicas for v in views),
                         max(limits.num_blocks for _, _, limits in sized))
-    schedulers, predictors = [], []
-    for view, _, limits in sized:
+    schedulers: list[ReplicaScheduler] = []
+    predictors: list[Predictor] = []
+    for view, _, pool_limits in sized:
         predictor = build_predictor(view.config)
         for r in view.replica_ids:
             scheduler = SCHEDULERS[config.scheduler.type](r, view.config.cluster.pipeline_parallel_size,
-                                                          view.config.scheduler, limits, recorder)
+                                                          view.config.scheduler, pool_limits, recorder)
             scheduler.join_pool(view.name)
             schedulers.append(scheduler)
             predictors.append(predictor)
@@ -99,13 +102,14 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
     return add_pools(result, sized, simulator, recorder) if len(views) > 1 else result
 
 
-def _stop_check(limits: Limits | None, should_stop, deadline_s: float | None) -> StopCheck:
+def _stop_check(limits: Limits | None, should_stop: Callable[[], bool] | None,
+                deadline_s: float | None) -> StopCheck:
     if deadline_s is None and limits is not None and limits.max_wall_s is not None:
         return StopCheck(should_stop, limits.max_wall_s, limits.raise_hint("max_wall_s"))
     return StopCheck(should_stop, deadline_s)
 
 
-def _limits(config: SimulationConfig):
+def _limits(config: SimulationConfig) -> tuple[MemoryPlan | None, ReplicaLimits]:
     sched = config.scheduler
     needs_planner = sched.num_blocks is None or sched.type in ("orca", "faster_transformer")
     try:
@@ -114,7 +118,11 @@ def _limits(config: SimulationConfig):
         if needs_planner:
             raise
         plan = None
-    num_blocks = sched.num_blocks if sched.num_blocks is not None else plan.num_blocks
+    if sched.num_blocks is not None:
+        num_blocks = sched.num_blocks
+    else:
+        assert plan is not None, "a failed plan re-raised above"
+        num_blocks = plan.num_blocks
     max_batch = min(plan.max_batch_size, sched.batch_size_cap) if plan else sched.batch_size_cap
     reserve = config.max_model_len // sched.block_size
     if sched.type in ("orca", "faster_transformer") and num_blocks < reserve:
@@ -124,7 +132,7 @@ def _limits(config: SimulationConfig):
     return plan, ReplicaLimits(num_blocks, max_batch, reserve, config.max_model_len, swap_blocks)
 
 
-def _rejections(views, schedulers, workload: Workload) -> dict[int, str]:
+def _rejections(views: list[PoolView], schedulers: list[ReplicaScheduler], workload: Workload) -> dict[int, str]:
     """Requests no replica of some pool could ever serve (a prefill replica only holds the prompt)."""
     checks = [(f"{v.name} pool: " if len(views) > 1 else "", schedulers[v.first_replica], v.name == "prefill")
               for v in views]
@@ -139,7 +147,7 @@ def _rejections(views, schedulers, workload: Workload) -> dict[int, str]:
     return reasons
 
 
-def _policy_notes(schedulers, workload: Workload, rejected: dict[int, str]) -> list[str]:
+def _policy_notes(schedulers: list[ReplicaScheduler], workload: Workload, rejected: dict[int, str]) -> list[str]:
     """Requests the policy ignored (their reasons join the reject reasons), and an `n` column the
     policy does not read."""
     ignored = {rid: reason for s in schedulers for rid, reason in s.ignored.items()}
@@ -151,7 +159,7 @@ def _policy_notes(schedulers, workload: Workload, rejected: dict[int, str]) -> l
     return notes
 
 
-def _stuck_reason(request, scheduler) -> str:
+def _stuck_reason(request: Request, scheduler: ReplicaScheduler) -> str:
     where = scheduler.stuck_location(request)
     return (f"never finished: still {where} of replica {request.replica_id} when nothing else could "
             f"run (prompt now {request.num_prefill_tokens} tokens after {request.num_restarts} restart(s))")

@@ -17,15 +17,25 @@ to decode replicas). Arrivals go to the first pool's replicas (all replicas with
 
 from __future__ import annotations
 
-from sim_core.entities import Request, RequestStatus
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from sim_core.entities import Batch, Request, RequestStatus
 from sim_core.fastforward import FastForward
 from sim_core.kernel import EventKernel
 from sim_core.overlap import OverlapClock
-from sim_core.predictor import BatchShape, padded, shape_of
+from sim_core.predictor import BatchShape, Predictor, padded, shape_of
 from sim_core.record import ADMITTED, FINISHED, QUEUED, Recorder
 from sim_core.request_log import RequestLog
 from sim_core.session_loop import SessionChains
 from sim_core.stage import Stage
+
+if TYPE_CHECKING:
+    from sim_core.handoff import Disaggregation
+    from sim_core.predictor.kv_copy import KvCopyCost
+    from sim_core.routing import Router
+    from sim_core.schedulers import ReplicaScheduler
+    from sim_core.workload.model import Workload
 
 PROGRESS_STEPS = 4096  # simulated instants between two progress reports (and stop polls)
 SWEEP_EVERY = 4096  # arrivals between sweeps that retire finished requests (bounded memory)
@@ -34,8 +44,9 @@ SWEEP_EVERY = 4096  # arrivals between sweeps that retire finished requests (bou
 class Simulator:
     """Owns the replicas, the router and the kernel for one run (no state outside it)."""
 
-    def __init__(self, schedulers, router, predictors, workload, recorder: Recorder,
-                 fast_forward: bool = True, num_entry: int | None = None, kv_copy_cost=None) -> None:
+    def __init__(self, schedulers: list[ReplicaScheduler], router: Router, predictors: Sequence[Predictor],
+                 workload: Workload, recorder: Recorder, fast_forward: bool = True, num_entry: int | None = None,
+                 kv_copy_cost: KvCopyCost | None = None) -> None:
         """`predictors[r]` prices replica r's batches; arrivals are routed to replicas
         0..num_entry-1 (default: all); `kv_copy_cost` prices vllm_v0's KV swaps and copies."""
         self.kernel = EventKernel()
@@ -48,7 +59,7 @@ class Simulator:
         self.request_log = RequestLog(len(workload))
         self.pending_routing: list[Request] = []
         self.sessions = SessionChains([])
-        self.handoff = None   # a Disaggregation when the run has prefill and decode pools
+        self.handoff: Disaggregation | None = None   # a Disaggregation when the run has prefill and decode pools
         self._heads: list[int] = []     # requests that arrive at their workload time
         self._num_arrived = 0
         self.single_stage = all(s.num_stages == 1 for s in schedulers)
@@ -59,7 +70,8 @@ class Simulator:
         # parallel samples per request, for policies that serve them (the others serve one each)
         self.num_seqs = workload.n if workload.n is not None and schedulers[0].serves_parallel_samples else None
 
-    def run(self, sessions: SessionChains, after_event=None, progress=None, poll=None) -> None:
+    def run(self, sessions: SessionChains, after_event: Callable[[Simulator], None] | None = None,
+            progress: Callable[[float], None] | None = None, poll: Callable[[float], None] | None = None) -> None:
         """Simulate: `sessions.heads` arrive at their workload times, later turns of closed-loop
         sessions when released; `after_event(simulator)` runs after every event when given (tests
         check invariants); `poll(simulated_seconds)` then `progress(simulated_seconds)` now and
@@ -71,7 +83,8 @@ class Simulator:
         on_time = self._set_time if progress is None and poll is None else self._reporting_clock(progress, poll)
         self.kernel.run(times, self.on_arrival, on_time, check)
 
-    def _reporting_clock(self, progress, poll):
+    def _reporting_clock(self, progress: Callable[[float], None] | None,
+                         poll: Callable[[float], None] | None) -> Callable[[float], None]:
         steps = 0
 
         def on_time(now: float) -> None:
@@ -167,17 +180,18 @@ class Simulator:
                 self.kernel.soon(self.on_stage_arrival, replica, 0, batch)
         self.record_replica(scheduler)
 
-    def _price_cache_ops(self, replica: int, batch) -> None:
+    def _price_cache_ops(self, replica: int, batch: Batch) -> None:
         """Price and record the KV swaps / copies the batch runs before its model; their time
         adds to every stage of the batch (`cache_seconds`)."""
         total = 0.0
+        assert batch.cache_ops is not None and self.kv_copy_cost is not None, "vllm_v0 runs carry both"
         for kind, request_id, num_blocks in batch.cache_ops.ordered():
             seconds = self.kv_copy_cost.seconds(kind, num_blocks)
             self.recorder.on_cache_op(replica, batch.id, request_id, kind, num_blocks, seconds)
             total += seconds
         batch.cache_seconds = total
 
-    def batch_shape(self, batch) -> BatchShape:
+    def batch_shape(self, batch: Batch) -> BatchShape:
         """What the cost model sees of a batch about to run (token totals, or full detail)."""
         if self.predictors[batch.replica_id].needs_context:
             shape = shape_of(batch.requests, batch.num_tokens)
@@ -185,7 +199,7 @@ class Simulator:
             shape = BatchShape(len(batch.num_tokens), sum(batch.num_tokens))
         return padded(shape, batch.num_padding) if batch.num_padding else shape
 
-    def on_batch_end(self, replica: int, batch) -> None:
+    def on_batch_end(self, replica: int, batch: Batch) -> None:
         now, gaps, record = self.kernel.now, self.recorder.token_gaps, self.recorder
         for request, tokens in zip(batch.requests, batch.num_tokens):
             gap = request.on_batch_end(now, tokens)
@@ -203,14 +217,14 @@ class Simulator:
         self.record_replica(scheduler)
         self.kernel.soon(self.on_replica_schedule, replica)
 
-    def record_replica(self, scheduler) -> None:
+    def record_replica(self, scheduler: ReplicaScheduler) -> None:
         """Record a replica's KV blocks in use and queue lengths, now."""
         self.recorder.on_replica_state(scheduler.replica_id, scheduler.pool.num_used,
                                        scheduler.num_waiting, scheduler.pool.num_holders)
 
     # ---- tier 3: pipeline stages -----------------------------------------------------------
 
-    def on_stage_arrival(self, replica: int, stage: int, batch) -> None:
+    def on_stage_arrival(self, replica: int, stage: int, batch: Batch) -> None:
         self.stages[replica][stage].add(batch)
         self.kernel.soon(self.on_stage_schedule, replica, stage)
 
@@ -221,21 +235,23 @@ class Simulator:
             duration = self.stage_time(replica, batch, stage)
             self.kernel.at(self.kernel.now + duration, self.on_stage_end, replica, stage, batch)
 
-    def _start_stage(self, replica: int, state: Stage, batch) -> None:
+    def _start_stage(self, replica: int, state: Stage, batch: Batch) -> None:
         """PP = 1: the only stage is idle whenever a batch forms; run the batch on it now."""
         assert not state.busy
         now = self.kernel.now
         state.busy, state.started_at = True, now
         self.kernel.at(now + self.stage_time(replica, batch, 0), self.on_stage_end, replica, 0, batch)
 
-    def stage_time(self, replica: int, batch, stage: int) -> float:
+    def stage_time(self, replica: int, batch: Batch, stage: int) -> float:
         """How long `batch` runs on `stage` of `replica` starting now (KV swaps and copies it
         runs first included)."""
+        shape = batch.shape
+        assert shape is not None, "set when the batch is formed"
         if self.overlap is not None and self.schedulers[replica].overlap_schedule:
-            return self.overlap.iteration_time(replica, batch.shape, self.kernel.now) + batch.cache_seconds
-        return self.predictors[replica].stage_time(batch.shape, stage) + batch.cache_seconds
+            return self.overlap.iteration_time(replica, shape, self.kernel.now) + batch.cache_seconds
+        return self.predictors[replica].stage_time(shape, stage) + batch.cache_seconds
 
-    def on_stage_end(self, replica: int, stage: int, batch) -> None:
+    def on_stage_end(self, replica: int, stage: int, batch: Batch) -> None:
         state = self.stages[replica][stage]
         state.finish()
         self.recorder.on_stage(batch.id, replica, stage, state.started_at, self.kernel.now)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -28,7 +29,7 @@ MAX_CONFIG_BYTES = 1_000_000
 UNGATED_TYPES = {"gpt2", "gpt_neox", "gptj", "phi", "opt", "falcon", "bloom", "starcoder2", "gpt_bigcode", "mpt"}
 
 
-def _first(config: dict, keys: tuple[str, ...], source: str, default=None):
+def _first(config: dict, keys: tuple[str, ...], source: str, default: object = None) -> Any:
     for key in keys:
         if config.get(key) is not None:
             return config[key]

@@ -8,6 +8,8 @@ num_experts_per_tok, tie_word_embeddings).
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
@@ -48,7 +50,8 @@ class ModelSpec(BaseModel):
         return self.num_experts > 1
 
 
-def _llama(name, layers, heads, kv, dim, ffn, vocab=32000, max_pos=4096, **extra) -> ModelSpec:
+def _llama(name: str, layers: int, heads: int, kv: int, dim: int, ffn: int, vocab: int = 32000, max_pos: int = 4096,
+           **extra: Any) -> ModelSpec:
     return ModelSpec(name=name, num_layers=layers, num_q_heads=heads, num_kv_heads=kv,
                      embedding_dim=dim, mlp_hidden_dim=ffn, vocab_size=vocab,
                      max_position_embeddings=max_pos, **extra)

@@ -8,6 +8,10 @@ field descriptions, which start with the values they apply to ("sarathi: ...").
 
 from __future__ import annotations
 
+from typing import cast
+
+from pydantic import BaseModel
+
 from sim_core.config.sections import CPU_PHASES
 
 _BOUNDED = ("uniform", "zipf", "lognormal")
@@ -56,10 +60,10 @@ def applies(section: str, field: str, values: dict) -> bool:
     return values.get(discriminator, _default(section, discriminator)) in table[field]
 
 
-def _default(section: str, field: str):
+def _default(section: str, field: str) -> object:
     from sim_core.config.simulation import SimulationConfig
 
-    model = SimulationConfig
+    model: type[BaseModel] = SimulationConfig
     for part in section.split("."):
-        model = model.model_fields[part].annotation
+        model = cast(type[BaseModel], model.model_fields[part].annotation)   # sections are models
     return model.model_fields[field].default

@@ -19,11 +19,15 @@ from sim_core.config.errors import allowed_range
 from sim_core.errors import shown
 
 NOT_NUMBERS = (bool, np.bool_, str, bytes)
-EXPECTED = {int: "Input should be a valid integer", float: "Input should be a valid number",
+# what _first_problem checks a value against: int, float, bool, a model class,
+# ("list" | "dict", item kind), or None (not checked)
+Kind: typing.TypeAlias = "type | tuple[str, Kind] | None"
+
+EXPECTED: dict[Kind, str] = {int: "Input should be a valid integer", float: "Input should be a valid number",
             bool: "Input should be a valid boolean"}
 
 
-def refuse_coercion(root: type[BaseModel], data) -> None:
+def refuse_coercion(root: type[BaseModel], data: object) -> None:
     """Raise ValueError naming the first value whose type pydantic would coerce.
 
     The message reads like the other validation errors: 'path: got VALUE; allowed RANGE; Input
@@ -38,7 +42,7 @@ def refuse_coercion(root: type[BaseModel], data) -> None:
         raise ValueError("; ".join(parts))
 
 
-def _first_problem(kind, value, loc: tuple):
+def _first_problem(kind: Kind, value: object, loc: tuple) -> tuple[tuple, object, Kind] | None:
     if kind in (int, float):
         return (loc, value, kind) if isinstance(value, NOT_NUMBERS) else None
     if kind is bool:
@@ -54,7 +58,7 @@ def _first_problem(kind, value, loc: tuple):
     return None
 
 
-def _kind(annotation):
+def _kind(annotation: object) -> Kind:
     """int, float, bool, a model class, ("list" | "dict", item kind), or None (not checked)."""
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin in (typing.Union, types.UnionType):

@@ -36,7 +36,7 @@ class DocumentError(Exception):
 class _Refused(yaml.YAMLError):
     """Raised inside the loader; parse_yaml turns it into a DocumentError."""
 
-    def __init__(self, reason: str, mark) -> None:
+    def __init__(self, reason: str, mark: yaml.Mark | None) -> None:
         super().__init__(reason)
         self.reason, self.line = reason, mark.line + 1 if mark is not None else None
 
@@ -44,13 +44,13 @@ class _Refused(yaml.YAMLError):
 class ScenarioLoader(yaml.SafeLoader):
     """yaml.SafeLoader with the limits above (see the module docstring)."""
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._depth = 0                      # collections open around the node being composed
         self._values: dict[int, int] = {}   # id(node) -> values it stands for, aliases expanded
         self._checked: set[int] = set()     # mappings whose keys were checked for duplicates
 
-    def compose_node(self, parent, index):
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         mark = self.peek_event().start_mark
         alias = self.check_event(yaml.AliasEvent)
         nested = self.check_event(yaml.SequenceStartEvent, yaml.MappingStartEvent)
@@ -72,7 +72,7 @@ class ScenarioLoader(yaml.SafeLoader):
         self._values[id(node)] = count
         return node
 
-    def flatten_mapping(self, node) -> None:
+    def flatten_mapping(self, node: yaml.MappingNode) -> None:
         """Refuse a key written twice in one mapping (merged `<<` keys may be overridden);
         checked at the first call, before merging changes `node.value`."""
         if id(node) not in self._checked:
@@ -87,7 +87,7 @@ class ScenarioLoader(yaml.SafeLoader):
                 seen[key] = key_node.start_mark.line + 1
         super().flatten_mapping(node)
 
-    def construct_yaml_int(self, node):
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         try:
             return super().construct_yaml_int(node)
         except ValueError:   # more digits than Python converts
@@ -98,7 +98,7 @@ class ScenarioLoader(yaml.SafeLoader):
 ScenarioLoader.add_constructor("tag:yaml.org,2002:int", ScenarioLoader.construct_yaml_int)
 
 
-def _children(node) -> list:
+def _children(node: yaml.Node | None) -> list:
     if isinstance(node, yaml.SequenceNode):
         return node.value
     if isinstance(node, yaml.MappingNode):
@@ -106,7 +106,7 @@ def _children(node) -> list:
     return []
 
 
-def parse_yaml(text: str):
+def parse_yaml(text: str) -> object:
     """The document in `text` (safe types only).
 
     Raises:
@@ -122,7 +122,7 @@ def parse_yaml(text: str):
         loader.dispose()
 
 
-def parse_json(text: str):
+def parse_json(text: str) -> object:
     """The JSON document in `text`, refusing duplicate keys, nesting deeper than MAX_DEPTH and
     integers too long to convert.
 
@@ -152,7 +152,10 @@ def _unique_pairs(pairs: list) -> dict:
     data = dict(pairs)
     if len(data) < len(pairs):
         seen: set = set()
-        key = next(k for k, _ in pairs if k in seen or seen.add(k))
+        for key, _ in pairs:   # the first key written twice
+            if key in seen:
+                break
+            seen.add(key)
         raise DocumentError(f"duplicate key {shown(key, 60)} in a JSON object")
     return data
 

@@ -6,6 +6,8 @@ import typing
 
 from annotated_types import Ge, Gt, Le, Lt
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
 
 from sim_core.errors import MAX_SHOWN, clipped, shown
 
@@ -22,7 +24,7 @@ def describe_validation_error(exc: ValidationError, root: type[BaseModel]) -> st
     return text
 
 
-def _describe_one(err: dict, root: type[BaseModel]) -> str:
+def _describe_one(err: ErrorDetails, root: type[BaseModel]) -> str:
     loc = ".".join(clipped(str(part), 60) for part in err["loc"])
     message = clipped(err["msg"].removeprefix("Value error, "), 2 * MAX_SHOWN)
     if err["type"] == "value_error" and not loc:
@@ -46,8 +48,9 @@ def _short(value: object) -> str:
     return shown(value, 60)
 
 
-def _field_at(root: type[BaseModel], loc: tuple):
-    model, field = root, None
+def _field_at(root: type[BaseModel], loc: tuple) -> FieldInfo | None:
+    model: type[BaseModel] | None = root
+    field = None
     for part in loc:
         if not (isinstance(model, type) and issubclass(model, BaseModel)) or part not in model.model_fields:
             return None
@@ -56,7 +59,7 @@ def _field_at(root: type[BaseModel], loc: tuple):
     return field
 
 
-def _model_of(annotation):
+def _model_of(annotation: object) -> type[BaseModel] | None:
     for candidate in (annotation, *typing.get_args(annotation)):
         if isinstance(candidate, type) and issubclass(candidate, BaseModel):
             return candidate
@@ -90,7 +93,7 @@ def allowed_range(root: type[BaseModel], loc: tuple) -> str:
     return f"range {low if low is not None else '-inf'} .. {high if high is not None else 'inf'}"
 
 
-def _literal_choices(annotation) -> tuple:
+def _literal_choices(annotation: object) -> tuple:
     if typing.get_origin(annotation) is typing.Literal:
         return typing.get_args(annotation)
     for arg in typing.get_args(annotation):

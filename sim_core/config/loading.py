@@ -81,7 +81,7 @@ def parse_config(data: dict[str, Any], base_dir: str | Path | None = None,
     return config
 
 
-def _import_hf_models(data: dict[str, Any], base_dir, source: str) -> dict[str, Any]:
+def _import_hf_models(data: dict[str, Any], base_dir: str | Path | None, source: str) -> dict[str, Any]:
     """`models: {my-id: {hf_config: path/to/config.json}}` -> the imported spec (paths relative
     to the scenario file)."""
     models = data.get("models")

@@ -63,7 +63,7 @@ class SimulationConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _no_coercion(cls, data):
+    def _no_coercion(cls, data: object) -> object:
         refuse_coercion(cls, data)
         return data
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -22,11 +23,14 @@ from sim_core.memory.cache_ops import cache_op_spans
 from sim_core.pool_summary import blocks_per_replica
 from sim_core.pools import replica_names, replica_stages
 
+if TYPE_CHECKING:
+    from sim_core.result import SimulationResult
+
 US = 1e6
 KV_COPY_TID = 1000
 
 
-def chrome_trace(result) -> dict:
+def chrome_trace(result: SimulationResult) -> dict:
     """The trace as a JSON-serializable dict {"traceEvents": [...], "displayTimeUnit": "ms"}."""
     events = (_metadata(result) + _stage_events(result) + _transfer_events(result) + _cache_op_events(result)
               + _counter_events(result))
@@ -34,17 +38,17 @@ def chrome_trace(result) -> dict:
             "otherData": {"scenario": result.config.name or "", "num_blocks": result.num_blocks}}
 
 
-def chrome_trace_text(result) -> str:
+def chrome_trace_text(result: SimulationResult) -> str:
     """The trace as compact JSON text."""
     return json.dumps(chrome_trace(result), separators=(",", ":"))
 
 
-def write_chrome_trace(result, path: str | Path) -> None:
+def write_chrome_trace(result: SimulationResult, path: str | Path) -> None:
     """Write the trace to `path` whole or not at all (raises OutputError naming it)."""
     write_atomic(path, chrome_trace_text(result))
 
 
-def _metadata(result) -> list[dict]:
+def _metadata(result: SimulationResult) -> list[dict]:
     events, stages = [], replica_stages(result.config)
     senders = set(result.transfers["source_replica"].tolist()) if len(result.transfers) else set()
     for replica, name in enumerate(replica_names(result.config)):
@@ -62,7 +66,7 @@ def _metadata(result) -> list[dict]:
     return events
 
 
-def _transfer_events(result) -> list[dict]:
+def _transfer_events(result: SimulationResult) -> list[dict]:
     transfers, stages = result.transfers, replica_stages(result.config)
     if not len(transfers):
         return []
@@ -76,7 +80,7 @@ def _transfer_events(result) -> list[dict]:
                 transfers["num_bytes"].tolist(), transfers["start"].tolist(), transfers["end"].tolist())]
 
 
-def _stage_events(result) -> list[dict]:
+def _stage_events(result: SimulationResult) -> list[dict]:
     stages, batches = result.batch_stages, result.batches
     if not len(stages) or not len(batches):
         return []
@@ -99,7 +103,7 @@ def _stage_events(result) -> list[dict]:
     return events
 
 
-def _cache_op_events(result) -> list[dict]:
+def _cache_op_events(result: SimulationResult) -> list[dict]:
     spans = cache_op_spans(getattr(result, "cache_ops", pd.DataFrame()), result.batch_stages)
     events, lanes = [], set()
     for replica, stage, batch, request, kind, blocks, start, end in zip(
@@ -115,7 +119,7 @@ def _cache_op_events(result) -> list[dict]:
     return names + events
 
 
-def _counter_events(result) -> list[dict]:
+def _counter_events(result: SimulationResult) -> list[dict]:
     series, events, blocks = result.timeseries, [], blocks_per_replica(result)
     for time, replica, used, waiting, running in zip(series["time"].tolist(), series["replica_id"].tolist(),
                                                      series["kv_blocks_used"].tolist(),

@@ -15,10 +15,14 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sim_core.export.atomic import TEMP_NAME, OutputError, write_atomic
 from sim_core.export.chrome_trace import chrome_trace_text
 from sim_core.export.text import shorten
+
+if TYPE_CHECKING:
+    from sim_core.result import SimulationResult
 
 REQUEST_COLUMNS = ("request_id", "arrived_at", "num_prefill_tokens", "num_decode_tokens", "replica_id",
                    "status", "scheduled_at", "prefill_completed_at", "completed_at", "num_restarts",
@@ -30,11 +34,11 @@ OUTPUT_NAMES = ("requests.csv", "batches.csv", "batch_stages.csv", "timeseries.c
                 "summary.json", "transfers.csv", "cache_ops.csv", "chrome_trace.json")
 
 
-def requests_csv(result) -> str:
+def requests_csv(result: SimulationResult) -> str:
     return result.requests.loc[:, list(REQUEST_COLUMNS)].to_csv(index=False)
 
 
-def batches_csv(result) -> str:
+def batches_csv(result: SimulationResult) -> str:
     frame = result.batches.copy()
     if len(frame):
         frame["request_ids"] = [" ".join(map(str, ids)) for ids in frame["request_ids"]]
@@ -42,7 +46,7 @@ def batches_csv(result) -> str:
     return frame.to_csv(index=False)
 
 
-def json_ready(value):
+def json_ready(value: object) -> object:
     """`value` with every NaN or infinite float (in dicts, lists and tuples) replaced by None,
     so that `json.dumps(..., allow_nan=False)` writes valid JSON."""
     if isinstance(value, float):
@@ -54,12 +58,12 @@ def json_ready(value):
     return value
 
 
-def summary_json(result) -> str:
+def summary_json(result: SimulationResult) -> str:
     return json.dumps(json_ready({"summary": result.summary, "num_blocks": result.num_blocks, "notes": result.notes}),
                       indent=2, allow_nan=False)
 
 
-def output_files(result) -> dict[str, Callable[[], str]]:
+def output_files(result: SimulationResult) -> dict[str, Callable[[], str]]:
     """File name -> what writes its text, in writing order: requests.csv, batches.csv,
     batch_stages.csv, timeseries.csv, operators.csv (stage time per cost-model operator),
     summary.json, transfers.csv with P/D pools, cache_ops.csv when the run swapped or copied KV
@@ -96,7 +100,7 @@ def check_out_dir(out_dir: str | Path, overwrite: bool = False) -> None:
                           "--overwrite (files of the same names are replaced, others kept)")
 
 
-def write_outputs(result, out_dir: str | Path, overwrite: bool = False) -> list[Path]:
+def write_outputs(result: SimulationResult, out_dir: str | Path, overwrite: bool = False) -> list[Path]:
     """Write the run's files (see `output_files`) and `manifest.json` into `out_dir` (created if
     missing); returns the paths written, manifest last.
 
@@ -155,7 +159,7 @@ def _manifest_text(manifest: dict) -> str:
 def _is_leftover(name: str) -> bool:
     """A temporary file of ours that a killed run left behind."""
     match = TEMP_NAME.match(name)
-    return bool(match) and match["name"] in (*OUTPUT_NAMES, MANIFEST_NAME)
+    return match is not None and match["name"] in (*OUTPUT_NAMES, MANIFEST_NAME)
 
 
 def _remove_leftovers(out: Path) -> None:

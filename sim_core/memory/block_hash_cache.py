@@ -20,8 +20,10 @@ of all ids would become. `_ref` and `_key` cover ids [0, next_fresh).
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 
 from sim_core.entities import Request
+from sim_core.memory.kv_pool import BlockHolder
 
 
 class HashedBlockPool:
@@ -34,7 +36,8 @@ class HashedBlockPool:
 
     tracks_ids = True
 
-    def __init__(self, num_blocks: int, block_size: int, on_cache=None) -> None:
+    def __init__(self, num_blocks: int, block_size: int,
+                 on_cache: Callable[[list[int], int], None] | None = None) -> None:
         assert num_blocks >= 1
         self.num_blocks, self.block_size = num_blocks, block_size
         self._free: OrderedDict[int, None] = OrderedDict()   # freed blocks, front first
@@ -81,12 +84,12 @@ class HashedBlockPool:
             blocks.append(next(iter(holders)))
         return blocks
 
-    def can_allocate(self, num: int, hits: list[int] = ()) -> bool:
+    def can_allocate(self, num: int, hits: Sequence[int] = ()) -> bool:
         """Whether `num` new blocks fit beside the `hits` a request is about to take (a hit that
         is free cannot also be handed out as a new block)."""
         return num <= self.num_free - sum(1 for block in hits if not self._ref[block])
 
-    def allocate(self, request: Request, num: int, hits: list[int] = ()) -> list[int]:
+    def allocate(self, request: Request, num: int, hits: Sequence[int] = ()) -> list[int]:
         """Give `request` the cached `hits` (first, once, as its table's head) and `num` new
         blocks; returns every block taken, in table order (caller checked can_allocate)."""
         taken = []
@@ -150,7 +153,7 @@ class HashedBlockPool:
             self._on_cache(keyed, 2)
         return keyed
 
-    def free(self, request: Request) -> list[int]:
+    def free(self, request: BlockHolder) -> list[int]:
         """Let go of all of `request`'s blocks, last first; returns its table."""
         blocks = request.blocks
         if blocks:
@@ -166,6 +169,7 @@ class HashedBlockPool:
 
     def _drop_key(self, block: int) -> None:
         key = self._key[block]
+        assert key is not None, "only keyed blocks lose their key"
         holders = self._by_key[key]
         del holders[block]
         if not holders:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sim_core.entities import Request
+from sim_core.memory.kv_pool import BlockHolder
 
 FREE = -1
 
@@ -111,7 +112,7 @@ class BlockPool:
             request.num_blocks += 1
         return taken
 
-    def free(self, request: Request) -> list[int]:
+    def free(self, request: BlockHolder) -> list[int]:
         """Return all of `request`'s blocks to the pool; returns their ids."""
         blocks = request.blocks
         if blocks:
@@ -184,7 +185,7 @@ class CountingBlockPool:
         request.num_blocks += num
         self.num_free -= num
 
-    def free(self, request: Request) -> list[int]:
+    def free(self, request: BlockHolder) -> list[int]:
         if request.num_blocks:
             self.num_free += request.num_blocks
             self.num_holders -= 1

@@ -4,6 +4,10 @@ blocks_to_swap_out, blocks_to_copy), per request, in the order the worker issues
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SWAP_IN, SWAP_OUT, COPY = range(3)
 CACHE_OP_NAMES = ("swap_in", "swap_out", "copy")  # the worker's order: swap in, swap out, copy
@@ -30,7 +34,7 @@ class CacheOps:
         return bool(self.entries)
 
 
-def cache_op_spans(cache_ops, batch_stages):
+def cache_op_spans(cache_ops: pd.DataFrame, batch_stages: pd.DataFrame) -> pd.DataFrame:
     """When each recorded cache operation ran on each pipeline stage: a DataFrame with the
     operation's columns plus stage_id, start and end. A batch's operations run one after another
     (in the recorded order) at the start of each of its stages, before its model."""

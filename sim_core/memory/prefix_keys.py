@@ -23,7 +23,12 @@ the block (a false match needs a 64-bit hash collision). Only full blocks have k
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from sim_core.workload.model import Workload
 
 HASH, GROUP, REQUEST = 1, 2, 3
 ROOT = 0x5EED  # the parent key of block 0
@@ -33,7 +38,7 @@ class PrefixKeys:
     """Block keys of workload rows (request id = row); session rows are memoised, since later
     turns copy them."""
 
-    def __init__(self, workload, block_size: int) -> None:
+    def __init__(self, workload: Workload, block_size: int) -> None:
         self.workload = workload
         self.block_size = block_size
         columns = workload.optional_columns()
@@ -63,6 +68,7 @@ class PrefixKeys:
         return self._session_runs[row]
 
     def _turn_runs(self, row: int) -> list[tuple[int, tuple[int, int]]]:
+        assert self.previous is not None, "only session rows have earlier turns"
         earlier = int(self.previous[row])
         if earlier < 0 or self._has_hashes(row):
             return self._own_runs(row)

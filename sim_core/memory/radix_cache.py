@@ -11,6 +11,7 @@ deterministic. `evictable_size` + `protected_size` is the number of blocks in th
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator
 
 
 class RadixNode:
@@ -83,6 +84,7 @@ class RadixCache:
         upper = RadixNode(child.key[:length], child.value[:length], child.parent, self._tick)
         upper.lock_ref = child.lock_ref
         upper.children = {child.key[length]: child}
+        assert child.parent is not None, "the root is never split"
         child.parent.children[child.key[0]] = upper
         child.key, child.value, child.parent = child.key[length:], child.value[length:], upper
         return upper
@@ -94,7 +96,7 @@ class RadixCache:
                 self.evictable_size -= len(node.value)
                 self.protected_size += len(node.value)
             node.lock_ref += 1
-            node = node.parent
+            node = self._parent(node)
 
     def unlock(self, node: RadixNode) -> None:
         """Undo one `lock(node)`."""
@@ -104,7 +106,7 @@ class RadixCache:
                 self.evictable_size += len(node.value)
                 self.protected_size -= len(node.value)
             node.lock_ref -= 1
-            node = node.parent
+            node = self._parent(node)
 
     def evict(self, num_blocks: int) -> list:
         """Remove unlocked leaves, least recently used first, until at least `num_blocks`
@@ -117,14 +119,19 @@ class RadixCache:
             if leaf.lock_ref > 0:
                 continue
             freed.extend(leaf.value)
-            parent = leaf.parent
+            parent = self._parent(leaf)
             del parent.children[leaf.key[0]]
             self.evictable_size -= len(leaf.value)
             if not parent.children and parent is not self.root:
                 heapq.heappush(leaves, parent)
         return freed
 
-    def _nodes(self):
+    @staticmethod
+    def _parent(node: RadixNode) -> RadixNode:
+        assert node.parent is not None, "only the root has no parent"
+        return node.parent
+
+    def _nodes(self) -> Iterator[RadixNode]:
         stack = [self.root]
         while stack:
             node = stack.pop()
@@ -143,7 +150,7 @@ class RadixCache:
                 assert not node.key and node.lock_ref >= 1, "root changed"
                 continue
             assert node.key and len(node.key) == len(node.value), "edge keys and blocks differ"
-            assert node.parent.children.get(node.key[0]) is node, "child filed under a wrong key"
+            assert self._parent(node).children.get(node.key[0]) is node, "child filed under a wrong key"
             assert node.lock_ref >= sum(c.lock_ref for c in node.children.values()), "lock not on the path"
             if node.lock_ref:
                 protected += len(node.value)

@@ -23,8 +23,10 @@ pool of all ids would become. `_place` covers ids [0, next_fresh).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 from sim_core.entities import Request
+from sim_core.memory.kv_pool import BlockHolder
 from sim_core.memory.radix_cache import RadixCache, RadixNode
 
 FREE = -1
@@ -40,7 +42,8 @@ class RadixKvPool:
 
     tracks_ids = True
 
-    def __init__(self, num_blocks: int, block_size: int, caching: bool, on_event=None) -> None:
+    def __init__(self, num_blocks: int, block_size: int, caching: bool,
+                 on_event: Callable[[int, list[int], int], None] | None = None) -> None:
         assert num_blocks >= 1
         self.num_blocks, self.block_size, self.caching = num_blocks, block_size, caching
         self.tree = RadixCache()
@@ -173,7 +176,7 @@ class RadixKvPool:
         self.tree.lock(node)
         self._node[request.id], self._tree_len[request.id] = node, count
 
-    def free(self, request: Request) -> list[int]:
+    def free(self, request: BlockHolder) -> list[int]:
         """Let go of everything: unlock the tree path (it stays cached, now evictable) and free
         the private blocks; returns the table."""
         blocks = request.blocks

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from sim_core.entities import Request
 from sim_core.memory.block_pool import FREE, BlockPool, CountingBlockPool
+from sim_core.memory.kv_pool import BlockHolder
 
 
 class RefCountedBlockPool(BlockPool):
@@ -55,7 +56,7 @@ class RefCountedBlockPool(BlockPool):
             refs[block] = 1
         return taken
 
-    def free(self, request: Request) -> list[int]:
+    def free(self, request: BlockHolder) -> list[int]:
         blocks = super().free(request)
         for block in blocks:
             self._refs[block] = 0
@@ -91,7 +92,7 @@ class RefCountedBlockPool(BlockPool):
             return
         tables = tables or {}
         for request in holders:
-            expected = {}
+            expected: dict[int, int] = {}
             for table in tables.get(request.id, [request.blocks]):
                 for block in table:
                     expected[block] = expected.get(block, 0) + 1

@@ -10,12 +10,16 @@ decides by them; the KV-cache page draws the swap space as a share in use over t
 from __future__ import annotations
 
 from math import ceil
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sim_core.config.simulation import SimulationConfig
 
 GIB = 1024**3
 BYTES_PER_VALUE = 2  # fp16 / bf16 KV cache
 
 
-def kv_block_bytes(config) -> int:
+def kv_block_bytes(config: SimulationConfig) -> int:
     """Bytes of one KV block on one GPU: K and V x block_size tokens x head_dim x the GPU's KV
     heads x the layers of its pipeline stage x 2 bytes (the detailed planner's figure)."""
     model, cluster = config.model_spec(), config.cluster
@@ -24,7 +28,7 @@ def kv_block_bytes(config) -> int:
     return 2 * config.scheduler.block_size * model.head_dim * kv_heads * layers * BYTES_PER_VALUE
 
 
-def num_swap_blocks(config) -> int:
+def num_swap_blocks(config: SimulationConfig) -> int:
     """CPU blocks that `scheduler.swap_space_gb` GiB per GPU hold (vLLM: swap bytes // block bytes)."""
     return int(config.scheduler.swap_space_gb * GIB // kv_block_bytes(config))
 

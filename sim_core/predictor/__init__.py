@@ -5,12 +5,13 @@ from __future__ import annotations
 from sim_core.config import SimulationConfig
 from sim_core.predictor.linear import LinearPredictor
 from sim_core.predictor.roofline import RooflinePredictor
-from sim_core.predictor.shape import BatchShape, padded, shape_of
+from sim_core.predictor.shape import BatchShape, Predictor, padded, shape_of
 
-__all__ = ["BatchShape", "LinearPredictor", "RooflinePredictor", "build_predictor", "padded", "shape_of"]
+__all__ = ["BatchShape", "LinearPredictor", "Predictor", "RooflinePredictor", "build_predictor", "padded",
+           "shape_of"]
 
 
-def build_predictor(config: SimulationConfig):
+def build_predictor(config: SimulationConfig) -> LinearPredictor | RooflinePredictor:
     """The scenario's predictor: `linear`, `roofline` or `learned` (trained on profiles).
 
     Raises:

@@ -14,13 +14,22 @@ the total stage time.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
+
+from sim_core.predictor.grid import GridPredictor
+from sim_core.predictor.linear import LinearPredictor
+
+if TYPE_CHECKING:
+    from sim_core.predictor.shape import Predictor
 
 COLUMNS = ["operator", "seconds", "share"]
 
 
-def operator_times(predictors: list, batches: pd.DataFrame, stages: pd.DataFrame,
+def operator_times(predictors: Sequence[Predictor], batches: pd.DataFrame, stages: pd.DataFrame,
                    cache_ops: pd.DataFrame | None = None, hidden_s: float = 0.0) -> pd.DataFrame:
     """One row per operator, largest first: seconds over all stage executions and share of the
     total; `predictors[r]` priced replica r's batches (P/D pools may have their own); `hidden_s`
@@ -69,17 +78,18 @@ def _cache_op_totals(rows: dict[str, np.ndarray], cache_ops: pd.DataFrame | None
     return totals
 
 
-def _replicas_by_predictor(predictors: list) -> dict:
-    groups: dict = {}
+def _replicas_by_predictor(predictors: Sequence[Predictor]) -> dict[Predictor, list[int]]:
+    groups: dict[Predictor, list[int]] = {}
     for replica, predictor in enumerate(predictors):
         groups.setdefault(predictor, []).append(replica)
     return groups
 
 
-def _totals(predictor, rows: dict[str, np.ndarray]) -> dict[str, float]:
-    if hasattr(predictor, "fixed_times"):
+def _totals(predictor: Predictor, rows: dict[str, np.ndarray]) -> dict[str, float]:
+    if isinstance(predictor, GridPredictor):   # the only cost models with fixed_times
         return _grid_totals(predictor, rows)
     # the linear model: a base per stage execution and a price per token
+    assert isinstance(predictor, LinearPredictor), "the cost models are linear or grid-based"
     return {"base": len(rows["duration"]) * predictor.base_s,
             "tokens": predictor.per_token_s * float(rows["num_tokens"].sum())}
 
@@ -103,7 +113,7 @@ def _stage_rows(batches: pd.DataFrame, stages: pd.DataFrame) -> dict[str, np.nda
     return out
 
 
-def _grid_totals(predictor, rows: dict[str, np.ndarray]) -> dict[str, float]:
+def _grid_totals(predictor: GridPredictor, rows: dict[str, np.ndarray]) -> dict[str, float]:
     totals: dict[str, float] = {}
     for stage in np.unique(rows["stage_id"]).tolist():
         mine = {name: column[rows["stage_id"] == stage] for name, column in rows.items()}
@@ -120,14 +130,14 @@ def _grid_totals(predictor, rows: dict[str, np.ndarray]) -> dict[str, float]:
     return totals
 
 
-def _weighted(ops, counts: np.ndarray, scale: int) -> dict[str, float]:
+def _weighted(ops: Callable[[np.ndarray], dict[str, np.ndarray]], counts: np.ndarray, scale: int) -> dict[str, float]:
     """Sum over rows of each operator's time at the row's count: histogram . table."""
     histogram = np.bincount(counts)
     grid = np.arange(len(histogram), dtype=np.float64)
     return {name: scale * float(np.dot(histogram, values)) for name, values in ops(grid).items()}
 
 
-def _decode_seconds(predictor, rows: dict[str, np.ndarray]) -> np.ndarray:
+def _decode_seconds(predictor: GridPredictor, rows: dict[str, np.ndarray]) -> np.ndarray:
     decodes = rows["num_decodes"].astype(np.float64)
     seconds = predictor.layers * predictor.decode_attention(decodes, rows["decode_context"].astype(np.float64))
     return np.where(decodes > 0, seconds, 0.0)

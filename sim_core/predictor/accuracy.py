@@ -8,7 +8,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +21,9 @@ from sim_core.predictor.profile_dir import ProfileSet
 from sim_core.predictor.profiles import FEATURES
 from sim_core.predictor.roofline import RooflinePredictor
 from sim_core.predictor.training import clean, holdout_errors
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 GEMMS = ("attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj")
 
@@ -44,7 +49,7 @@ class OperatorAccuracy:
         return float(np.median(self.errors)) if len(self.errors) else float("nan")
 
 
-def _groups(profiles: ProfileSet):
+def _groups(profiles: ProfileSet) -> Iterator[tuple[str, int, pd.DataFrame, int]]:
     """(operator, tp, cleaned rows, dropped) for every operator and TP degree of a profile set."""
     for operator, frame in profiles.operators.items():
         for tp in sorted(frame["tp"].unique()):
@@ -74,7 +79,7 @@ def roofline_accuracy(profiles: ProfileSet, model: ModelSpec, device: DeviceSpec
     return result
 
 
-def roofline_prices(roofline: RooflinePredictor, operator: str, rows, tp: int) -> np.ndarray:
+def roofline_prices(roofline: RooflinePredictor, operator: str, rows: pd.DataFrame, tp: int) -> np.ndarray:
     """The roofline's seconds for each profile row of one operator (one kernel each)."""
     if operator in FEATURES and FEATURES[operator] == ("num_tokens",) and operator != "emb":
         return np.asarray(roofline.kernel_times(rows["num_tokens"].to_numpy(dtype=np.float64))[operator])
@@ -103,7 +108,7 @@ def pooled(results: list[OperatorAccuracy], statistic: str = "mape") -> dict[str
 
 
 def operator_comparison(profiles: ProfileSet, operator: str, tp: int, model: ModelSpec, device: DeviceSpec,
-                        cfg: PredictorConfig, estimator: str):
+                        cfg: PredictorConfig, estimator: str) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """(x, measured seconds, {"roofline": prices, "learned": held-in fit}) for one operator's
     cleaned rows at TP `tp`: what a chart of predictions against measurements needs."""
     from sim_core.predictor.training import fit_operator

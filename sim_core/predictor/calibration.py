@@ -55,7 +55,8 @@ def gemm_rows(profiles: ProfileSet, model: ModelSpec) -> tuple[np.ndarray, np.nd
     return np.concatenate(flops), np.concatenate(nbytes), np.concatenate(times)
 
 
-def _median_errors(compute: np.ndarray, memory: np.ndarray, times: np.ndarray, ec, em) -> np.ndarray:
+def _median_errors(compute: np.ndarray, memory: np.ndarray, times: np.ndarray, ec: float | np.ndarray,
+                   em: float | np.ndarray) -> np.ndarray:
     predicted = np.sqrt((compute / ec) ** 2 + (memory / em) ** 2) + GEMM_LAUNCH_S
     return np.median(np.abs(predicted - times) / times, axis=-1) * 100
 

@@ -9,8 +9,13 @@ memory (`memory_bandwidth_gbps`). Bandwidth only: no per-copy latency.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sim_core.memory.cache_ops import COPY
 from sim_core.memory.swap_space import kv_block_bytes
+
+if TYPE_CHECKING:
+    from sim_core.config import SimulationConfig
 
 
 class KvCopyCost:
@@ -21,7 +26,7 @@ class KvCopyCost:
         self.copy_s_per_block = 2 * block_bytes / hbm_bytes_per_s
 
     @classmethod
-    def from_config(cls, config) -> KvCopyCost:
+    def from_config(cls, config: SimulationConfig) -> KvCopyCost:
         device = config.device_spec()
         return cls(kv_block_bytes(config), device.pcie_bandwidth_gbps * 1e9, device.memory_bandwidth_gbps * 1e9)
 

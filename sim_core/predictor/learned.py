@@ -42,23 +42,23 @@ class LearnedPredictor(RooflinePredictor):
         return [n for s in range(self.pp) for n in self.breakdown(BatchShape(1, 1, (), 1, 1), s)
                 if not n.startswith("cpu_")]
 
-    def kernel_times(self, tokens):
+    def kernel_times(self, tokens: ops.Amount) -> dict[str, ops.Amount]:
         times = super().kernel_times(tokens)
         for name, table in self.tables.token.items():
             if name in times:
                 times[name] = table(tokens)
         return times
 
-    def _bytes(self, tokens):
+    def _bytes(self, tokens: np.ndarray) -> np.ndarray:
         return ops.activation_bytes(self.model.embedding_dim, tokens)
 
-    def layer_ops(self, tokens):
+    def layer_ops(self, tokens: np.ndarray) -> dict[str, np.ndarray]:
         times = super().layer_ops(tokens)
         if self.tp > 1 and "all_reduce" in self.tables.collective:
             times["tp_all_reduce"] = 2 * self.tables.collective["all_reduce"](self._bytes(tokens))
         return times
 
-    def stage_token_ops(self, tokens, stage):
+    def stage_token_ops(self, tokens: np.ndarray, stage: int) -> dict[str, np.ndarray]:
         extra = super().stage_token_ops(tokens, stage)
         if "emb" in extra and "emb" in self.tables.token:
             extra["emb"] = self.tables.token["emb"](tokens)
@@ -66,18 +66,18 @@ class LearnedPredictor(RooflinePredictor):
             extra["pp_send_recv"] = self.tables.collective["send_recv"](self._bytes(tokens))
         return extra
 
-    def prefill_attention(self, chunk, context):
+    def prefill_attention(self, chunk: int, context: int) -> float:
         if self.tables.prefill is None:
             return super().prefill_attention(chunk, context)
         return float(self.tables.prefill(np.float64(context), np.float64(chunk)))
 
-    def decode_scalar(self, num_decodes, context):
+    def decode_scalar(self, num_decodes: int, context: int) -> float:
         if self.tables.decode is None:
             return super().decode_scalar(num_decodes, context)
         return float(self.decode_attention(np.array([num_decodes], dtype=np.float64),
                                            np.array([context], dtype=np.float64))[0])
 
-    def decode_attention(self, num_decodes, context):
+    def decode_attention(self, num_decodes: np.ndarray, context: np.ndarray) -> np.ndarray:
         if self.tables.decode is None:
             return super().decode_attention(num_decodes, context)
         return self.tables.decode(num_decodes, context / np.maximum(num_decodes, 1.0))
@@ -91,6 +91,7 @@ def build_learned_predictor(config: SimulationConfig) -> LearnedPredictor:
         ProfileError: a CSV is malformed.
     """
     cfg, tp = config.predictor, config.cluster.tensor_parallel_size
+    assert cfg.profiles_dir is not None, "SimulationConfig requires it for the learned predictor"
     profiles = load_profile_set(cfg.profiles_dir, config.model, config.device)
     tables = cached_tables(profiles, tp, cfg.estimator, cfg.cache_dir)
     if not tables.token and tables.prefill is None and tables.decode is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,6 +18,9 @@ from sim_core.predictor.profile_dir import ProfileSet
 from sim_core.predictor.profiles import FEATURES
 from sim_core.predictor.tables import Table1D, Table2D
 from sim_core.predictor.training import clean, fit_operator
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TABLES_VERSION = "1"   # bump when training or grids change, so old cache entries are ignored
 MAX_AXIS_POINTS = 256
@@ -40,7 +44,7 @@ class LearnedTables:
         return names + [n for n, t in (("attn_prefill", self.prefill), ("attn_decode", self.decode)) if t]
 
 
-def operator_rows(profiles: ProfileSet, operator: str, tp: int):
+def operator_rows(profiles: ProfileSet, operator: str, tp: int) -> pd.DataFrame | None:
     """Cleaned rows of one operator at TP degree `tp` (collectives: `tp` workers; send_recv is
     always between 2), or None when the profile has none."""
     frame = profiles.operators.get(operator)

@@ -28,7 +28,7 @@ class LinearPredictor:
         (bitwise equal to stage_time of each)."""
         return self.base_s + self.per_token_s * num_requests
 
-    def cpu_times(self, requests) -> dict[str, float]:
+    def cpu_times(self, requests: float) -> dict[str, float]:
         """No separate host time: the linear model's base_s stands for everything."""
         return {f"cpu_{phase}": 0.0 for phase in CPU_PHASES}
 

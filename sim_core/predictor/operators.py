@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import ceil
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -16,21 +17,25 @@ from sim_core.catalog import ModelSpec
 
 BYTES = 2  # one bf16 value
 
+# A count, or a numpy grid of them: every function here takes both and its result follows its
+# inputs (numpy broadcasting), which the checker cannot track through float | ndarray; hence Any.
+Amount: TypeAlias = Any
+
 
 @dataclass(frozen=True)
 class Cost:
     """Work of one kernel: floating-point operations and bytes moved to or from device memory."""
 
-    flops: object
-    bytes: object
+    flops: Amount
+    bytes: Amount
 
 
-def gemm(m, k, n) -> Cost:
+def gemm(m: Amount, k: Amount, n: Amount) -> Cost:
     """[m x k] @ [k x n]: 2mkn FLOPs; reads both operands once and writes the result."""
     return Cost(2 * m * k * n, BYTES * (k * n + m * k + m * n))
 
 
-def streaming(values_moved) -> Cost:
+def streaming(values_moved: Amount) -> Cost:
     """A memory-bound kernel (norm, add, activation, copy) that moves `values_moved` values."""
     return Cost(0 * values_moved, BYTES * values_moved)
 
@@ -55,7 +60,7 @@ class LayerShape:
                    model.num_experts_per_token)
 
 
-def layer_kernels(s: LayerShape, t) -> dict[str, Cost]:
+def layer_kernels(s: LayerShape, t: Amount) -> dict[str, Cost]:
     """Cost of ONE kernel of each token-dependent operator of a layer for `t` tokens
     (attention itself excluded: see prefill_attention and decode_attention)."""
     e, hd = s.embedding_dim, s.head_dim
@@ -79,14 +84,14 @@ def layer_kernels(s: LayerShape, t) -> dict[str, Cost]:
     return kernels
 
 
-def _experts(routed, active, k, n, num_experts) -> Cost:
+def _experts(routed: Amount, active: Amount, k: float, n: float, num_experts: int) -> Cost:
     """Dense GEMM, or MoE experts: FLOPs for every routed token, weights of each active expert."""
     if num_experts == 1:
         return gemm(routed, k, n)
     return Cost(2 * routed * k * n, BYTES * (active * k * n + routed * (k + n)))
 
 
-def prefill_attention(s: LayerShape, chunk, context) -> Cost:
+def prefill_attention(s: LayerShape, chunk: Amount, context: Amount) -> Cost:
     """Causal attention of `chunk` new tokens over `context` cached ones plus themselves: query i
     sees context + i + 1 keys; 4 x head_dim FLOPs per (query, key) pair and head (QK^T and PV)."""
     pairs = chunk * context + chunk * (chunk + 1) / 2
@@ -95,23 +100,23 @@ def prefill_attention(s: LayerShape, chunk, context) -> Cost:
     return Cost(flops, BYTES * moved)
 
 
-def decode_attention(s: LayerShape, num_decodes, context) -> Cost:
+def decode_attention(s: LayerShape, num_decodes: Amount, context: Amount) -> Cost:
     """One new token per request over `context` cached tokens in all: reads every cached K and V."""
     flops = 4 * s.head_dim * s.q_heads * context
     moved = 2 * context * s.kv_heads * s.head_dim + 2 * num_decodes * s.q_heads * s.head_dim
     return Cost(flops, BYTES * moved)
 
 
-def embedding(embedding_dim: int, t) -> Cost:
+def embedding(embedding_dim: int, t: Amount) -> Cost:
     """Gather `t` embedding rows and write them out."""
     return streaming(2 * t * embedding_dim)
 
 
-def lm_head(model: ModelSpec, tp: int, num_requests) -> Cost:
+def lm_head(model: ModelSpec, tp: int, num_requests: Amount) -> Cost:
     """Logits of the last token of each request over the vocabulary shard of one GPU."""
     return gemm(num_requests, model.embedding_dim, model.vocab_size / tp)
 
 
-def activation_bytes(embedding_dim: int, t) -> float:
+def activation_bytes(embedding_dim: int, t: Amount) -> Amount:
     """Bytes of the hidden states of `t` tokens (what TP all-reduce and PP send/recv move)."""
     return BYTES * t * embedding_dim

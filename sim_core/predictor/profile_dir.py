@@ -9,7 +9,9 @@ Folder names are mapped to catalog ids (`a100` -> `a100-80gb`, `meta-llama/Llama
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -84,11 +86,15 @@ def load_profile_set(root: str | Path, model: str, device: str) -> ProfileSet:
     _add(result, folder / "attention.csv", read_attention)
     for node in network_folders(root, device)[:1]:
         for op in ("all_reduce", "send_recv"):
-            _add(result, node / f"{op}.csv", lambda path, op=op: {op: read_collective(path, op)})
+            _add(result, node / f"{op}.csv", partial(_collective, op))
     return result
 
 
-def _add(result: ProfileSet, path: Path, reader) -> None:
+def _collective(op: str, path: Path) -> dict[str, pd.DataFrame]:
+    return {op: read_collective(path, op)}
+
+
+def _add(result: ProfileSet, path: Path, reader: Callable[[Path], dict[str, pd.DataFrame]]) -> None:
     if path.is_file():
         result.operators.update(reader(path))
         result.files.append(path)

@@ -18,6 +18,7 @@ that is not a valid number is a ProfileError naming file, row and column.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -56,7 +57,7 @@ def _read(path: Path) -> pd.DataFrame:
     return frame
 
 
-def _require(frame: pd.DataFrame, path: Path, columns) -> None:
+def _require(frame: pd.DataFrame, path: Path, columns: Iterable[str]) -> None:
     for column in columns:
         if column not in frame.columns:
             raise ProfileError(str(path), f"missing column '{column}' (Vidur's {path.name} has it)")
@@ -86,12 +87,12 @@ def _booleans(frame: pd.DataFrame, path: Path, column: str) -> np.ndarray:
     return text.isin(["true", "1"]).to_numpy()
 
 
-def _times(frame, path, operator) -> np.ndarray:
+def _times(frame: pd.DataFrame, path: Path, operator: str) -> np.ndarray:
     column = f"time_stats.{operator}.{STAT}"
     return _numbers(frame, path, column, allow_empty=True) * 1e-3  # ms -> s
 
 
-def _tidy(features: dict, tp, times) -> pd.DataFrame:
+def _tidy(features: dict, tp: int | np.ndarray, times: np.ndarray) -> pd.DataFrame:
     frame = pd.DataFrame({**features, "tp": tp, "time_s": times})
     return frame[frame["time_s"].notna()].reset_index(drop=True)
 

@@ -24,6 +24,7 @@ from sim_core.config import PredictorConfig
 from sim_core.config.sections import CPU_PHASES
 from sim_core.predictor import operators as ops
 from sim_core.predictor.grid import GridPredictor
+from sim_core.predictor.shape import Count
 
 GEMM_LAUNCH_S = 5e-6          # launch and tail of a tensor-core kernel (fits A100/A30 profiles)
 STREAM_LAUNCH_S = 2e-6        # launch of a small memory-bound kernel
@@ -40,7 +41,7 @@ class Roofs:
         self.bandwidth = device.memory_bandwidth_gbps * 1e9 * memory_efficiency
         self.link = device.link_bandwidth_gbps * 1e9 * link_efficiency
 
-    def kernel(self, cost: ops.Cost):
+    def kernel(self, cost: ops.Cost) -> ops.Amount:
         """Seconds of one kernel (numpy arrays or floats)."""
         compute, memory = cost.flops / self.flops, cost.bytes / self.bandwidth
         launch = GEMM_LAUNCH_S if np.any(np.asarray(cost.flops) > 0) else STREAM_LAUNCH_S
@@ -51,11 +52,11 @@ class Roofs:
         compute, memory = flops / self.flops, nbytes / self.bandwidth
         return math.sqrt(compute * compute + memory * memory) + (GEMM_LAUNCH_S if flops > 0 else STREAM_LAUNCH_S)
 
-    def all_reduce(self, nbytes, tp: int):
+    def all_reduce(self, nbytes: ops.Amount, tp: int) -> ops.Amount:
         """Ring all-reduce: each GPU sends and receives 2 (tp - 1) / tp of the buffer."""
         return nbytes * 2 * (tp - 1) / tp / self.link + COLLECTIVE_LATENCY_S
 
-    def send_recv(self, nbytes):
+    def send_recv(self, nbytes: ops.Amount) -> ops.Amount:
         return nbytes / self.link + COLLECTIVE_LATENCY_S
 
 
@@ -68,7 +69,7 @@ def roofs_for(device: DeviceSpec, cfg: PredictorConfig) -> Roofs:
 class RooflinePredictor(GridPredictor):
     """Closed-form per-operator times for `model` on `device` with the given TP/PP split."""
 
-    def __init__(self, model: ModelSpec, device: DeviceSpec, tp: int, pp: int, cfg: PredictorConfig):
+    def __init__(self, model: ModelSpec, device: DeviceSpec, tp: int, pp: int, cfg: PredictorConfig) -> None:
         self.model, self.tp, self.pp, self.cfg = model, tp, pp, cfg
         self.roofs = roofs_for(device, cfg)
         self.shape = ops.LayerShape.of(model, tp)
@@ -80,18 +81,18 @@ class RooflinePredictor(GridPredictor):
         self._decode_query = ops.decode_attention(self.shape, 1.0, 0.0).bytes / self.roofs.bandwidth
         super().__init__(model.num_layers // pp, pp)
 
-    def kernel_times(self, tokens) -> dict[str, np.ndarray]:
+    def kernel_times(self, tokens: ops.Amount) -> dict[str, ops.Amount]:
         """Seconds of ONE kernel of each layer operator (what a profile row measures)."""
         return {name: self.roofs.kernel(cost) for name, cost in ops.layer_kernels(self.shape, tokens).items()}
 
-    def layer_ops(self, tokens):
+    def layer_ops(self, tokens: np.ndarray) -> dict[str, np.ndarray]:
         times = {name: LAYER_KERNEL_COUNT.get(name, 1) * t for name, t in self.kernel_times(tokens).items()}
         if self.tp > 1:  # after the attention and after the MLP
             times["tp_all_reduce"] = 2 * self.roofs.all_reduce(ops.activation_bytes(self.model.embedding_dim, tokens),
                                                                self.tp)
         return times
 
-    def stage_token_ops(self, tokens, stage):
+    def stage_token_ops(self, tokens: np.ndarray, stage: int) -> dict[str, np.ndarray]:
         extra = {}
         if stage == 0:
             extra["emb"] = self.roofs.kernel(ops.embedding(self.model.embedding_dim, tokens))
@@ -99,7 +100,7 @@ class RooflinePredictor(GridPredictor):
             extra["pp_send_recv"] = self.roofs.send_recv(ops.activation_bytes(self.model.embedding_dim, tokens))
         return extra
 
-    def request_ops(self, requests, stage):
+    def request_ops(self, requests: np.ndarray, stage: int) -> dict[str, np.ndarray]:
         extra = {}
         if stage == 0:
             extra.update(self.cpu_times(requests))
@@ -107,23 +108,23 @@ class RooflinePredictor(GridPredictor):
             extra["lm_head"] = self.roofs.kernel(ops.lm_head(self.model, self.tp, requests))
         return extra
 
-    def cpu_times(self, requests) -> dict:
+    def cpu_times(self, requests: Count) -> dict[str, Count]:
         """Host seconds of an iteration with `requests` requests, per phase (`cpu_<phase>`):
         schedule, prepare inputs, sample, process outputs. Charged on the first stage."""
         cfg = self.cfg
         return {f"cpu_{phase}": getattr(cfg, f"cpu_{phase}_s") + getattr(cfg, f"cpu_{phase}_per_request_s") * requests
                 for phase in CPU_PHASES}
 
-    def prefill_attention(self, chunk, context):
+    def prefill_attention(self, chunk: int, context: int) -> float:
         cost = ops.prefill_attention(self.shape, chunk, context)
         return self.roofs.kernel_scalar(cost.flops, cost.bytes)
 
-    def decode_attention(self, num_decodes, context):
+    def decode_attention(self, num_decodes: np.ndarray, context: np.ndarray) -> np.ndarray:
         compute = self._decode_compute * context
         memory = self._decode_kv * context + self._decode_query * num_decodes
         return np.sqrt(compute * compute + memory * memory) + GEMM_LAUNCH_S
 
-    def decode_scalar(self, num_decodes, context):
+    def decode_scalar(self, num_decodes: int, context: int) -> float:
         compute = self._decode_compute * context
         memory = self._decode_kv * context + self._decode_query * num_decodes
         return math.sqrt(compute * compute + memory * memory) + GEMM_LAUNCH_S

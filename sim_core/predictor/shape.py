@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from sim_core.entities import Request
+
+Count = TypeVar("Count", float, np.ndarray)   # a number of requests, or a grid of them
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,12 +38,32 @@ class BatchShape:
         return sum(chunk for chunk, _ in self.prefill_chunks)
 
 
-def shape_of(requests, num_tokens) -> BatchShape:
+class Predictor(Protocol):
+    """The cost-model contract: a batch shape in, a stage time out."""
+
+    @property
+    def needs_context(self) -> bool:
+        """Whether stage times depend on more than the token totals (else shapes skip detail)."""
+        ...
+
+    def stage_time(self, shape: BatchShape, stage_id: int) -> float: ...
+
+    def decode_run_times(self, num_requests: np.ndarray, context: np.ndarray, stage_id: int) -> np.ndarray:
+        """Stage times of consecutive decode-only iterations (bitwise equal to stage_time of each)."""
+        ...
+
+    def cpu_times(self, requests: int) -> dict[str, float]:
+        """Host seconds of an iteration with `requests` requests, per phase (`cpu_<phase>`)."""
+        ...
+
+
+def shape_of(requests: Sequence[Request], num_tokens: Sequence[int]) -> BatchShape:
     """Shape of a batch from its requests (before the iteration runs) and their token counts.
 
     A decoding request contributes one decode per token it runs: 1, or `num_seqs` for a group of
     parallel samples (each sequence is its own decode with its own context and logits row)."""
-    chunks, num_decodes, context = [], 0, 0
+    chunks: list[tuple[int, int]] = []
+    num_decodes, context = 0, 0
     for request, tokens in zip(requests, num_tokens):
         if request.is_prefill_complete:
             num_decodes += tokens

@@ -8,6 +8,7 @@ context there); below its first point they stay at the first value.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
 def _scaled(x: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -24,7 +25,7 @@ class Table1D:
         assert len(axis) == len(values) and len(axis) >= 1 and np.all(np.diff(axis) > 0)
         self.axis, self.values = np.asarray(axis, np.float64), np.asarray(values, np.float64)
 
-    def __call__(self, x) -> np.ndarray:
+    def __call__(self, x: ArrayLike) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)
         inside, factor = _scaled(x, self.axis)
         return np.interp(inside, self.axis, self.values) * factor
@@ -33,7 +34,8 @@ class Table1D:
 class Table2D:
     """z(x, y) from values on the grid axis_x x axis_y (bilinear inside)."""
 
-    def __init__(self, axis_x: np.ndarray, axis_y: np.ndarray, values: np.ndarray) -> None:
+    def __init__(self, axis_x: np.ndarray | list[float], axis_y: np.ndarray | list[float],
+                 values: np.ndarray) -> None:
         values = np.asarray(values, np.float64)
         assert values.shape == (len(axis_x), len(axis_y))
         if len(axis_x) == 1:  # a single point: widen to a flat cell
@@ -43,7 +45,7 @@ class Table2D:
         self.axis_x, self.axis_y = np.asarray(axis_x, np.float64), np.asarray(axis_y, np.float64)
         self.values = values
 
-    def __call__(self, x, y) -> np.ndarray:
+    def __call__(self, x: ArrayLike, y: ArrayLike) -> np.ndarray:
         x, fx = _scaled(np.asarray(x, dtype=np.float64), self.axis_x)
         y, fy = _scaled(np.asarray(y, dtype=np.float64), self.axis_y)
         i, wx = _cell(x, self.axis_x)

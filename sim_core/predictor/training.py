@@ -12,11 +12,13 @@ measures) and the predictions stay positive. Two estimators:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 from sklearn.ensemble import RandomForestRegressor
 from sklearn.linear_model import LinearRegression
-from sklearn.pipeline import make_pipeline
+from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, PolynomialFeatures
 
 ESTIMATORS = ("random_forest", "polynomial")
@@ -65,7 +67,7 @@ def _keep_in_group(times: np.ndarray) -> np.ndarray:
     return keep
 
 
-def make_estimator(kind: str):
+def make_estimator(kind: str) -> RandomForestRegressor | Pipeline:
     """A fresh, unfitted estimator of log(time) for `kind` (random_forest | polynomial)."""
     if kind == "random_forest":
         return RandomForestRegressor(n_estimators=40, min_samples_leaf=1, random_state=0, n_jobs=1)
@@ -74,7 +76,7 @@ def make_estimator(kind: str):
     raise ValueError(f"unknown estimator {kind!r}; allowed: {', '.join(ESTIMATORS)}")
 
 
-def fit_operator(frame: pd.DataFrame, features: tuple[str, ...], kind: str):
+def fit_operator(frame: pd.DataFrame, features: tuple[str, ...], kind: str) -> Callable[[np.ndarray], np.ndarray]:
     """Fit an estimator of seconds from `features` on the rows of `frame`; returns a function
     mapping a 2-D feature array to seconds."""
     model = make_estimator(kind)
@@ -82,7 +84,8 @@ def fit_operator(frame: pd.DataFrame, features: tuple[str, ...], kind: str):
     return lambda x: np.exp(model.predict(np.asarray(x, dtype=np.float64)))
 
 
-def split(frame: pd.DataFrame, fraction: float = HOLDOUT_FRACTION, seed: int = 0):
+def split(frame: pd.DataFrame, fraction: float = HOLDOUT_FRACTION,
+          seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A seeded random split into (training rows, held-out rows)."""
     held = np.random.default_rng(seed).random(len(frame)) < fraction
     return frame[~held], frame[held]

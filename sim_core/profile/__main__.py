@@ -25,7 +25,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def profile(args) -> list:
+def profile(args: argparse.Namespace) -> list:
     """Measure and write; returns the written paths."""
     from sim_core.profile.torch_ops import measure_attention, measure_mlp, require_torch
 

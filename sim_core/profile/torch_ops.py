@@ -7,6 +7,9 @@ prefill over a cached context, one query per request for decode).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from types import ModuleType
+
 from sim_core.errors import SimCoreError
 from sim_core.predictor.operators import LayerShape
 
@@ -17,7 +20,7 @@ class ProfilerUnavailable(SimCoreError):
     """PyTorch or a CUDA device is missing."""
 
 
-def require_torch():
+def require_torch() -> ModuleType:
     """The torch module, or a one-line error saying how to get it."""
     try:
         import torch
@@ -29,7 +32,7 @@ def require_torch():
     return torch
 
 
-def timed(torch, fn) -> list[float]:
+def timed(torch: ModuleType, fn: Callable[[], object]) -> list[float]:
     """Milliseconds of REPEATS calls of fn after WARMUP calls."""
     for _ in range(WARMUP):
         fn()
@@ -44,7 +47,7 @@ def timed(torch, fn) -> list[float]:
     return samples
 
 
-def measure_mlp(torch, s: LayerShape, vocab: int, t: int) -> dict[str, list[float]]:
+def measure_mlp(torch: ModuleType, s: LayerShape, vocab: int, t: int) -> dict[str, list[float]]:
     """Samples (ms) of every token-dependent operator for `t` tokens."""
     kw = {"device": "cuda", "dtype": torch.bfloat16}
     e, hd, ffn = s.embedding_dim, s.head_dim, int(s.ffn)
@@ -73,7 +76,7 @@ def measure_mlp(torch, s: LayerShape, vocab: int, t: int) -> dict[str, list[floa
     return {name: timed(torch, fn) for name, fn in ops.items()}
 
 
-def measure_attention(torch, s: LayerShape, batch: int, chunk: int, context: int) -> dict[str, list[float]]:
+def measure_attention(torch: ModuleType, s: LayerShape, batch: int, chunk: int, context: int) -> dict[str, list[float]]:
     """Samples (ms) of prefill (batch 1, `chunk` new tokens) or decode (`chunk` = 1 per request)
     attention over `context` cached tokens, and of saving the new K and V into a cache."""
     kw = {"device": "cuda", "dtype": torch.bfloat16}

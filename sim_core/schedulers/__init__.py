@@ -1,8 +1,6 @@
 """Replica schedulers: one file per policy on a shared base; register new ones here."""
 
-from collections.abc import Callable
-
-from sim_core.schedulers.base import ReplicaLimits, ReplicaScheduler
+from sim_core.schedulers.base import ReplicaLimits, ReplicaScheduler, SchedulerFactory
 from sim_core.schedulers.faster_transformer import FasterTransformerScheduler
 from sim_core.schedulers.lightllm import LightLLMScheduler
 from sim_core.schedulers.orca import OrcaScheduler
@@ -12,7 +10,7 @@ from sim_core.schedulers.vllm import VllmScheduler
 from sim_core.schedulers.vllm_v0_pipeline import vllm_v0_scheduler
 from sim_core.schedulers.vllm_v1 import VllmV1Scheduler
 
-SCHEDULERS: dict[str, Callable[..., ReplicaScheduler]] = {
+SCHEDULERS: dict[str, SchedulerFactory] = {
     "vllm": VllmScheduler,
     "sarathi": SarathiScheduler,
     "orca": OrcaScheduler,

@@ -9,12 +9,20 @@ base fills up to `num_stages` batches in flight.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import MutableSequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from sim_core.config import SchedulerConfig
 from sim_core.entities import Batch, Request, RequestStatus
 from sim_core.memory import BlockPool, CountingBlockPool
+from sim_core.memory.kv_pool import BlockHolder, KvPool
 from sim_core.record import Recorder
+from sim_core.schedulers.waiting import WaitingQueue
+
+if TYPE_CHECKING:
+    from sim_core.handoff import KvHandle
+    from sim_core.workload.model import Workload
 
 
 @dataclass(frozen=True)
@@ -29,6 +37,15 @@ class ReplicaLimits:
 
 
 UNBOUNDED = 1 << 62
+
+
+class SchedulerFactory(Protocol):
+    """What the registry holds: a policy class (or a function-like object) with a UI label."""
+
+    label: str
+
+    def __call__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
+                 recorder: Recorder) -> ReplicaScheduler: ...
 
 
 def arrival_time(request: Request) -> float:
@@ -46,10 +63,10 @@ class ReplicaScheduler:
         self.limits = limits
         self.block_size = config.block_size
         self.micro_batch_cap = config.batch_size_cap // num_stages
-        self.pool = (BlockPool if recorder.keeps_blocks else CountingBlockPool)(limits.num_blocks)
+        self.pool: KvPool = (BlockPool if recorder.keeps_blocks else CountingBlockPool)(limits.num_blocks)
         self.recorder = recorder
-        self.waiting: deque[Request] = deque()
-        self.running: list[Request] = []
+        self.waiting: WaitingQueue = deque()
+        self.running: MutableSequence[Request] = []
         self.num_running_batches = 0
         self.num_batches = 0  # batch ids are per replica: (replica_id, batch id) is unique
         self.num_preemptions = 0
@@ -63,7 +80,7 @@ class ReplicaScheduler:
         request.status = RequestStatus.WAITING
         self.waiting.append(request)
 
-    def attach_workload(self, workload, max_model_len: int) -> None:
+    def attach_workload(self, workload: Workload, max_model_len: int) -> None:
         """Called once before the run: policies that read optional workload columns (priority,
         prefix keys) or max_model_len keep what they need."""
         return
@@ -96,6 +113,7 @@ class ReplicaScheduler:
         return None
 
     serves_parallel_samples = False  # reads the workload's `n` column (else one sequence each)
+    overlap_schedule = False  # sglang: host work of iteration i hides behind the GPU work of i-1
 
     def check_integrity(self, holders: list[Request] | None = None) -> None:
         """Assert the policy's memory accounting is whole (`holders`: requests holding blocks)."""
@@ -146,9 +164,9 @@ class ReplicaScheduler:
         """Forget a request whose prompt this (prefill) replica has just completed."""
         self.running.remove(request)
 
-    def release_handoff(self, handle) -> None:
+    def release_handoff(self, handle: KvHandle) -> None:
         """The KV of a handed-off request has left: free the blocks its `handle` holds."""
-        ReplicaScheduler.release(self, handle)   # not a policy's release: that one books a live request
+        self._free_holder(handle)   # not a policy's release: that one books a live request
 
     def expect_transfer(self, request: Request) -> None:
         """A hand-off was routed to this (decode) replica and waits in its inbox."""
@@ -208,8 +226,11 @@ class ReplicaScheduler:
         self.recorder.on_allocate(self.replica_id, request.id, blocks)
 
     def release(self, request: Request) -> None:
-        blocks = self.pool.free(request)
-        self.recorder.on_free(self.replica_id, request.id, blocks)
+        self._free_holder(request)
+
+    def _free_holder(self, holder: BlockHolder) -> None:
+        blocks = self.pool.free(holder)
+        self.recorder.on_free(self.replica_id, holder.id, blocks)
 
     def preempt(self, request: Request) -> None:
         """Recompute preemption: restart the request, free its blocks, queue it at the front."""

@@ -9,24 +9,36 @@ prefix columns (`memory/prefix_keys.py`), computed once while it is alive.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
 from sim_core.entities import Batch, Request, RequestStatus
 from sim_core.memory.prefix_keys import PrefixKeys
 from sim_core.schedulers.base import ReplicaScheduler
+
+if TYPE_CHECKING:
+    from sim_core.config import SchedulerConfig
+    from sim_core.record import Recorder
+    from sim_core.schedulers.base import ReplicaLimits
+    from sim_core.workload.model import Workload
 
 
 class EngineScheduler(ReplicaScheduler):
     """Base of vllm_v1 and sglang: ordered running list, busy set, keys, hit accounting."""
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
+                 recorder: Recorder) -> None:
+        super().__init__(replica_id, num_stages, config, limits, recorder)
         self.busy: set[int] = set()
         self.caching = self.config.enable_prefix_caching
         self.prefix: PrefixKeys | None = None
         self._keys: dict[int, list[int]] = {}
-        self._priority = None
+        self._priority: np.ndarray | None = None
         self.max_model_len = 0
 
-    def attach_workload(self, workload, max_model_len: int) -> None:
+    def attach_workload(self, workload: Workload, max_model_len: int) -> None:
         self._priority = workload.priority
         self.max_model_len = max_model_len
         if self.caching:
@@ -43,6 +55,7 @@ class EngineScheduler(ReplicaScheduler):
         """Block keys of the request's token stream (prefix caching on)."""
         keys = self._keys.get(request.id)
         if keys is None:
+            assert self.prefix is not None, "keys are asked for only with prefix caching on"
             keys = self._keys[request.id] = self.prefix.block_keys(request.id)
         return keys
 
@@ -128,7 +141,7 @@ class EngineScheduler(ReplicaScheduler):
         request.status = RequestStatus.RUNNING
 
 
-def pool_event_recorder(recorder, replica: int):
+def pool_event_recorder(recorder: Recorder, replica: int) -> Callable[[int, list[int], int], None]:
     """The `on_event(request, blocks, delta)` a pool reports to: +1/-1 a request takes/lets go of
     blocks, +2/-2 blocks get/lose a prefix-cache key."""
     def record(request: int, blocks: list[int], delta: int) -> None:

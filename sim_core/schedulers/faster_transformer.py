@@ -13,16 +13,23 @@ blocks are freed when its static batch finishes.
 from __future__ import annotations
 
 from collections import deque
+from typing import TYPE_CHECKING
 
-from sim_core.entities import Batch
+from sim_core.entities import Batch, Request
 from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
+
+if TYPE_CHECKING:
+    from sim_core.config import SchedulerConfig
+    from sim_core.record import Recorder
+    from sim_core.schedulers.base import ReplicaLimits
 
 
 class FasterTransformerScheduler(ReplicaScheduler):
     label = "FasterTransformer (static batching) as modelled by Vidur"
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
+                 recorder: Recorder) -> None:
+        super().__init__(replica_id, num_stages, config, limits, recorder)
         self.unfinished: deque[Batch] = deque()
         self.members: dict[int, list] = {}  # batch id -> every request of its static batch
 
@@ -62,7 +69,8 @@ class FasterTransformerScheduler(ReplicaScheduler):
         return batch
 
     def _new_requests(self) -> list:
-        limit, reserve, requests = self.limits.max_batch_size, self.limits.max_blocks_per_request, []
+        limit, reserve = self.limits.max_batch_size, self.limits.max_blocks_per_request
+        requests: list[Request] = []
         while self.waiting and len(requests) < limit and self.pool.can_allocate(reserve):
             request = self.waiting.popleft()
             self.allocate(request, reserve)

@@ -10,9 +10,16 @@ max_waiting_iters decode batches have run since the last prefill try.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sim_core.entities import Batch, Request
 from sim_core.errors import SimulationError
 from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
+
+if TYPE_CHECKING:
+    from sim_core.config import SchedulerConfig
+    from sim_core.record import Recorder
+    from sim_core.schedulers.base import ReplicaLimits
 
 
 def usage_tuple(request: Request) -> tuple[int, int]:
@@ -34,9 +41,11 @@ def projected_peak(usages: list[tuple[int, int]]) -> int:
 
 class LightLLMScheduler(ReplicaScheduler):
     label = "LightLLM as modelled by Vidur"
+    running: list[Request]
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
+                 recorder: Recorder) -> None:
+        super().__init__(replica_id, num_stages, config, limits, recorder)
         assert self.block_size == 1 and self.num_stages == 1
         self.num_waiting_iters = 0
         self._steady_with_waiting = False
@@ -86,7 +95,9 @@ class LightLLMScheduler(ReplicaScheduler):
 
     def _prefill_batch(self) -> Batch | None:
         usages = [usage_tuple(r) for r in self.running]
-        requests, num_tokens, total = [], [], 0
+        requests: list[Request] = []
+        num_tokens: list[int] = []
+        total = 0
         cap, waiting = self.config.batch_size_cap, self.waiting
         while waiting:
             request = waiting[0]
@@ -105,7 +116,7 @@ class LightLLMScheduler(ReplicaScheduler):
             total += tokens
         return self.make_batch(requests, num_tokens, total)
 
-    def _decode_batch(self) -> Batch:
+    def _decode_batch(self) -> Batch | None:
         requests, self.running = self.running, []
         for request in requests:
             self.allocate(request, 1)

@@ -8,12 +8,13 @@ batch. No preemption; blocks are freed when a request finishes.
 
 from __future__ import annotations
 
-from sim_core.entities import Batch
+from sim_core.entities import Batch, Request
 from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
 
 
 class OrcaScheduler(ReplicaScheduler):
     label = "Orca as modelled by Vidur"
+    running: list[Request]
 
     def steady_past_completions(self, batch: Batch) -> bool:
         return not self.waiting
@@ -23,10 +24,10 @@ class OrcaScheduler(ReplicaScheduler):
         # until a request finishes (admission stays blocked: free memory does not change).
         return 0 if batch.num_prefill_tokens or self.running else UNBOUNDED
 
-    def transfer_blocks(self, request) -> int:
+    def transfer_blocks(self, request: Request) -> int:
         return self.limits.max_blocks_per_request  # the same worst-case reservation as admission
 
-    def can_accept_transfer(self, request) -> bool:
+    def can_accept_transfer(self, request: Request) -> bool:
         return self.pool.can_allocate(self.limits.max_blocks_per_request)
 
     def next_batch(self) -> Batch | None:

@@ -9,17 +9,28 @@ the blocks it holds.
 from __future__ import annotations
 
 from math import ceil
+from typing import TYPE_CHECKING
 
 from sim_core.entities import Request
+from sim_core.memory import BlockPool, CountingBlockPool
 from sim_core.schedulers.base import ReplicaScheduler
+
+if TYPE_CHECKING:
+    from sim_core.config import SchedulerConfig
+    from sim_core.record import Recorder
+    from sim_core.schedulers.base import ReplicaLimits
 
 
 class PagedScheduler(ReplicaScheduler):
     """Base of vllm and sarathi: watermark admission, one-block growth (in take_decodes, the
     only place requests grow), LIFO restarts."""
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
+    pool: BlockPool | CountingBlockPool
+    running: list[Request]
+
+    def __init__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
+                 recorder: Recorder) -> None:
+        super().__init__(replica_id, num_stages, config, limits, recorder)
         self.watermark_blocks = int(self.config.watermark_blocks_fraction * self.limits.num_blocks)
 
     def prompt_blocks(self, request: Request) -> int:
@@ -35,7 +46,7 @@ class PagedScheduler(ReplicaScheduler):
     def admit(self, request: Request) -> None:
         self.allocate(request, self.prompt_blocks(request))
 
-    def take_decodes(self, order: list[Request], limit: int):
+    def take_decodes(self, order: list[Request], limit: int) -> tuple[list[Request], list[Request], list[Request]]:
         """Walk `order` taking decoding requests (1 token each) while fewer than `limit` are
         taken; when the pool has no free block, restart the last request still in `order`
         (the victim), or the candidate itself when none is left.
@@ -43,10 +54,13 @@ class PagedScheduler(ReplicaScheduler):
         Returns (taken, partial_prefills, remaining): requests whose prompt is incomplete are
         set aside in order; `remaining` are those not reached (victims removed).
         """
-        taken, partial, i, end = [], [], 0, len(order)
+        taken: list[Request] = []
+        partial: list[Request] = []
+        i, end = 0, len(order)
         pool, size = self.pool, self.block_size
         record, replica = self.recorder.on_allocate_one, self.replica_id
         free = pool.num_free
+        request: Request | None   # None once the candidate restarted itself
         while i < end and len(taken) < limit:
             request = order[i]
             i += 1

@@ -15,7 +15,12 @@ A request that does not fit ends the batch (no skipping ahead): NO_TOKEN when me
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from math import ceil
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sim_core.memory.radix_pool import RadixKvPool
 
 CONTINUE, NO_TOKEN, OTHER = "continue", "no_token", "other"
 CLIP_MAX_NEW_TOKENS = 4096
@@ -25,7 +30,7 @@ class PrefillAdder:
     """Budgets of one prefill batch; the pool's free + evictable blocks are read live (locking
     a matched prefix makes it unevictable)."""
 
-    def __init__(self, pool, block_size: int, running_reserve: float, max_prefill_tokens: int,
+    def __init__(self, pool: RadixKvPool, block_size: int, running_reserve: float, max_prefill_tokens: int,
                  chunk_tokens: int | None) -> None:
         self.pool, self.block_size = pool, block_size
         self.offset = running_reserve
@@ -62,7 +67,8 @@ class PrefillAdder:
         self._reserve(tokens, min(max_new_tokens, CLIP_MAX_NEW_TOKENS) if finishing else 0)
         return tokens
 
-    def add_one(self, extend: int, max_new_tokens: int, lock, unlock) -> tuple[int, str]:
+    def add_one(self, extend: int, max_new_tokens: int, lock: Callable[[], None],
+                unlock: Callable[[], None]) -> tuple[int, str]:
         """Try a waiting request with `extend` prompt tokens to compute (after its cached
         prefix); `lock()` / `unlock()` protect its prefix. Returns (tokens it runs now, 0 if
         not added; the batch's state after it)."""

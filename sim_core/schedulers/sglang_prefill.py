@@ -15,10 +15,14 @@ there (`truncated`); a prompt that reaches it is rejected.
 
 from __future__ import annotations
 
+from collections import deque
+from functools import partial
 from itertools import chain
 from math import ceil
+from typing import TYPE_CHECKING
 
 from sim_core.entities import Batch, Request, RequestStatus
+from sim_core.memory.radix_cache import RadixNode
 from sim_core.memory.radix_pool import RadixKvPool
 from sim_core.schedulers.engine import EngineScheduler, pool_event_recorder
 from sim_core.schedulers.sglang_adder import (
@@ -29,6 +33,12 @@ from sim_core.schedulers.sglang_adder import (
 )
 from sim_core.schedulers.sglang_retract import INIT_NEW_TOKEN_RATIO
 
+if TYPE_CHECKING:
+    from sim_core.config import SchedulerConfig
+    from sim_core.handoff import KvHandle
+    from sim_core.record import Recorder
+    from sim_core.schedulers.base import ReplicaLimits
+
 MAX_DEFAULT_RUNNING = 4096
 RESERVED_DECODE_TOKENS = 512   # SGLANG_NUM_RESERVED_DECODE_TOKENS: KV a PD decode server keeps per request
 
@@ -36,8 +46,12 @@ RESERVED_DECODE_TOKENS = 512   # SGLANG_NUM_RESERVED_DECODE_TOKENS: KV a PD deco
 class SglangPrefill(EngineScheduler):
     """SGLang's state, admission into prefill batches, caching into the tree, finishing."""
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
+    pool: RadixKvPool
+    waiting: deque[Request]
+
+    def __init__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
+                 recorder: Recorder) -> None:
+        super().__init__(replica_id, num_stages, config, limits, recorder)
         cfg = self.config
         self.pool = self._radix_pool()
         tokens = self.limits.num_blocks * self.block_size
@@ -110,7 +124,7 @@ class SglangPrefill(EngineScheduler):
             hits, node = self._match(request)
             extend = request.num_prefill_tokens - len(hits) * self.block_size
             tokens, state = adder.add_one(extend, self._outputs_left(request),
-                                          lambda node=node: self.pool.lock(node), lambda node=node: self.pool.unlock(node))
+                                          partial(self.pool.lock, node), partial(self.pool.unlock, node))
             if tokens:
                 waiting.popleft()
                 self._admit(request, hits, node)
@@ -122,13 +136,13 @@ class SglangPrefill(EngineScheduler):
                 self.batch_is_full = self.batch_is_full or state == NO_TOKEN
                 return
 
-    def _match(self, request: Request):
+    def _match(self, request: Request) -> tuple[list[int], RadixNode]:
         if not self.caching:
             return [], self.pool.tree.root
         keys = self.keys(request)
         return self.pool.match(keys[: (request.num_prefill_tokens - 1) // self.block_size])
 
-    def _admit(self, request: Request, hits: list[int], node) -> None:
+    def _admit(self, request: Request, hits: list[int], node: RadixNode) -> None:
         self.pool.admit(request, hits, node)
         request.num_processed_tokens = len(hits) * self.block_size
         request.status = RequestStatus.RUNNING
@@ -192,7 +206,7 @@ class SglangPrefill(EngineScheduler):
         super().hand_off(request)
         self.batch_is_full = False
 
-    def release_handoff(self, handle) -> None:
+    def release_handoff(self, handle: KvHandle) -> None:
         self.pool.free(handle)   # the prompt stays in the prefill replica's tree, unlocked
 
     def expect_transfer(self, request: Request) -> None:

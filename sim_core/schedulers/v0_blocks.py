@@ -17,11 +17,16 @@ from __future__ import annotations
 
 from enum import Enum
 from math import ceil
+from typing import TYPE_CHECKING
 
 from sim_core.entities import Request, RequestStatus
 from sim_core.memory.cache_ops import COPY, SWAP_IN, SWAP_OUT, CacheOps
+from sim_core.memory.shared_blocks import RefCountedBlockPool, RefCountedCountingPool
 from sim_core.memory.swap_space import SwapSpace
 from sim_core.schedulers.seq_group import SeqGroup
+
+if TYPE_CHECKING:
+    from sim_core.record import Recorder
 
 
 class AllocStatus(Enum):
@@ -33,7 +38,8 @@ class AllocStatus(Enum):
 class V0BlockManager:
     """Accounting for one replica; the scheduler decides, this class checks and books."""
 
-    def __init__(self, pool, swap: SwapSpace, block_size: int, watermark_blocks: int, recorder, replica_id: int):
+    def __init__(self, pool: RefCountedBlockPool | RefCountedCountingPool, swap: SwapSpace, block_size: int,
+                 watermark_blocks: int, recorder: Recorder, replica_id: int) -> None:
         self.pool, self.swap, self.block_size, self.watermark = pool, swap, block_size, watermark_blocks
         self.recorder, self.replica_id = recorder, replica_id
         self.groups: dict[int, SeqGroup] = {}  # requests with n > 1

@@ -12,14 +12,37 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sim_core.entities import Request, RequestStatus
 from sim_core.memory.cache_ops import CacheOps
 from sim_core.record import IGNORED, SWAPPED_OUT
 from sim_core.schedulers.seq_group import recompute_group, restart_from_prompt
 
+if TYPE_CHECKING:
+    from sim_core.config import SchedulerConfig
+    from sim_core.memory.shared_blocks import RefCountedBlockPool, RefCountedCountingPool
+    from sim_core.record import Recorder
+    from sim_core.schedulers.v0_blocks import V0BlockManager
+
 
 class V0Preemption:
     """Preempting and ignoring requests, for VllmV0Scheduler."""
+
+    # what VllmV0Scheduler (and its base) provide
+    config: SchedulerConfig
+    recorder: Recorder
+    replica_id: int
+    pool: RefCountedBlockPool | RefCountedCountingPool
+    blocks: V0BlockManager
+    ignored: dict[int, str]
+    num_preemptions: int
+    chunked: bool
+    prompt_limit: int
+    max_num_seqs: int
+    token_budget: int
+    _to_waiting: list[Request]
+    _to_swapped: list[Request]
 
     def _preempt(self, victim: Request, ops: CacheOps) -> None:
         """Swap `victim` out (mode swap, or a group of several sequences, as vLLM does), else

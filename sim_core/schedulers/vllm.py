@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from sim_core.entities import Batch
+from sim_core.entities import Batch, Request
 from sim_core.schedulers.base import UNBOUNDED, arrival_time
 from sim_core.schedulers.paged import PagedScheduler
 
@@ -23,7 +23,9 @@ class VllmScheduler(PagedScheduler):
         return self._prefill_batch() or self._decode_batch()
 
     def _prefill_batch(self) -> Batch | None:
-        requests, num_tokens, longest = [], [], 0
+        requests: list[Request] = []
+        num_tokens: list[int] = []
+        longest = 0
         waiting, cap = self.waiting, self.config.batch_size_cap
         while waiting:
             request = waiting[0]

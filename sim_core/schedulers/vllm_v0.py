@@ -18,6 +18,7 @@ restored as a whole (see seq_group.py and v0_blocks.py).
 from __future__ import annotations
 
 from collections import deque
+from typing import TYPE_CHECKING
 
 from sim_core.entities import Batch, Request
 from sim_core.memory.cache_ops import CacheOps
@@ -30,20 +31,31 @@ from sim_core.schedulers.v0_blocks import AllocStatus, V0BlockManager
 from sim_core.schedulers.v0_budget import SchedulingBudget
 from sim_core.schedulers.v0_preemption import V0Preemption
 
+Scheduled = list[tuple[Request, int]]   # (request, tokens it runs this step), in queue order
+
+if TYPE_CHECKING:
+    from sim_core.config import SchedulerConfig
+    from sim_core.record import Recorder
+    from sim_core.schedulers.base import ReplicaLimits
+
 
 class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
     label = "vLLM v0.6 (V0 engine)"
     serves_parallel_samples = True
     growth = "paged"
+    pool: RefCountedBlockPool | RefCountedCountingPool
+    running: deque[Request]
+    waiting: deque[Request]
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
+                 recorder: Recorder) -> None:
+        super().__init__(replica_id, num_stages, config, limits, recorder)
         cfg, limits = self.config, self.limits
         self.pool = (RefCountedBlockPool if self.pool.tracks_ids else RefCountedCountingPool)(limits.num_blocks)
         watermark = int(cfg.watermark_blocks_fraction * limits.num_blocks)
         self.blocks = V0BlockManager(self.pool, SwapSpace(limits.num_swap_blocks), self.block_size, watermark,
                                      self.recorder, self.replica_id)
-        self.running: deque[Request] = deque()
+        self.running = deque()
         self.swapped: deque[Request] = deque()
         self.chunked = cfg.enable_chunked_prefill
         self.token_budget = cfg.max_num_batched_tokens or (512 if self.chunked else max(limits.max_model_len, 2048))
@@ -73,6 +85,7 @@ class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
             self.pending_ops.extend(ops)
             if requests:
                 batch = self.make_batch(requests, tokens)
+                assert batch is not None, "requests is not empty"
                 if self.pending_ops:
                     batch.cache_ops, self.pending_ops = self.pending_ops, CacheOps()
                 return batch
@@ -150,10 +163,12 @@ class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
             budget.add_seqs(request.id, request.num_seqs)
         return requests, tokens
 
-    def _schedule_running(self, budget: SchedulingBudget, ops: CacheOps):
+    def _schedule_running(self, budget: SchedulingBudget, ops: CacheOps) -> tuple[Scheduled, Scheduled, bool]:
         """Returns (decodes, prompt chunks) as (request, tokens) in queue order, and whether
         anything was preempted."""
-        decodes, chunks, preempted, queue = [], [], False, self.running
+        decodes: Scheduled = []
+        chunks: Scheduled = []
+        preempted, queue = False, self.running
         while queue:
             request = queue[0]
             new = self._new_tokens(request, budget)
@@ -177,7 +192,9 @@ class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
         return decodes, chunks, preempted
 
     def _schedule_swapped(self, budget: SchedulingBudget, ops: CacheOps) -> tuple[list, list]:
-        decodes, chunks, swapped = [], [], self.swapped
+        decodes: Scheduled = []
+        chunks: Scheduled = []
+        swapped = self.swapped
         while swapped:
             request = swapped[0]
             status = self.blocks.can_swap_in(request)

@@ -10,30 +10,43 @@ replica's KV map shows them side by side.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any, cast
 
 from sim_core.entities import Batch, Request
 from sim_core.errors import ConfigError
-from sim_core.schedulers.base import ReplicaScheduler
+from sim_core.memory.kv_pool import BlockHolder
+from sim_core.memory.shared_blocks import RefCountedBlockPool, RefCountedCountingPool
+from sim_core.record import Recorder
+from sim_core.schedulers.base import ReplicaLimits, ReplicaScheduler
 from sim_core.schedulers.vllm_v0 import VllmV0Scheduler
 
+if TYPE_CHECKING:
+    from sim_core.config import SchedulerConfig
+    from sim_core.handoff import KvHandle
 
-def vllm_v0_scheduler(replica_id: int, num_stages: int, config, limits, recorder) -> ReplicaScheduler:
+
+class VllmV0Factory:
     """The vllm_v0 policy of one replica: one scheduler (PP = 1) or PP virtual engines."""
-    if num_stages == 1:
-        return VllmV0Scheduler(replica_id, 1, config, limits, recorder)
-    return VllmV0Pipeline(replica_id, num_stages, config, limits, recorder)
+
+    label = VllmV0Scheduler.label  # the UI labels policies by engine and version
+
+    def __call__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
+                 recorder: Recorder) -> ReplicaScheduler:
+        if num_stages == 1:
+            return VllmV0Scheduler(replica_id, 1, config, limits, recorder)
+        return VllmV0Pipeline(replica_id, num_stages, config, limits, recorder)
 
 
-vllm_v0_scheduler.label = VllmV0Scheduler.label  # the UI labels policies by engine and version
+vllm_v0_scheduler = VllmV0Factory()
 
 
 class OffsetRecorder:
     """The run's recorder, with one engine's block ids shifted by `offset`."""
 
-    def __init__(self, recorder, offset: int) -> None:
+    def __init__(self, recorder: Recorder, offset: int) -> None:
         self._recorder, self._offset = recorder, offset
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._recorder, name)
 
     def on_allocate(self, replica: int, request: int, blocks: list[int]) -> None:
@@ -52,7 +65,7 @@ class OffsetRecorder:
 class PoolsView:
     """The replica's block counts over its engines' pools (what the simulator records)."""
 
-    def __init__(self, pools: list) -> None:
+    def __init__(self, pools: list[RefCountedBlockPool | RefCountedCountingPool]) -> None:
         self.pools = pools
         self.num_blocks = sum(p.num_blocks for p in pools)
         self.tracks_ids = pools[0].tracks_ids
@@ -69,6 +82,21 @@ class PoolsView:
     def num_holders(self) -> int:
         return sum(p.num_holders for p in self.pools)
 
+    # The engines allocate from their own pools; the replica's view only counts. These complete
+    # the KvPool interface of `ReplicaScheduler.pool` and are never called.
+
+    def can_allocate(self, num: int) -> bool:
+        raise NotImplementedError("each virtual engine allocates from its own pool")
+
+    def allocate(self, request: Request, num: int) -> list[int]:
+        raise NotImplementedError("each virtual engine allocates from its own pool")
+
+    def free(self, request: BlockHolder) -> list[int]:
+        raise NotImplementedError("each virtual engine frees into its own pool")
+
+    def check_integrity(self, holders: list[Request] | None = None) -> None:
+        raise NotImplementedError("VllmV0Pipeline.check_integrity checks each engine")
+
 
 class VllmV0Pipeline(ReplicaScheduler):
     """PP virtual engines behind one replica; each forms its own batches."""
@@ -76,14 +104,17 @@ class VllmV0Pipeline(ReplicaScheduler):
     label = VllmV0Scheduler.label
     serves_parallel_samples = True
 
-    def __init__(self, replica_id: int, num_stages: int, config, limits, recorder) -> None:
+    def __init__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
+                 recorder: Recorder) -> None:
         super().__init__(replica_id, num_stages, config, limits, recorder)
         if limits.num_blocks < num_stages:
             raise ConfigError(f"scheduler.num_blocks: vllm_v0 splits the {limits.num_blocks} KV blocks over "
                               f"{num_stages} virtual engines (one per pipeline stage); give it at least {num_stages}")
         share = replace(limits, num_blocks=limits.num_blocks // num_stages,
                         num_swap_blocks=limits.num_swap_blocks // num_stages)
-        self.engines = [VllmV0Scheduler(replica_id, 1, config, share, OffsetRecorder(recorder, k * share.num_blocks))
+        # an OffsetRecorder forwards every other attribute to the run's Recorder
+        self.engines = [VllmV0Scheduler(replica_id, 1, config, share,
+                                        cast(Recorder, OffsetRecorder(recorder, k * share.num_blocks)))
                         for k in range(num_stages)]
         for engine in self.engines:
             engine.ignored = self.ignored   # one dict for the replica
@@ -143,7 +174,7 @@ class VllmV0Pipeline(ReplicaScheduler):
     def hand_off(self, request: Request) -> None:
         self._engine_of_request[request.id].hand_off(request)   # its handle still holds the engine's blocks
 
-    def release_handoff(self, handle) -> None:
+    def release_handoff(self, handle: KvHandle) -> None:
         self._engine_of_request.pop(handle.id).release_handoff(handle)
 
     def can_accept_transfer(self, request: Request) -> bool:

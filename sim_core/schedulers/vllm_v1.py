@@ -25,7 +25,9 @@ cached after they are freed (`memory/block_hash_cache.py`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import ceil
+from typing import TYPE_CHECKING
 
 from sim_core.entities import Batch, Request, RequestStatus
 from sim_core.memory.block_hash_cache import HashedBlockPool
@@ -34,14 +36,20 @@ from sim_core.schedulers.engine import EngineScheduler
 from sim_core.schedulers.step import Step
 from sim_core.schedulers.waiting import PriorityQueue
 
+if TYPE_CHECKING:
+    from sim_core.config import SchedulerConfig
+    from sim_core.record import Recorder
+    from sim_core.schedulers.base import ReplicaLimits
+
 V1_BATCHED_TOKENS = 2048  # max_num_batched_tokens when the scenario leaves it empty (vLLM V1's default)
 
 
 class VllmV1Scheduler(EngineScheduler):
     label = "vLLM V1 engine (v0.8+)"
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
+                 recorder: Recorder) -> None:
+        super().__init__(replica_id, num_stages, config, limits, recorder)
         cfg = self.config
         self.max_seqs = cfg.max_num_seqs or UNBOUNDED
         self.by_priority = cfg.scheduling_policy == "priority"
@@ -51,6 +59,12 @@ class VllmV1Scheduler(EngineScheduler):
             replica, recorder = self.replica_id, self.recorder
             self.pool = HashedBlockPool(self.limits.num_blocks, self.block_size,
                                         lambda blocks, delta: recorder.on_cache(replica, blocks, delta))
+
+    @property
+    def _hashed(self) -> HashedBlockPool:
+        """The pool, which is a prefix cache when caching is on (callers check `caching`)."""
+        assert isinstance(self.pool, HashedBlockPool), "prefix caching is off"
+        return self.pool
 
     def next_batch(self) -> Batch | None:
         # A step that preempted everyone it reached schedules nothing; vLLM's engine loop would
@@ -129,7 +143,7 @@ class VllmV1Scheduler(EngineScheduler):
             computed = len(hits) * self.block_size
             n = self.clamp(request.num_prefill_tokens - computed, step.budget)
             needed = ceil((computed + n) / self.block_size) - len(hits)
-            fits = self.pool.can_allocate(needed, hits) if self.caching else self.pool.can_allocate(needed)
+            fits = self._hashed.can_allocate(needed, hits) if self.caching else self.pool.can_allocate(needed)
             if not fits:
                 return
             waiting.popleft()
@@ -144,16 +158,16 @@ class VllmV1Scheduler(EngineScheduler):
         if not self.caching:
             return []
         keys = self.keys(request)
-        return self.pool.cached_prefix(keys[: (request.num_prefill_tokens - 1) // self.block_size])
+        return self._hashed.cached_prefix(keys[: (request.num_prefill_tokens - 1) // self.block_size])
 
-    def _take(self, request: Request, needed: int, n: int, hits: list[int] = ()) -> None:
+    def _take(self, request: Request, needed: int, n: int, hits: Sequence[int] = ()) -> None:
         """Blocks for `n` more tokens: the cached `hits` and `needed` new ones; with caching,
         key the blocks those tokens fill."""
         if self.caching:
             if needed or hits:
-                taken = self.pool.allocate(request, needed, hits)
+                taken = self._hashed.allocate(request, needed, hits)
                 self.recorder.on_allocate(self.replica_id, request.id, taken)
-            self.pool.cache_blocks(request, self.keys(request),
+            self._hashed.cache_blocks(request, self.keys(request),
                                    min(self.kv_tokens(request) + n, request.num_known_tokens))
         elif needed:
             self.allocate(request, needed)
@@ -168,12 +182,12 @@ class VllmV1Scheduler(EngineScheduler):
         if len(self.running) + len(self.incoming) >= self.max_seqs:
             return False
         hits, needed = self._transfer_need(request)
-        return self.pool.can_allocate(needed, hits) if self.caching else self.pool.can_allocate(needed)
+        return self._hashed.can_allocate(needed, hits) if self.caching else self.pool.can_allocate(needed)
 
     def take_transfer(self, request: Request) -> int:
         hits, needed = self._transfer_need(request)
         if self.caching:
-            self.recorder.on_allocate(self.replica_id, request.id, self.pool.allocate(request, needed, hits))
+            self.recorder.on_allocate(self.replica_id, request.id, self._hashed.allocate(request, needed, hits))
         else:
             self.allocate(request, needed)
         return request.num_prefill_tokens - len(hits) * self.block_size
@@ -181,12 +195,12 @@ class VllmV1Scheduler(EngineScheduler):
     def on_transfer_done(self, request: Request) -> None:
         super().on_transfer_done(request)
         if self.caching:
-            self.pool.cache_blocks(request, self.keys(request), self.kv_tokens(request))
+            self._hashed.cache_blocks(request, self.keys(request), self.kv_tokens(request))
 
     def _transfer_need(self, request: Request) -> tuple[list[int], int]:
         """(locally cached blocks of the prompt, new blocks for the rest of it)."""
         prompt = request.num_prefill_tokens
-        hits = self.pool.cached_prefix(self.keys(request)[: prompt // self.block_size]) if self.caching else []
+        hits = self._hashed.cached_prefix(self.keys(request)[: prompt // self.block_size]) if self.caching else []
         return hits, ceil(prompt / self.block_size) - len(hits)
 
     # ---- fast-forward and rejection ------------------------------------------------------------
@@ -215,11 +229,11 @@ class VllmV1Scheduler(EngineScheduler):
         super().on_steady_decode(first, last, num_iterations)
         if self.caching:   # the keys formations 1..k-1 would have given (tokens up to the last one)
             for request in last.requests:
-                self.pool.cache_blocks(request, self.keys(request), request.num_processed_tokens)
+                self._hashed.cache_blocks(request, self.keys(request), request.num_processed_tokens)
 
     def release(self, request: Request) -> None:
         if self.caching:   # no-op stepwise; keeps a run's blocks cached whatever frees them
-            self.pool.cache_blocks(request, self.keys(request), self.kv_tokens(request))
+            self._hashed.cache_blocks(request, self.keys(request), self.kv_tokens(request))
         super().release(request)
 
     def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:

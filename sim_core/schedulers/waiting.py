@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 import heapq
+from typing import Protocol
 
 from sim_core.entities import Request
+
+
+class WaitingQueue(Protocol):
+    """The deque operations the schedulers use on `waiting` (a deque, or a PriorityQueue)."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int) -> Request: ...
+    def append(self, request: Request) -> None: ...
+    def appendleft(self, request: Request) -> None: ...
+    def popleft(self) -> Request: ...
 
 
 class PriorityQueue:

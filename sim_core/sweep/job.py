@@ -11,7 +11,7 @@ from sim_core.errors import SimCoreError
 from sim_core.export.text import VALUE_LIMIT, one_line, shorten
 from sim_core.sweep.grid import build_grid
 from sim_core.sweep.journal import Journal
-from sim_core.sweep.runner import resumed_records, run_sweep
+from sim_core.sweep.runner import SweepBackend, resumed_records, run_sweep
 from sim_core.sweep.spec import SweepSpec
 
 
@@ -38,14 +38,15 @@ class JobState:
 class SweepJob:
     """Runs `run_sweep` on a daemon thread with a journal in `out_dir` (resumable)."""
 
-    def __init__(self, spec: SweepSpec, base: dict, backend, out_dir: str | Path) -> None:
+    def __init__(self, spec: SweepSpec, base: dict, backend: SweepBackend, out_dir: str | Path) -> None:
         """Builds the grid at once (a bad spec raises ConfigError here, not in the thread)."""
         self.spec, self.base, self.backend, self.out_dir = spec, base, backend, Path(out_dir)
         self.grid = build_grid(spec, base)
         journal = Journal(out_dir)
         self._records = resumed_records(self.grid, journal.load())
         self._notes = list(journal.notes)
-        self._status, self._error = "running", None
+        self._status = "running"
+        self._error: str | None = None
         self._stop, self._lock = threading.Event(), threading.Lock()
         self._thread = threading.Thread(target=self._run, name="sweep-job", daemon=True)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import TextIO
 
 from sim_core.export.atomic import write_atomic
 
@@ -30,7 +31,7 @@ class Journal:
         self.path = Path(folder) / JOURNAL_NAME
         self.set_aside_path = self.path.with_name(JOURNAL_NAME + SET_ASIDE_SUFFIX)
         self.notes: list[str] = []
-        self._file = None
+        self._file: TextIO | None = None
 
     def load(self) -> dict[str, dict]:
         """key -> record of every usable line; moves unusable complete lines to
@@ -86,7 +87,7 @@ def parse_record(line: bytes) -> dict | None:
     return record if _is_record(record) else None
 
 
-def _is_record(record) -> bool:
+def _is_record(record: object) -> bool:
     """The shape `runner.point_record` writes: a key and a Capacity (finite max_qps >= 0)."""
     if not isinstance(record, dict) or not isinstance(record.get("key"), str):
         return False

@@ -19,8 +19,9 @@ import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
+from typing import IO
 
 from sim_core.errors import ConfigError
 from sim_core.sweep.task import INTERNAL_ERROR, PARENT_ENV, failed_point
@@ -50,7 +51,7 @@ class LocalBackend:
         Safe to call from any thread."""
         self._stopped.set()
 
-    def run(self, tasks: list[str]) -> Iterator[tuple[int, str]]:
+    def run(self, tasks: list[str]) -> Generator[tuple[int, str], None, None]:
         """Yield (task index, result JSON) as tasks finish; closing the iterator, or stop(),
         stops the workers (points still running are dropped).
 
@@ -59,11 +60,11 @@ class LocalBackend:
         """
         queue = deque(enumerate(tasks))
         workers = [start_worker() for _ in range(min(self.workers, len(tasks)))]
-        busy: dict[subprocess.Popen, int] = {}
+        busy: dict[subprocess.Popen[str], int] = {}
         selector = selectors.DefaultSelector()
         try:
             for worker in workers:
-                selector.register(worker.stdout, selectors.EVENT_READ, worker)
+                selector.register(_out(worker), selectors.EVENT_READ, worker)
                 _send(worker, queue, busy)
             while busy and not self._stopped.is_set():
                 for key, _ in selector.select(POLL_S):
@@ -84,7 +85,7 @@ class LocalBackend:
                 _stop(worker, worker in busy)
 
 
-def start_worker() -> subprocess.Popen:
+def start_worker() -> subprocess.Popen[str]:
     """A worker process that reads tasks on stdin (and dies with this process)."""
     env = {**os.environ, PARENT_ENV: str(os.getpid()),
            "PYTHONPATH": os.pathsep.join(filter(None, [PROJECT_ROOT, os.environ.get("PYTHONPATH")]))}
@@ -92,36 +93,47 @@ def start_worker() -> subprocess.Popen:
                             stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
 
 
-def _retire(dead: subprocess.Popen, workers: list, selector) -> int:
+def _out(worker: subprocess.Popen[str]) -> IO[str]:
+    assert worker.stdout is not None, "workers are started with stdout=PIPE"
+    return worker.stdout
+
+
+def _in(worker: subprocess.Popen[str]) -> IO[str]:
+    assert worker.stdin is not None, "workers are started with stdin=PIPE"
+    return worker.stdin
+
+
+def _retire(dead: subprocess.Popen[str], workers: list[subprocess.Popen[str]],
+            selector: selectors.BaseSelector) -> int:
     """Forget a worker that exited; returns its exit status."""
-    selector.unregister(dead.stdout)
+    selector.unregister(_out(dead))
     workers.remove(dead)
     _stop(dead, running=False)
     return dead.returncode
 
 
-def _add_worker(workers: list, selector) -> subprocess.Popen:
+def _add_worker(workers: list[subprocess.Popen[str]], selector: selectors.BaseSelector) -> subprocess.Popen[str]:
     worker = start_worker()
     workers.append(worker)
-    selector.register(worker.stdout, selectors.EVENT_READ, worker)
+    selector.register(_out(worker), selectors.EVENT_READ, worker)
     return worker
 
 
-def _send(worker: subprocess.Popen, queue: deque, busy: dict) -> None:
+def _send(worker: subprocess.Popen[str], queue: deque, busy: dict) -> None:
     if queue:
         index, task = queue.popleft()
-        worker.stdin.write(task + "\n")
-        worker.stdin.flush()
+        _in(worker).write(task + "\n")
+        _in(worker).flush()
         busy[worker] = index
 
 
-def _stop(worker: subprocess.Popen, running: bool) -> None:
+def _stop(worker: subprocess.Popen[str], running: bool) -> None:
     """Close the worker's input (it exits when idle); kill it if it is still computing a point."""
     if running:
         worker.kill()
     try:
-        worker.stdin.close()
+        _in(worker).close()
     except OSError:
         pass
     worker.wait()
-    worker.stdout.close()
+    _out(worker).close()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 # (objective, column, which way is better)
 OBJECTIVES = (("highest capacity", "max_qps", "max"), ("most QPS per dollar", "qps_per_usd", "max"),
@@ -15,7 +16,7 @@ OBJECTIVES = (("highest capacity", "max_qps", "max"), ("most QPS per dollar", "q
               ("lowest TTFT p90 at capacity", "ttft_p90_s", "min"))
 
 
-def pareto_mask(x, y, x_better: str = "min", y_better: str = "max") -> np.ndarray:
+def pareto_mask(x: ArrayLike, y: ArrayLike, x_better: str = "min", y_better: str = "max") -> np.ndarray:
     """True for the points no other point beats or equals on both axes while beating on one;
     NaN points are never on the front. `*_better` is "min" or "max"."""
     x = np.asarray(x, dtype=np.float64) * (1.0 if x_better == "min" else -1.0)

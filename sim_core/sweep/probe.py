@@ -94,7 +94,7 @@ def judge(qps: float, summary: dict, slo: dict) -> Probe:
     return Probe(qps, not violated, metrics, tuple(violated))
 
 
-def _finite(value):
+def _finite(value: float) -> float | None:
     if isinstance(value, int):
         return value
     return float(value) if math.isfinite(value) else None

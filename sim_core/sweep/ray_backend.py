@@ -20,8 +20,9 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
+from types import ModuleType
 
 from sim_core.errors import ConfigError
 from sim_core.export.text import shorten
@@ -59,7 +60,7 @@ class RayBackend:
         from any thread. (A `ray.init` in progress cannot be interrupted; the probe keeps it short.)"""
         self._stopped.set()
 
-    def run(self, tasks: list[str]) -> Iterator[tuple[int, str]]:
+    def run(self, tasks: list[str]) -> Generator[tuple[int, str], None, None]:
         """Yield (task index, result JSON) as tasks finish; closing the iterator, or stop(),
         cancels the rest."""
         if not tasks or self._stopped.is_set():
@@ -133,7 +134,7 @@ def _receive(connection: socket.socket, size: int, deadline: float) -> bytes:
     return data
 
 
-def _result(ray, ref) -> str:
+def _result(ray: ModuleType, ref: object) -> str:
     """The task's JSON answer; a task Ray lost (its worker or node died) is a failed point."""
     try:
         return ray.get(ref)
@@ -141,14 +142,14 @@ def _result(ray, ref) -> str:
         return json.dumps(failed_point(f"on the Ray cluster: {type(error).__name__}: {shorten(error)}"))
 
 
-def _connect(address: str):
+def _connect(address: str) -> ModuleType:
     try:
         import ray
     except ImportError:
         raise ConfigError("backend ray: Ray is not installed; pip install -r requirements-ray.txt") from None
     try:
         ray.init(address=address, runtime_env={"py_modules": [PACKAGE_DIR]}, log_to_driver=False,
-                 logging_level="WARNING")
+                 logging_level="WARNING")  # type: ignore[arg-type]  # ray.init takes a level name too
     except (ConnectionError, RuntimeError, ValueError) as error:
         raise ConfigError(f"--address: cannot connect to a Ray cluster at {shorten(address)}: "
                           f"{shorten(' '.join(str(error).split()))}") from None

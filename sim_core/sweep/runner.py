@@ -4,10 +4,11 @@ finishes, write `results.csv` at the end (also after an interruption, with what 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import pandas as pd
 
@@ -17,6 +18,12 @@ from sim_core.sweep.journal import Journal
 from sim_core.sweep.results import results_table, write_results_csv
 from sim_core.sweep.spec import SweepSpec
 from sim_core.sweep.task import point_task
+
+
+class SweepBackend(Protocol):
+    """Runs point tasks (JSON text), yielding (task index, JSON answer) as each finishes."""
+
+    def run(self, tasks: list[str]) -> Generator[tuple[int, str], None, None]: ...
 
 
 @dataclass
@@ -60,7 +67,7 @@ def resumed_records(grid: Grid, journal: dict[str, dict]) -> dict[str, dict]:
     return {p.key: point_record(p, journal[p.key]) for p in grid.points if p.key in journal}
 
 
-def run_sweep(spec: SweepSpec, base: dict, backend, out_dir: str | Path | None = None,
+def run_sweep(spec: SweepSpec, base: dict, backend: SweepBackend, out_dir: str | Path | None = None,
               on_point: Callable[[int, int, dict], None] | None = None, limit: int | None = None,
               should_stop: Callable[[], bool] | None = None) -> SweepOutcome:
     """Search every point's capacity that the journal in `out_dir` does not hold yet.

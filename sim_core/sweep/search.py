@@ -80,7 +80,7 @@ def bracket_search(evaluate: Evaluate, settings: SearchSettings) -> Capacity:
     return Capacity(low.qps, high.violated[0], tuple(probes), low.metrics)
 
 
-def _bracket(probe, top: Probe, settings: SearchSettings) -> tuple[Probe | None, Probe]:
+def _bracket(probe: Callable[[float], Probe], top: Probe, settings: SearchSettings) -> tuple[Probe | None, Probe]:
     """(highest passing probe or None, lowest failing probe): from the guess down by halves."""
     high, qps = top, _first_guess(top, settings)
     while True:

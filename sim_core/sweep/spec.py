@@ -71,7 +71,7 @@ class SweepSpec(BaseModel):
 
     @field_validator("vary", mode="before")
     @classmethod
-    def _listify(cls, vary):
+    def _listify(cls, vary: object) -> object:
         return {k: v if isinstance(v, list) else [v] for k, v in vary.items()} if isinstance(vary, dict) else vary
 
     @model_validator(mode="after")
@@ -133,7 +133,8 @@ def parse_sweep_spec(data: dict, base_dir: str | Path | None = None,
     return spec, base
 
 
-def _base_scenario(base, base_dir: Path | None, source: str) -> dict:
+def _base_scenario(base: str | dict, base_dir: Path | None, source: str) -> dict:
+    anchor: Path | None
     if isinstance(base, str):
         path = Path(base) if base_dir is None or Path(base).is_absolute() else base_dir / base
         data, anchor, where = read_mapping(path), path.parent, str(path)
@@ -146,7 +147,8 @@ def check_vary_key(key: str, source: str = "sweep spec") -> None:
     """Raise a ConfigError unless `key` is a dotted path to a scenario field the search leaves alone."""
     if key in SEARCH_OWNED:
         raise ConfigError(f"{source}: vary.{key}: cannot be varied: {SEARCH_OWNED[key]}")
-    model, walked = SimulationConfig, []
+    model: type[BaseModel] | None = SimulationConfig
+    walked: list[str] = []
     for part in key.split("."):
         if model is None or part not in model.model_fields:
             where = ".".join(walked) or "the scenario"
@@ -157,7 +159,7 @@ def check_vary_key(key: str, source: str = "sweep spec") -> None:
         model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
-def check_vary_value(base: dict, key: str, index: int, value, source: str = "sweep spec") -> None:
+def check_vary_value(base: dict, key: str, index: int, value: object, source: str = "sweep spec") -> None:
     """Raise a ConfigError when `value` is wrong for the field itself (type, range, choices).
 
     Values that are only wrong together with the base's other fields (e.g. a TP degree that does
@@ -180,7 +182,7 @@ def _check_rate(base: dict, source: str) -> None:
                           f"an arrival rate, allowed one of: {', '.join(RATE_PROCESSES)} (or a trace_file)")
 
 
-def set_path(data: dict, key: str, value) -> dict:
+def set_path(data: dict, key: str, value: object) -> dict:
     """A copy of the nested dict `data` with `value` at the dotted `key` (copies along the path only)."""
     head, _, rest = key.partition(".")
     copy = dict(data)

@@ -52,7 +52,7 @@ def describe_failure(error: BaseException) -> str:
     """One line for a point's error that never quotes a file's content: a trace error names the
     file, row and column only (`python -m sim_core validate FILE` tells the reason)."""
     if isinstance(error, TraceError):
-        where = ", ".join(filter(None, [shorten(error.file), error.row and f"row {error.row}",
+        where = ", ".join(filter(None, [shorten(error.file), f"row {error.row}" if error.row else None,
                                         error.column and f"column '{shorten(error.column, 60)}'"]))
         return f"trace error: {where}: cannot be read (run `python -m sim_core validate` on it for the reason)"
     if isinstance(error, SimCoreError):

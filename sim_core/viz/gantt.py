@@ -3,12 +3,18 @@ P/D disaggregation each prefill replica also has a KV-link row whose bars are tr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from sim_core.memory.cache_ops import cache_op_spans
 from sim_core.pools import replica_names, replica_stages
+
+if TYPE_CHECKING:
+    from sim_core.result import SimulationResult
 
 KIND_COLORS = {"prefill": "#d95f02", "mixed": "#7570b3", "decode": "#1b9e77"}
 TRANSFER_COLOR = "#e6ab02"
@@ -24,7 +30,7 @@ def batch_kind(num_prefill_tokens: np.ndarray, num_tokens: np.ndarray, num_reque
     return np.where(decodes == 0, "prefill", kind)
 
 
-def gantt_frame(result, start: float | None = None, end: float | None = None) -> pd.DataFrame:
+def gantt_frame(result: SimulationResult, start: float | None = None, end: float | None = None) -> pd.DataFrame:
     """Stage executions in [start, end) joined with their batch, at most MAX_BARS rows."""
     stages = result.batch_stages
     if start is not None:
@@ -47,7 +53,7 @@ def link_row(name: str) -> str:
     return f"{name} / KV link"
 
 
-def transfer_frame(result, start: float | None = None, end: float | None = None) -> pd.DataFrame:
+def transfer_frame(result: SimulationResult, start: float | None = None, end: float | None = None) -> pd.DataFrame:
     """KV transfers in [start, end) with their lane (the sending replica's link), at most MAX_BARS."""
     transfers = result.transfers
     if not len(transfers):
@@ -65,7 +71,7 @@ def transfer_frame(result, start: float | None = None, end: float | None = None)
                          "target": [names[r] for r in transfers["target_replica"]]})
 
 
-def lanes(result) -> list[str]:
+def lanes(result: SimulationResult) -> list[str]:
     """Gantt rows from top to bottom: each replica's stages (each followed by its KV-copy lane),
     then its KV link if it sends any."""
     names, stages = replica_names(result.config), replica_stages(result.config)
@@ -83,7 +89,7 @@ def copy_row(name: str, stage: int) -> str:
     return f"{name} / stage {stage} / KV copies"
 
 
-def cache_op_frame(result, start: float | None = None, end: float | None = None) -> pd.DataFrame:
+def cache_op_frame(result: SimulationResult, start: float | None = None, end: float | None = None) -> pd.DataFrame:
     """KV swaps and copies in [start, end) as bars on their own lane below each stage row
     ("replica r / stage s / KV copies"), at most MAX_BARS rows."""
     ops = cache_op_spans(getattr(result, "cache_ops", pd.DataFrame()), result.batch_stages)
@@ -97,12 +103,12 @@ def cache_op_frame(result, start: float | None = None, end: float | None = None)
     return ops
 
 
-def _ids_text(ids) -> str:
+def _ids_text(ids: Iterable[int]) -> str:
     ids = list(ids)
     return " ".join(map(str, ids[:12])) + (f" ... (+{len(ids) - 12})" if len(ids) > 12 else "")
 
 
-def pipeline_gantt(result, start: float | None = None, end: float | None = None,
+def pipeline_gantt(result: SimulationResult, start: float | None = None, end: float | None = None,
                    selected: int | None = None) -> go.Figure:
     """Horizontal bars on a numeric time axis (seconds), one trace per batch kind; gaps on a
     stage row are pipeline bubbles. Hover shows batch id, requests, the GPU batch size (with
@@ -164,7 +170,7 @@ def _add_cache_ops(figure: go.Figure, ops: pd.DataFrame) -> None:
                            "before batch %{customdata[0]}<br>%{base:.6f} s + %{x:.6f} s<extra>%{y}</extra>")))
 
 
-def stage_busy(result, start: float, end: float) -> dict[tuple[int, int], float]:
+def stage_busy(result: SimulationResult, start: float, end: float) -> dict[tuple[int, int], float]:
     """Share of [start, end] each (replica, stage) spends executing batches (1 - share is idle
     time: pipeline bubbles, or no work)."""
     stages = result.batch_stages

@@ -9,12 +9,17 @@ per replica and every array sent to the browser is int8/int16/int32.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from sim_core.memory.swap_space import num_swap_blocks
 from sim_core.pools import pool_views
+
+if TYPE_CHECKING:
+    from sim_core.config import SimulationConfig
+    from sim_core.result import SimulationResult
 
 FREE, PREFILL, DECODE, PREEMPTED, SHARED, CACHED, SELECTED = range(7)
 STATE_NAMES = ("free", "prefill", "decode", "preempted / swapped", "shared prefix", "cached, free",
@@ -84,7 +89,8 @@ def owner_states(owners: np.ndarray, times: np.ndarray, requests: pd.DataFrame,
     return states
 
 
-def block_holders(events: pd.DataFrame, num_blocks: int, times: np.ndarray, selected: int | None = None):
+def block_holders(events: pd.DataFrame, num_blocks: int, times: np.ndarray,
+                  selected: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Holders of possibly shared blocks, from one replica's block events (in the order they
     happened; delta +1/-1 a request takes/lets go of a block, +2/-2 the block gets/loses a
     prefix-cache key). Per instant and block: the owner shown (the holder that took it last,
@@ -115,7 +121,8 @@ def block_holders(events: pd.DataFrame, num_blocks: int, times: np.ndarray, sele
     return owners, counts, cached, mine
 
 
-def _hold_intervals(holds: pd.DataFrame, positions: np.ndarray):
+def _hold_intervals(holds: pd.DataFrame,
+                    positions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Each +1 event as an interval of event positions [taken, let go) (let go: a huge number
     while still held), with its block and request, in the order the blocks were taken."""
     request, block, delta = (holds[c].to_numpy() for c in ("request", "block", "delta"))
@@ -129,7 +136,8 @@ def _hold_intervals(holds: pd.DataFrame, positions: np.ndarray):
     return (positions[keep][arrival], release[taken][arrival], block[keep][arrival], request[keep][arrival])
 
 
-def replica_frames(result, replica: int, times: np.ndarray, selected: int | None = None) -> BlockFrames:
+def replica_frames(result: SimulationResult, replica: int, times: np.ndarray,
+                   selected: int | None = None) -> BlockFrames:
     """Sampled block owners and states of one replica of a run recorded with `record: full`:
     blocks held by several requests are SHARED, unheld blocks that keep a prefix-cache key
     CACHED; where the run has the data (vllm_v0), blocks referenced by several sequences are
@@ -154,7 +162,7 @@ def replica_frames(result, replica: int, times: np.ndarray, selected: int | None
     return BlockFrames(times, owners, states)
 
 
-def touched_blocks(result, replica: int) -> int:
+def touched_blocks(result: SimulationResult, replica: int) -> int:
     """1 + the highest block id one replica's run ever used (at least 1, at most num_blocks).
 
     Pools hand out ids from 0 upwards and reuse freed ones first, so every block at or past
@@ -184,7 +192,7 @@ def block_refs_at(refs: pd.DataFrame, num_blocks: int, times: np.ndarray) -> np.
     return counts
 
 
-def _mark_swaps(result, replica: int, events: pd.DataFrame, times: np.ndarray, owners: np.ndarray,
+def _mark_swaps(result: SimulationResult, replica: int, events: pd.DataFrame, times: np.ndarray, owners: np.ndarray,
                 states: np.ndarray) -> None:
     """PREEMPTED for blocks in transit: a swap-in's new blocks until its copy ends, and a
     swap-out's released blocks (still holding the KV being copied) unless someone took them."""
@@ -223,7 +231,7 @@ def super_cells(states: np.ndarray, group: int, num_blocks: int | None = None) -
     return np.round(100 * used / sizes).astype(np.int8)
 
 
-def utilization(result, replica: int) -> pd.DataFrame:
+def utilization(result: SimulationResult, replica: int) -> pd.DataFrame:
     """KV blocks used over time for one replica: columns time, used, fraction."""
     series = result.timeseries
     mine = series[series["replica_id"] == replica]
@@ -231,7 +239,7 @@ def utilization(result, replica: int) -> pd.DataFrame:
                          "fraction": mine["kv_blocks_used"].to_numpy() / max(result.num_blocks, 1)})
 
 
-def preemptions(result, replica: int | None = None) -> pd.DataFrame:
+def preemptions(result: SimulationResult, replica: int | None = None) -> pd.DataFrame:
     """Restart (preemption) events: time, replica, request."""
     states = result.state_events
     restarts = states[states["state"] == "restarted"]
@@ -240,7 +248,7 @@ def preemptions(result, replica: int | None = None) -> pd.DataFrame:
     return restarts[["time", "replica", "request"]].reset_index(drop=True)
 
 
-def swap_use(result, replica: int) -> pd.DataFrame:
+def swap_use(result: SimulationResult, replica: int) -> pd.DataFrame:
     """vllm_v0's CPU swap space of one replica over time: columns time, held (CPU blocks, 0 at
     time 0, then after each swap-out or swap-in, taken or given back when the step that decided
     it was formed) and fraction (of the replica's swap space). Empty without swaps. A swapped request that vLLM
@@ -256,7 +264,7 @@ def swap_use(result, replica: int) -> pd.DataFrame:
                          "fraction": held / capacity})
 
 
-def swap_capacity(config, replica: int) -> int:
+def swap_capacity(config: SimulationConfig, replica: int) -> int:
     """CPU swap blocks of a replica (per GPU, as vLLM sizes them; its pool's shape with P/D)."""
     view = next(v for v in pool_views(config) if replica in v.replica_ids)
     return num_swap_blocks(view.config)

@@ -3,6 +3,8 @@ play/pause and a time scrubber, with the utilization line and preemptions below.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -13,6 +15,7 @@ from sim_core.viz.kv_blocks import (
     FREE,
     STATE_COLORS,
     STATE_NAMES,
+    BlockFrames,
     preemptions,
     replica_frames,
     sample_times,
@@ -21,6 +24,9 @@ from sim_core.viz.kv_blocks import (
     touched_blocks,
     utilization,
 )
+
+if TYPE_CHECKING:
+    from sim_core.result import SimulationResult
 
 MAX_CELLS = 1024          # per replica; more blocks are aggregated into super-cells
 MAX_VALUES = 400_000      # cells x frames x replicas sent to the browser
@@ -38,7 +44,7 @@ def kv_layout(num_blocks: int, num_replicas: int, max_frames: int) -> tuple[int,
     return group, cells, width, frames
 
 
-def kv_map_figure(result, start: float = 0.0, end: float | None = None, max_frames: int = 60,
+def kv_map_figure(result: SimulationResult, start: float = 0.0, end: float | None = None, max_frames: int = 60,
                   selected: int | None = None, replicas: int | None = None) -> go.Figure:
     """Animated block map over [start, end] (default: the whole run) of the first `replicas`
     replicas (default: all); the selected request's blocks get their own colour."""
@@ -52,7 +58,8 @@ def kv_map_figure(result, start: float = 0.0, end: float | None = None, max_fram
     stacked = [_grid(replica_frames(result, r, times, selected), group, cells, width, result.num_blocks)
                for r in range(replicas)]
     z = _stack([s[0] for s in stacked], height)
-    owners = _stack([s[1] for s in stacked], height) if group == 1 else None
+    # with group 1 every grid has its owners
+    owners = _stack(cast(list[np.ndarray], [s[1] for s in stacked]), height) if group == 1 else None
     figure = make_subplots(rows=2, cols=1, row_heights=[0.72, 0.28], vertical_spacing=0.08)
     present = sorted({0, *np.unique(z[z >= 0]).tolist()}) if group == 1 else []
     first = peak_frame(z, group > 1)                     # open on the fullest moment, not an empty cache
@@ -76,12 +83,13 @@ def peak_frame(z: np.ndarray, percent: bool) -> int:
     return int(np.argmax(used.reshape(len(z), -1).sum(axis=1)))
 
 
-def _run_end(result) -> float:
+def _run_end(result: SimulationResult) -> float:
     done = result.requests["completed_at"]
     return float(done.max()) if done.notna().any() else 0.0
 
 
-def _grid(frames, group: int, cells: int, width: int, num_blocks: int):
+def _grid(frames: BlockFrames, group: int, cells: int, width: int,
+          num_blocks: int) -> tuple[np.ndarray, np.ndarray | None]:
     """Frames laid out as (F, rows, width) arrays: state codes or percentages, and owners.
     `frames` may cover only the blocks the run touched; the rest of the `cells` are free."""
     if group > 1:
@@ -110,7 +118,7 @@ def _stack(grids: list[np.ndarray], height: int) -> np.ndarray:
     return np.concatenate(parts[:-1], axis=1)
 
 
-def _heatmap(z, owners, group: int, width: int, height: int) -> go.Heatmap:
+def _heatmap(z: np.ndarray, owners: np.ndarray | None, group: int, width: int, height: int) -> go.Heatmap:
     rows = z.shape[0]
     block_ids = (np.arange(rows)[:, None] % (height + 1)) * width + np.arange(width)[None, :]
     if group == 1:
@@ -143,7 +151,7 @@ def _state_scale() -> list:
     return scale
 
 
-def _add_utilization(figure: go.Figure, result, replicas: int, t0: float) -> None:
+def _add_utilization(figure: go.Figure, result: SimulationResult, replicas: int, t0: float) -> None:
     figure.add_trace(_time_marker(t0), 2, 1)
     restarts = preemptions(result)
     for r in range(replicas):

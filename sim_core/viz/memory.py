@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import plotly.graph_objects as go
+
+if TYPE_CHECKING:
+    from sim_core.memory import MemoryBreakdown, MemoryPlan
 
 GIB = 1024**3
 PARTS = (("weights", "weights", "#4e79a7"), ("activations", "activations", "#f28e2b"),
@@ -10,7 +15,7 @@ PARTS = (("weights", "weights", "#4e79a7"), ("activations", "activations", "#f28
          ("margin", "margin", "#bab0ac"), ("unused", "unused", "#eceff1"))
 
 
-def memory_facts(breakdown, plan) -> dict[str, str]:
+def memory_facts(breakdown: MemoryBreakdown, plan: MemoryPlan) -> dict[str, str]:
     """The numbers a user sizes a deployment with, formatted for display."""
     return {"planner": breakdown.planner, "KV blocks per replica": f"{breakdown.num_blocks:,}",
             "KV capacity (tokens)": f"{breakdown.kv_token_capacity:,}",
@@ -19,7 +24,7 @@ def memory_facts(breakdown, plan) -> dict[str, str]:
             "blocks per max-length request": f"{plan.blocks_per_request:,}"}
 
 
-def memory_figure(breakdown, device: str) -> go.Figure:
+def memory_figure(breakdown: MemoryBreakdown, device: str) -> go.Figure:
     """One horizontal stacked bar (GiB) per pipeline stage's GPU; the parts add up to the device."""
     labels = [f"stage {s.stage} ({device})" for s in breakdown.stages]
     figure = go.Figure()

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from sim_core.viz.decimate import step_peaks
+
+if TYPE_CHECKING:
+    from sim_core.result import SimulationResult
 
 LATENCIES = (("ttft", "TTFT"), ("tpot", "TPOT (mean TBT)"), ("tbt_max", "worst TBT"), ("e2e", "end-to-end"))
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#9c755f")
@@ -44,7 +49,7 @@ def latency_cdfs(runs: dict[str, pd.DataFrame]) -> go.Figure:
     return figure
 
 
-def throughput_series(result, bin_s: float | None = None) -> pd.DataFrame:
+def throughput_series(result: SimulationResult, bin_s: float | None = None) -> pd.DataFrame:
     """Finished requests/s and output tokens/s per time bin (bins of bin_s, default ~100 bins)."""
     done = result.requests["completed_at"].dropna().to_numpy()
     end = float(done.max()) if len(done) else 1.0
@@ -58,7 +63,7 @@ def throughput_series(result, bin_s: float | None = None) -> pd.DataFrame:
     return pd.DataFrame({"time": edges[:-1], "requests_per_s": finished, "output_tokens_per_s": tokens})
 
 
-def throughput_figure(result) -> go.Figure:
+def throughput_figure(result: SimulationResult) -> go.Figure:
     """Finished requests/s (left axis) and output tokens/s (right axis) over time."""
     series = throughput_series(result)
     figure = make_subplots(specs=[[{"secondary_y": True}]])
@@ -73,7 +78,7 @@ def throughput_figure(result) -> go.Figure:
     return figure
 
 
-def queue_figure(result) -> go.Figure:
+def queue_figure(result: SimulationResult) -> go.Figure:
     """Waiting and running requests per replica over time (step lines, peaks kept)."""
     series = result.timeseries
     figure = go.Figure()
@@ -88,7 +93,7 @@ def queue_figure(result) -> go.Figure:
     return figure
 
 
-def replica_load(result) -> pd.DataFrame:
+def replica_load(result: SimulationResult) -> pd.DataFrame:
     """Per replica: requests served, prompt and output tokens, batches, mean KV utilization."""
     requests, series = result.requests, result.timeseries
     rows = []
@@ -111,7 +116,7 @@ def _time_mean(times: np.ndarray, values: np.ndarray) -> float:
     return float(np.dot(values[:-1], np.diff(times)) / (times[-1] - times[0]))
 
 
-def replica_load_figure(result) -> go.Figure:
+def replica_load_figure(result: SimulationResult) -> go.Figure:
     """Each replica's share of the requests and of the tokens (prompt + output), and its mean
     KV use, as grouped bars on one percent axis (one axis draws fast); with even load every
     share sits on the dotted 1/n line."""

@@ -3,16 +3,24 @@ context (decode), predictions against measured profile rows, and per-operator er
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from sim_core.predictor.shape import BatchShape
 
+if TYPE_CHECKING:
+    from sim_core.predictor.grid import GridPredictor
+    from sim_core.predictor.linear import LinearPredictor
+
 DASHES = ("solid", "dash", "dot", "dashdot")
 
 
-def prefill_frame(predictors: dict, tokens, stage: int = 0) -> pd.DataFrame:
+def prefill_frame(predictors: Mapping[str, LinearPredictor | GridPredictor], tokens: Iterable[int],
+                  stage: int = 0) -> pd.DataFrame:
     """Long table (predictor, tokens, operator, ms) for one-request prefills of each size."""
     rows = []
     for label, predictor in predictors.items():
@@ -22,7 +30,8 @@ def prefill_frame(predictors: dict, tokens, stage: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def decode_frame(predictors: dict, batch_sizes, contexts, stage: int = 0) -> pd.DataFrame:
+def decode_frame(predictors: Mapping[str, LinearPredictor | GridPredictor], batch_sizes: Iterable[int],
+                 contexts: Iterable[int], stage: int = 0) -> pd.DataFrame:
     """Long table (predictor, batch, context, ms) of decode-only stage times: `batch` requests
     each holding `context` KV tokens."""
     rows = [{"predictor": label, "batch": int(b), "context": int(c),

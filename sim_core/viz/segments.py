@@ -9,8 +9,13 @@ that is not the first of its period is drawn as decode: the only approximation h
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from sim_core.result import SimulationResult
 
 KINDS = ("waiting", "prefill", "decode", "preempted")
 ENDINGS = ("restarted", "finished", "rejected")
@@ -32,7 +37,7 @@ def prefill_entries(batches: pd.DataFrame, request_ids: np.ndarray) -> pd.DataFr
                          "tokens": tokens[keep]})
 
 
-def request_segments(result, request_ids: np.ndarray) -> pd.DataFrame:
+def request_segments(result: SimulationResult, request_ids: np.ndarray) -> pd.DataFrame:
     """Segments (request, kind, start, end) of the given requests, ordered by request then time."""
     request_ids = np.asarray(request_ids, dtype=np.int64)
     states = result.state_events

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from sim_core.viz.segments import KIND_COLORS, request_segments
+
+if TYPE_CHECKING:
+    from sim_core.result import SimulationResult
 
 SORTS = {
     "arrival": ("request_id", True),
@@ -31,7 +36,7 @@ def pick_requests(requests: pd.DataFrame, sort: str = "arrival", replica: int | 
     return rows.head(limit)
 
 
-def timeline_figure(result, rows: pd.DataFrame, selected: int | None = None) -> go.Figure:
+def timeline_figure(result: SimulationResult, rows: pd.DataFrame, selected: int | None = None) -> go.Figure:
     """Horizontal lifecycle bars for `rows` (top to bottom in their order) on a numeric time axis;
     one trace per segment kind, finish markers, hover with the request's metrics."""
     ids = rows["request_id"].to_numpy()
@@ -78,7 +83,7 @@ def _ms(values: pd.Series) -> np.ndarray:
     return values.to_numpy(dtype=np.float64, na_value=np.nan) * 1e3
 
 
-def selected_from_event(event) -> int | None:
+def selected_from_event(event: object) -> int | None:
     """The request id of the first clicked/selected point of a Streamlit plotly selection event."""
     points = (event or {}).get("selection", {}).get("points", []) if isinstance(event, dict) else \
         getattr(getattr(event, "selection", None), "points", []) or []

@@ -6,13 +6,14 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from sim_core.workload.model import Workload
 from sim_core.workload.report import workload_stats
 
 MAX_POINTS = 5000
 NUM_BINS = 60
 
 
-def arrival_rate_figure(workload, num_bins: int = NUM_BINS) -> go.Figure:
+def arrival_rate_figure(workload: Workload, num_bins: int = NUM_BINS) -> go.Figure:
     """Requests per second in equal time bins over the workload's span."""
     times = workload.arrived_at
     span = float(times[-1] - times[0]) if len(times) else 0.0
@@ -26,7 +27,7 @@ def arrival_rate_figure(workload, num_bins: int = NUM_BINS) -> go.Figure:
     return figure
 
 
-def length_histogram_figure(workload, num_bins: int = NUM_BINS) -> go.Figure:
+def length_histogram_figure(workload: Workload, num_bins: int = NUM_BINS) -> go.Figure:
     """Histograms of prompt and output lengths (tokens), overlaid."""
     figure = go.Figure()
     for name, values, color in (("prompt", workload.num_prefill_tokens, "#d95f02"),
@@ -39,7 +40,7 @@ def length_histogram_figure(workload, num_bins: int = NUM_BINS) -> go.Figure:
     return figure
 
 
-def length_scatter_figure(workload, max_points: int = MAX_POINTS, seed: int = 0) -> go.Figure:
+def length_scatter_figure(workload: Workload, max_points: int = MAX_POINTS, seed: int = 0) -> go.Figure:
     """Prompt vs output length per request (a seeded sample of at most `max_points`)."""
     rows = np.arange(len(workload))
     if len(rows) > max_points:
@@ -52,7 +53,7 @@ def length_scatter_figure(workload, max_points: int = MAX_POINTS, seed: int = 0)
     return figure
 
 
-def report_rows(workload, fmt: str | None = None) -> list[dict]:
+def report_rows(workload: Workload, fmt: str | None = None) -> list[dict]:
     """The validation report as rows {"item", "value"}: format, size, span, rate, lengths, notes."""
     s = workload_stats(workload)
     rows = [("format", fmt or "synthetic"), ("requests", f"{s['num_requests']:,}"),

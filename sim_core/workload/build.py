@@ -3,9 +3,12 @@ then Vidur's max_model_len clipping."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from sim_core.config import SimulationConfig
+from sim_core.config.workload import WorkloadConfig
 from sim_core.errors import ConfigError, TraceError
 from sim_core.workload.arrivals import generate_arrivals
 from sim_core.workload.bounds import check_horizon, check_tokens
@@ -43,8 +46,8 @@ def build_workload_and_format(config: SimulationConfig) -> tuple[Workload, str]:
     return clip(config, workload), fmt
 
 
-def _synthetic_workload(spec, rng: np.random.Generator) -> Workload:
-    columns = generate_columns(spec, rng)
+def _synthetic_workload(spec: WorkloadConfig, rng: np.random.Generator) -> Workload:
+    columns: dict[str, Any] = generate_columns(spec, rng)   # the optional columns are arrays
     check_horizon(columns["arrived_at"], f"{_arrival_fields(spec)}: {len(columns['arrived_at'])} generated "
                   "arrivals", "raise the rate or lower workload.num_requests")
     check_tokens(columns["num_prefill_tokens"], "workload.sessions: a generated prompt (the conversation so far)"
@@ -57,7 +60,7 @@ def _synthetic_workload(spec, rng: np.random.Generator) -> Workload:
     return scale_lengths(workload, spec.prefill_scale_factor, spec.decode_scale_factor)
 
 
-def _arrival_fields(spec) -> str:
+def _arrival_fields(spec: WorkloadConfig) -> str:
     """The knobs that set how far generated arrivals reach."""
     arrival = spec.arrival
     if arrival.process == "bursty":
@@ -69,7 +72,7 @@ def _arrival_fields(spec) -> str:
     return f"{fields} and workload.sessions.think_time_s" if spec.sessions.enabled else fields
 
 
-def read_options(spec) -> ReadOptions:
+def read_options(spec: WorkloadConfig) -> ReadOptions:
     """The reader options the workload section asks for."""
     return ReadOptions(format=spec.trace_format, on_bad_rows=spec.on_bad_rows,
                        max_bytes=spec.max_trace_mb * 1024 * 1024, model=spec.burstgpt_model,
@@ -77,7 +80,8 @@ def read_options(spec) -> ReadOptions:
                        hash_block_size=spec.hash_block_size)
 
 
-def _trace_workload(spec, rng: np.random.Generator) -> tuple[Workload, str]:
+def _trace_workload(spec: WorkloadConfig, rng: np.random.Generator) -> tuple[Workload, str]:
+    assert spec.trace_file is not None, "called for a trace workload only"
     read: TraceRead = read_trace(spec.trace_file, read_options(spec))
     workload = read.workload
     if not read.has_arrivals:   # lengths only: arrivals come from the arrival process

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import codecs
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from contextlib import closing
 from pathlib import Path
 
@@ -60,7 +60,8 @@ def csv_header(path: Path, name: str) -> list[str]:
 
 
 def read_csv_columns(path: Path, name: str, kinds: dict[str, str], problems: RowProblems,
-                     keep: Callable[[pd.DataFrame], np.ndarray] | None = None):
+                     keep: Callable[[pd.DataFrame], np.ndarray] | None = None
+                     ) -> tuple[dict[str, np.ndarray], np.ndarray, int]:
     """Parse the named columns of every row (after `keep`, a filter on a text chunk).
 
     Returns (columns, rows, num_rows): arrays by column name (float64 for numbers, int64 ns
@@ -76,9 +77,13 @@ def read_csv_columns(path: Path, name: str, kinds: dict[str, str], problems: Row
         return _read(path, name, kinds, problems, keep, fast=False)
 
 
-def _read(path, name, kinds, problems, keep, fast: bool):
+def _read(path: Path, name: str, kinds: dict[str, str], problems: RowProblems,
+          keep: Callable[[pd.DataFrame], np.ndarray] | None,
+          fast: bool) -> tuple[dict[str, np.ndarray], np.ndarray, int]:
     dtypes = {c: (np.float64 if fast and kind == NUMBER else str) for c, kind in kinds.items()}
-    parts, rows, num_rows = {c: [] for c in kinds}, [], 0
+    parts: dict[str, list[np.ndarray]] = {c: [] for c in kinds}
+    rows: list[np.ndarray] = []
+    num_rows = 0
     with closing(_chunks(path, name, dtypes)) as chunks:   # closed early when a check raises
         for chunk in chunks:
             chunk.columns = [str(c).strip() for c in chunk.columns]
@@ -96,7 +101,7 @@ def _read(path, name, kinds, problems, keep, fast: bool):
     return {c: np.concatenate(v) for c, v in parts.items()}, np.concatenate(rows), num_rows
 
 
-def _chunks(path: Path, name: str, dtypes: dict):
+def _chunks(path: Path, name: str, dtypes: dict) -> Generator[pd.DataFrame, None, None]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
@@ -112,7 +117,8 @@ def _chunks(path: Path, name: str, dtypes: dict):
         raise TraceError(name, f"malformed CSV: {' '.join(str(exc).split())}") from None
 
 
-def _parse_chunk(chunk: pd.DataFrame, numbers: np.ndarray, kinds: dict, problems: RowProblems, fast: bool):
+def _parse_chunk(chunk: pd.DataFrame, numbers: np.ndarray, kinds: dict, problems: RowProblems,
+                 fast: bool) -> tuple[dict[str, np.ndarray], np.ndarray]:
     keep = np.ones(len(chunk), dtype=bool)
     columns = {}
     for column, kind in kinds.items():
@@ -135,7 +141,8 @@ def _parse_chunk(chunk: pd.DataFrame, numbers: np.ndarray, kinds: dict, problems
     return columns, numbers
 
 
-def _numbers(text: pd.Series, rows: np.ndarray, column: str, problems: RowProblems, alive: np.ndarray):
+def _numbers(text: pd.Series, rows: np.ndarray, column: str, problems: RowProblems,
+             alive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     stripped = text.str.strip()
     values = pd.to_numeric(stripped, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
 
@@ -149,7 +156,8 @@ def _numbers(text: pd.Series, rows: np.ndarray, column: str, problems: RowProble
     return values, problems.check(~np.isfinite(values) & alive, rows, column, describe, "value(s) not a finite number")
 
 
-def _datetimes(text: pd.Series, rows: np.ndarray, column: str, problems: RowProblems, alive: np.ndarray):
+def _datetimes(text: pd.Series, rows: np.ndarray, column: str, problems: RowProblems,
+               alive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     stripped = text.str.strip()
     stamps = pd.to_datetime(stripped, format="ISO8601", errors="coerce", utc=True)
     # a column of whole seconds may parse at a coarser unit that holds years ns cannot

@@ -11,7 +11,8 @@ from sim_core.errors import shown
 from sim_core.workload.problems import RowProblems
 
 
-def from_lists(lists: list, rows: np.ndarray, column: str, problems: RowProblems, alive: np.ndarray | None = None):
+def from_lists(lists: list, rows: np.ndarray, column: str, problems: RowProblems,
+               alive: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Flatten per-row lists of integers; returns (values, lengths, keep mask). Rows not
     `alive` (already found bad) are not counted again."""
     if set(map(type, lists)) <= {list} and set(map(type, chain.from_iterable(lists))) <= {int}:
@@ -34,7 +35,8 @@ def from_lists(lists: list, rows: np.ndarray, column: str, problems: RowProblems
     return values, lengths, keep
 
 
-def from_text(texts: np.ndarray, rows: np.ndarray, column: str, problems: RowProblems):
+def from_text(texts: np.ndarray, rows: np.ndarray, column: str,
+              problems: RowProblems) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Parse space-separated integers per row (the canonical CSV's hash_ids column)."""
     lists = [_ints(str(t)) for t in texts]
     return from_lists(lists, rows, column, problems)
@@ -50,12 +52,12 @@ def to_text(values: np.ndarray, offsets: np.ndarray) -> list[str]:
     return [" ".join(map(str, flat[a:b])) for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
 
 
-def _ints(text: str):
+def _ints(text: str) -> list[int] | str:
     try:
         return [int(part) for part in text.split()]
     except ValueError:
         return text
 
 
-def _short(value) -> str:
+def _short(value: object) -> str:
     return shown(value, 40)

@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Generator
 from contextlib import closing
 from pathlib import Path
 
 import numpy as np
 
-from sim_core.errors import shown
+from sim_core.errors import TraceError, shown
 from sim_core.workload import hashes
 from sim_core.workload.formats import MOONCAKE_KEYS
 from sim_core.workload.model import take_ragged
@@ -20,10 +21,15 @@ from sim_core.workload.problems import RowProblems
 CHUNK_LINES = 1 << 16
 
 
-def read_mooncake(path: Path, problems: RowProblems):
+def read_mooncake(path: Path, problems: RowProblems
+                  ) -> tuple[dict[str, np.ndarray], np.ndarray, int, tuple[np.ndarray, np.ndarray] | None]:
     """Returns (columns by key as float64, rows (1-based line numbers), number of records,
     (hash values, hash offsets) or None when no line has hash_ids)."""
-    parts, rows, hash_values, hash_lengths, any_hashes, count = {k: [] for k in MOONCAKE_KEYS}, [], [], [], False, 0
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in MOONCAKE_KEYS}
+    rows: list[np.ndarray] = []
+    hash_values: list[np.ndarray] = []
+    hash_lengths: list[np.ndarray] = []
+    any_hashes, count = False, 0
     with closing(_chunks(path, problems)) as chunks:   # closed early when a check raises
         for numbers, records in chunks:
             count += len(records)
@@ -41,7 +47,8 @@ def read_mooncake(path: Path, problems: RowProblems):
     return columns, np.concatenate(rows), count, ragged
 
 
-def _parse_records(numbers: np.ndarray, records: list[dict], problems: RowProblems):
+def _parse_records(numbers: np.ndarray, records: list[dict], problems: RowProblems
+                   ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
     """One chunk: the numeric keys, the kept rows' line numbers, their hashes (flat, lengths)."""
     keep = np.ones(len(records), dtype=bool)
     values = {}
@@ -63,8 +70,9 @@ class _Missing:
 _MISSING = _Missing()
 
 
-def _chunks(path: Path, problems: RowProblems):
-    numbers, lines = [], []
+def _chunks(path: Path, problems: RowProblems) -> Generator[tuple[np.ndarray, list[dict]], None, None]:
+    numbers: list[int] = []
+    lines: list[str] = []
     with path.open(encoding="utf-8-sig") as handle:
         for number, line in enumerate(handle, start=1):
             if line.strip():
@@ -102,7 +110,7 @@ def _parse_line(line: str, number: int, problems: RowProblems) -> dict:
     return record
 
 
-def _long_integer(line: str, number: int, problems: RowProblems):
+def _long_integer(line: str, number: int, problems: RowProblems) -> TraceError:
     """The error for a line with an integer too long to convert, naming its key when it has one."""
     match = re.search(r'(?:"((?:[^"\\]|\\.){0,100})"\s*:\s*)?-?(\d{%d,})' % (sys.get_int_max_str_digits() + 1), line)
     digits = len(match.group(2)) if match else "too many"
@@ -110,7 +118,8 @@ def _long_integer(line: str, number: int, problems: RowProblems):
                          row=number, column=match.group(1) if match else None)
 
 
-def _numbers(raw: list, rows: np.ndarray, key: str, problems: RowProblems, alive: np.ndarray):
+def _numbers(raw: list, rows: np.ndarray, key: str, problems: RowProblems,
+             alive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     try:
         if not set(map(type, raw)) <= {int, float}:
             raise TypeError
@@ -130,7 +139,7 @@ def _numbers(raw: list, rows: np.ndarray, key: str, problems: RowProblems, alive
     return values, problems.check(~np.isfinite(values) & alive, rows, key, describe, "value(s) not a finite number")
 
 
-def _float_or_nan(value) -> float:
+def _float_or_nan(value: object) -> float:
     if type(value) is float:
         return value
     if type(value) is int and abs(value) < 2**1023:
@@ -138,7 +147,8 @@ def _float_or_nan(value) -> float:
     return np.nan
 
 
-def _keep_ragged(flat: np.ndarray, lengths: np.ndarray, ok: np.ndarray, keep: np.ndarray):
+def _keep_ragged(flat: np.ndarray, lengths: np.ndarray, ok: np.ndarray,
+                 keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Hash lists are returned for the `ok` rows; drop those of rows other checks removed."""
     survivors = keep[ok]
     if survivors.all():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 import numpy as np
 
@@ -68,15 +69,17 @@ class Workload:
         """Prefix-block hashes of one request (empty when the workload has none)."""
         if self.hash_ids is None:
             return np.empty(0, dtype=np.int64)
+        assert self.hash_offsets is not None, "hash_ids come with their offsets"
         return self.hash_ids[self.hash_offsets[row]: self.hash_offsets[row + 1]]
 
-    def take(self, rows: np.ndarray, **changes) -> Workload:
+    def take(self, rows: np.ndarray, **changes: Any) -> Workload:
         """A workload of the given rows (in the given order) with every column kept aligned;
         `changes` replace fields of the result (e.g. arrived_at, notes)."""
         columns = {f.name: getattr(self, f.name)[rows] for f in fields(self)
                    if f.name in ("arrived_at", "num_prefill_tokens", "num_decode_tokens", *OPTIONAL_COLUMNS)
                    and getattr(self, f.name) is not None}
         if self.hash_ids is not None:
+            assert self.hash_offsets is not None, "hash_ids come with their offsets"
             columns["hash_ids"], columns["hash_offsets"] = take_ragged(self.hash_ids, self.hash_offsets, rows)
         return replace(self, **{**columns, **changes})
 
@@ -84,7 +87,7 @@ class Workload:
         return replace(self, notes=self.notes + tuple(notes))
 
 
-def take_ragged(values: np.ndarray, offsets: np.ndarray, rows: np.ndarray):
+def take_ragged(values: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rows = np.asarray(rows, dtype=np.int64)
     lengths = (offsets[1:] - offsets[:-1])[rows]
     new_offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
@@ -92,7 +95,8 @@ def take_ragged(values: np.ndarray, offsets: np.ndarray, rows: np.ndarray):
     return values[np.arange(new_offsets[-1], dtype=np.int64) + starts], new_offsets
 
 
-def clip_to_max_model_len(prefill: np.ndarray, decode: np.ndarray, max_model_len: int):
+def clip_to_max_model_len(prefill: np.ndarray, decode: np.ndarray,
+                          max_model_len: int) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Vidur's rule: when prompt + output exceeds max_model_len, shorten the prompt.
 
     Returns (prefill, decode, num_clipped, first_unfixable_index); the last is the index of the

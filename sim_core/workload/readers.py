@@ -7,10 +7,12 @@ many and why. Unsorted arrivals are sorted (with a note); exact duplicate rows a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from sim_core.errors import TraceError
 from sim_core.workload import csv_table, hashes
@@ -111,12 +113,12 @@ def _kinds(spec: CsvFormat, columns: list[str]) -> dict[str, str]:
     return kinds
 
 
-def _filter(spec: CsvFormat, options: ReadOptions):
+def _filter(spec: CsvFormat, options: ReadOptions) -> Callable[[pd.DataFrame], np.ndarray] | None:
     wanted = {c: v for c, v in zip(("Model", "Log Type"), (options.model, options.log_type))
               if v is not None and c in spec.text}
     if not wanted:
         return None
-    def keep(chunk):
+    def keep(chunk: pd.DataFrame) -> np.ndarray:
         mask = np.ones(len(chunk), dtype=bool)
         for column, value in wanted.items():
             mask &= (chunk[column].str.strip() == value).to_numpy()
@@ -124,7 +126,8 @@ def _filter(spec: CsvFormat, options: ReadOptions):
     return keep
 
 
-def _filter_notes(spec, options, name, kept, num_rows, problems) -> list[str]:
+def _filter_notes(spec: CsvFormat, options: ReadOptions, name: str, kept: int, num_rows: int,
+                  problems: RowProblems) -> list[str]:
     wanted = [f"{c} = {v}" for c, v in zip(("Model", "Log Type"), (options.model, options.log_type))
               if v is not None and c in spec.text]
     if not wanted:
@@ -155,7 +158,8 @@ def _to_seconds(parsed: ParsedRows, unit: str, name: str) -> list[str]:
     return [f"{name}: arrival times are seconds after the first request ({stamp} UTC)"]
 
 
-def _finish(parsed, spec, name, fmt, num_rows, problems, options, notes) -> TraceRead:
+def _finish(parsed: ParsedRows, spec: CsvFormat, name: str, fmt: str, num_rows: int, problems: RowProblems,
+            options: ReadOptions, notes: list[str]) -> TraceRead:
     time_column = spec.time or "arrived_at"
     if spec.time and spec.time_unit != "datetime":
         check_times(parsed, spec.time, problems)

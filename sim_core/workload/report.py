@@ -11,7 +11,7 @@ def workload_stats(workload: Workload) -> dict:
     """Headline figures of a workload (JSON-serializable)."""
     times = workload.arrived_at
     span = float(times[-1] - times[0]) if len(times) else 0.0
-    stats = {"num_requests": len(workload), "span_s": span,
+    stats: dict[str, object] = {"num_requests": len(workload), "span_s": span,
              "mean_qps": (len(times) - 1) / span if span > 0 else float("nan")}
     for name, values in (("prompt", workload.num_prefill_tokens), ("output", workload.num_decode_tokens)):
         stats.update({f"{name}_min": int(values.min()), f"{name}_mean": float(values.mean()),

@@ -18,7 +18,8 @@ class ParsedRows:
     """Columns by canonical name (float64 or int64 arrays), the 1-based file row of each, and
     optional prefix-block hashes as (flat values, offsets). Every filter keeps them aligned."""
 
-    def __init__(self, columns: dict[str, np.ndarray], rows: np.ndarray, hashes=None) -> None:
+    def __init__(self, columns: dict[str, np.ndarray], rows: np.ndarray,
+                 hashes: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.columns, self.rows, self.hashes = columns, rows, hashes
 
     def __len__(self) -> int:
@@ -90,20 +91,21 @@ def check_horizon(parsed: ParsedRows, column: str, unit: str, problems: RowProbl
     parsed.keep(problems.check(values > HORIZON_S, parsed.rows, column, describe, "time(s) past the horizon"))
 
 
-def _at_most(parsed, canonical, column, limit: int, unit: str, problems) -> None:
+def _at_most(parsed: ParsedRows, canonical: str, column: str, limit: int, unit: str,
+             problems: RowProblems) -> None:
     values = parsed.columns[canonical]
     parsed.keep(problems.check(np.abs(values) > limit, parsed.rows, column,
                                lambda i: f"value {_shown(values[i])} is over the limit of {limit} {unit}",
                                "value(s) over the limit"))
 
 
-def _whole(parsed, canonical, column, problems) -> None:
+def _whole(parsed: ParsedRows, canonical: str, column: str, problems: RowProblems) -> None:
     values = parsed.columns[canonical]
     parsed.keep(problems.check(values != np.floor(values), parsed.rows, column,
                                lambda i: f"value {_shown(values[i])} is not a whole number", "fractional value(s)"))
 
 
-def _whole_non_negative(parsed, canonical, column, problems) -> None:
+def _whole_non_negative(parsed: ParsedRows, canonical: str, column: str, problems: RowProblems) -> None:
     values = parsed.columns[canonical]
     parsed.keep(problems.check(values != np.floor(values), parsed.rows, column,
                                lambda i: f"value {_shown(values[i])} is not a whole number of tokens"
@@ -114,13 +116,13 @@ def _whole_non_negative(parsed, canonical, column, problems) -> None:
                                lambda i: f"value {_shown(values[i])} is negative", "negative value(s)"))
 
 
-def _at_least_one(parsed, name, problems) -> None:
+def _at_least_one(parsed: ParsedRows, name: str, problems: RowProblems) -> None:
     values = parsed.columns[name]
     parsed.keep(problems.check(values < 1, parsed.rows, name,
                                lambda i: f"value {_shown(values[i])} is below 1 (parallel samples)", "value(s) below 1"))
 
 
-def _shown(value: float):
+def _shown(value: float) -> int | float | str:
     if abs(value) >= 1e15:
         return repr(float(value))
     return int(value) if value == np.floor(value) else float(value)

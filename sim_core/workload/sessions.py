@@ -12,13 +12,18 @@ num_requests turns in arrival order are kept.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from sim_core.workload.arrivals import generate_arrivals
 from sim_core.workload.lengths import generate_lengths
 
+if TYPE_CHECKING:
+    from sim_core.config.workload import WorkloadConfig
 
-def generate_sessions(spec, num_requests: int, rng: np.random.Generator, observed: dict) -> dict:
+
+def generate_sessions(spec: WorkloadConfig, num_requests: int, rng: np.random.Generator, observed: dict) -> dict:
     """Columns of the first `num_requests` turns: arrived_at, num_prefill_tokens,
     num_decode_tokens, session_id, turn, prefix_group, prefix_len."""
     cfg = spec.sessions

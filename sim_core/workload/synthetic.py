@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim_core.config.generators import SharedPrefixConfig
 from sim_core.config.workload import WorkloadConfig
 from sim_core.workload.arrivals import generate_arrivals
 from sim_core.workload.lengths import generate_lengths
-from sim_core.workload.readers import ReadOptions, read_trace
+from sim_core.workload.readers import ReadOptions, TraceRead, read_trace
 from sim_core.workload.sessions import generate_sessions
 
 __all__ = ["generate_arrivals", "generate_columns", "generate_lengths", "observed_inputs"]
@@ -30,7 +31,7 @@ def generate_columns(spec: WorkloadConfig, rng: np.random.Generator) -> dict[str
     return columns
 
 
-def with_shared_prefix(columns: dict, spec, rng: np.random.Generator) -> dict:
+def with_shared_prefix(columns: dict, spec: SharedPrefixConfig, rng: np.random.Generator) -> dict:
     """Put a group's prefix of `spec.tokens` tokens before each prompt (a uniform group of
     `spec.num_groups` per request): the prefix_group and prefix_len columns say which."""
     if not spec.tokens:
@@ -58,6 +59,7 @@ def observed_inputs(spec: WorkloadConfig) -> dict[str, np.ndarray]:
     return observed
 
 
-def _read(spec: WorkloadConfig, path: str, fmt: str):
+def _read(spec: WorkloadConfig, path: str | None, fmt: str) -> TraceRead:
+    assert path is not None, "the config requires trace_file for replay and empirical"
     return read_trace(path, ReadOptions(format=fmt, on_bad_rows=spec.on_bad_rows,
                                         max_bytes=spec.max_trace_mb * 1024 * 1024))
