@@ -62,12 +62,14 @@ def _parser() -> argparse.ArgumentParser:
                      help="write into a non-empty --out that is not an earlier run's folder (same names replaced)")
     run.add_argument("--json", action="store_true", help="print the summary as JSON (NaN and infinity as null)")
     run.set_defaults(handler=_run)
-    generate = commands.add_parser("generate", help="write a scenario's workload (generated or transformed) as a trace CSV")
+    generate = commands.add_parser("generate", help=(
+        "write a scenario's workload (generated or transformed) as a trace CSV"))
     generate.add_argument("--config", required=True, help="scenario file whose workload section to use")
     generate.add_argument("--out", required=True, help="CSV to write (arrived_at,num_prefill_tokens,num_decode_tokens"
                           " and any optional columns: the canonical format)")
     generate.set_defaults(handler=_generate)
-    validate = commands.add_parser("validate", help="check scenario files (.yaml/.yml/.json) or traces (any other file)")
+    validate = commands.add_parser("validate", help=(
+        "check scenario files (.yaml/.yml/.json) or traces (any other file)"))
     validate.add_argument("files", nargs="+", help="files to check")
     validate.add_argument("--format", default="auto", choices=FORMAT_CHOICES, help="trace format (default: detect)")
     validate.add_argument("--skip-bad-rows", action="store_true", help="drop bad trace rows and count them")

@@ -81,7 +81,8 @@ def difference_frame(table: pd.DataFrame) -> pd.DataFrame:
     shown = {"metric": [f"{m} ({u})" if u else m for m, u in zip(table["metric"], table["unit"])]}
     for i, name in enumerate(names):
         shown[name] = [_cell(v, first, i > 0) for v, first in zip(table[name], table[names[0]])]
-    shown["winner"] = [f"{w} (by {m:.0f}%)" if w and w != TIE else w for w, m in zip(table["winner"], table["margin_pct"])]
+    shown["winner"] = [f"{w} (by {m:.0f}%)" if w and w != TIE else w
+                       for w, m in zip(table["winner"], table["margin_pct"])]
     return pd.DataFrame(shown)
 
 

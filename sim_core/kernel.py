@@ -62,7 +62,7 @@ class EventKernel:
         self._late: list[tuple[tuple, Handler, tuple]] = []   # due at the end of the current instant
         self.late_phase = False
 
-    def at(self, time: float, handler: Callable[[Unpack[Ts]], None], *args: Unpack[Ts]) -> None:
+    def at(self, time: float, handler: Callable[[Unpack[Ts]], None], *args: *Ts) -> None:
         """Run `handler(*args)` at `time` (> now).
 
         Raises:
@@ -73,11 +73,11 @@ class EventKernel:
         self._seq += 1
         heapq.heappush(self._heap, (time, self._seq, handler, args))
 
-    def soon(self, handler: Callable[[Unpack[Ts]], None], *args: Unpack[Ts]) -> None:
+    def soon(self, handler: Callable[[Unpack[Ts]], None], *args: *Ts) -> None:
         """Run `handler(*args)` at the current time, after everything already due now."""
         self._soon.append((handler, args))
 
-    def arrive_at(self, time: float, key: tuple, handler: Callable[[Unpack[Ts]], None], *args: Unpack[Ts]) -> None:
+    def arrive_at(self, time: float, key: tuple, handler: Callable[[Unpack[Ts]], None], *args: *Ts) -> None:
         """An arrival at `time` (> now) created during the run; `key` (unique among them)
         orders arrivals of the same instant.
 
@@ -88,7 +88,7 @@ class EventKernel:
         assert time > self.now, "a future arrival needs a positive delay"
         heapq.heappush(self._arrivals, (time, key, handler, args))
 
-    def at_instant_end(self, key: tuple, handler: Callable[[Unpack[Ts]], None], *args: Unpack[Ts]) -> None:
+    def at_instant_end(self, key: tuple, handler: Callable[[Unpack[Ts]], None], *args: *Ts) -> None:
         """Run `handler(*args)` at the end of the current instant, in `key` order (keys are
         unique and comparable across all callers)."""
         self._late.append((key, handler, args))

@@ -147,7 +147,8 @@ def _report(args: argparse.Namespace, spec: SweepSpec, outcome: SweepOutcome, ta
     for _, row in best.iterrows():
         print(f"best {row['objective']}: {row['configuration']} ({row['column']} = {row['value']:.4g})")
     if args.target_qps:
-        print(f"fewest GPUs for {args.target_qps:g} req/s: {min_gpus_for(table, args.target_qps).text(args.target_qps, keys)}")
+        fewest = min_gpus_for(table, args.target_qps).text(args.target_qps, keys)
+        print(f"fewest GPUs for {args.target_qps:g} req/s: {fewest}")
     print(f"wrote {Path(args.out) / 'results.csv'}")
 
 

@@ -77,7 +77,8 @@ def _print_table(results: list[OperatorAccuracy], statistic: str, label: str) ->
     print(f"{'device':10s} {'model':14s} {'operator':26s} {'TP':>3s} {'rows':>6s} {'dropped':>8s} {label:>9s}")
     for r in results:
         value = r.mape if statistic == "mape" else r.median
-        print(f"{r.device:10s} {r.model:14s} {r.operator:26s} {r.tp:3d} {r.num_rows:6d} {r.num_dropped:8d} {value:9.2f}")
+        print(f"{r.device:10s} {r.model:14s} {r.operator:26s} {r.tp:3d} {r.num_rows:6d} {r.num_dropped:8d} "
+              f"{value:9.2f}")
 
 
 def _report(args: argparse.Namespace) -> int:

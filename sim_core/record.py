@@ -231,8 +231,9 @@ class Recorder:
 
     def compact_gaps(self, force: bool = False) -> None:
         """Fold `token_gaps` and `weighted_gaps` into `gaps` (distinct values with their counts;
-        percentiles over it equal those over the raw samples; repeated values may remain). Both lists are emptied in place
-        (the simulator holds references to them). Without `force`, only when they are large."""
+        percentiles over it equal those over the raw samples; repeated values may remain). Both
+        lists are emptied in place (the simulator holds references to them). Without `force`,
+        only when they are large."""
         raw, runs = self.token_gaps, self.weighted_gaps
         if not force and len(raw) < GAPS_BEFORE_COMPACTING and len(runs) < RUNS_BEFORE_COMPACTING:
             return

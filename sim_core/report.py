@@ -17,7 +17,8 @@ def format_summary(result: SimulationResult) -> str:
     shape = (f"{c.cluster.num_replicas} replica(s) x {c.model} on {c.device} (TP={c.cluster.tensor_parallel_size}, "
              f"PP={c.cluster.pipeline_parallel_size}) | {result.num_blocks} KV blocks per replica")
     if result.pools:
-        shape = f"P/D disaggregated: {' + '.join(f'{p.num_replicas} {p.name}' for p in result.pools)} x {c.model} on {c.device}"
+        pools = " + ".join(f"{p.num_replicas} {p.name}" for p in result.pools)
+        shape = f"P/D disaggregated: {pools} x {c.model} on {c.device}"
     lines = [
         f"scenario: {c.name or 'unnamed'} | {c.scheduler.type} | {shape}",
         f"requests: {s['num_finished']} finished, {s['num_rejected']} rejected"
@@ -31,8 +32,8 @@ def format_summary(result: SimulationResult) -> str:
         lines.append(f"{label:9s} p50 {_ms(s[f'{key}_p50_s']):>12}  p90 {_ms(s[f'{key}_p90_s']):>12}  "
                      f"p99 {_ms(s[f'{key}_p99_s']):>12}")
     swaps = f", {s['num_swap_outs']} by swapping" if s.get("num_swap_outs") else ""
-    lines.append(f"preemptions: {s['num_preemptions']}{swaps} ({s['num_requests_preempted']} requests) | KV utilization: "
-                 f"mean {s['kv_utilization_mean']:.1%}, peak {s['kv_utilization_peak']:.1%}")
+    lines.append(f"preemptions: {s['num_preemptions']}{swaps} ({s['num_requests_preempted']} requests) | "
+                 f"KV utilization: mean {s['kv_utilization_mean']:.1%}, peak {s['kv_utilization_peak']:.1%}")
     if c.scheduler.type in ("vllm_v1", "sglang"):
         hits = f"{s['prefix_hit_rate']:.1%}" if c.scheduler.enable_prefix_caching else "off"
         lines.append(f"prefix cache: hit rate {hits} ({s['prefix_cached_tokens']} cached prompt tokens) | "

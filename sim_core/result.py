@@ -12,8 +12,8 @@ from sim_core.config import SimulationConfig
 from sim_core.memory import MemoryPlan
 from sim_core.memory.cache_ops import CACHE_OP_NAMES
 from sim_core.metrics import request_table, summarize
-from sim_core.predictor.accounting import operator_times
 from sim_core.pools import replica_stages
+from sim_core.predictor.accounting import operator_times
 from sim_core.record import STATE_NAMES, Recorder, Table
 
 if TYPE_CHECKING:
@@ -79,7 +79,8 @@ def build_result(config: SimulationConfig, workload: Workload, simulator: Simula
         timeseries=_sorted(recorder.series, ["time", "replica_id"]),
         block_events=_sorted(recorder.blocks, ["time", "replica"]),
         state_events=_state_frame(recorder), summary=summary, num_blocks=num_blocks,
-        memory_plan=plan, notes=notes, cache_ops=cache_ops, block_refs=_sorted(recorder.block_refs, ["time", "replica"]),
+        memory_plan=plan, notes=notes, cache_ops=cache_ops,
+        block_refs=_sorted(recorder.block_refs, ["time", "replica"]),
         operator_times=operator_times(simulator.predictors, batches, stages, cache_ops,
                                       simulator.overlap.hidden_s if simulator.overlap is not None else 0.0))
 

@@ -28,7 +28,8 @@ class DeviceSpec(BaseModel):
     bf16_tflops: float = Field(gt=0, le=100_000, description="Dense BF16 tensor-core TFLOP/s.")
     memory_gib: float = Field(gt=0, le=100_000, description="Device memory in GiB.")
     memory_bandwidth_gbps: float = Field(gt=0, le=1_000_000, description="Memory bandwidth, GB/s.")
-    link_bandwidth_gbps: float = Field(gt=0, le=1_000_000, description="Intra-node GPU-GPU bandwidth per direction, GB/s.")
+    link_bandwidth_gbps: float = Field(gt=0, le=1_000_000, description=(
+        "Intra-node GPU-GPU bandwidth per direction, GB/s."))
     pcie_bandwidth_gbps: float = Field(default=32.0, gt=0, description="Host link bandwidth per direction, GB/s.")
     compute_efficiency: float = Field(default=0.7, gt=0, le=1, description=(
         "Fraction of peak tensor FLOP/s that large matrix multiplies reach on this device."))

@@ -32,7 +32,7 @@ class ModelSpec(BaseModel):
     num_experts_per_token: int = Field(default=1, ge=1, le=4096, description="MoE top-k routing.")
 
     @model_validator(mode="after")
-    def _check_shape(self) -> "ModelSpec":
+    def _check_shape(self) -> ModelSpec:
         if self.embedding_dim % self.num_q_heads:
             raise ValueError("embedding_dim must be a multiple of num_q_heads")
         if self.num_q_heads % self.num_kv_heads:

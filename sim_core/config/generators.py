@@ -30,13 +30,15 @@ class ArrivalConfig(BaseModel):
     on_s: float = Field(10.0, gt=0.0, le=1e7, description="bursty: length of each burst, seconds.")
     off_s: float = Field(20.0, gt=0.0, le=1e7, description="bursty: length of each lull between bursts, seconds.")
     off_qps: float = Field(0.0, ge=0.0, le=1_000_000.0, description="bursty: arrival rate during lulls, req/s.")
-    period_s: float = Field(86_400.0, gt=0.0, le=1e8, description="diurnal: length of one cycle of the rate curve, seconds.")
+    period_s: float = Field(86_400.0, gt=0.0, le=1e8, description=(
+        "diurnal: length of one cycle of the rate curve, seconds."))
     amplitude: float = Field(0.5, ge=0.0, le=1.0, description=(
         "diurnal: the rate swings between qps x (1 - amplitude) and qps x (1 + amplitude) (a sine over period_s)."))
     rate_curve: list[float] = Field(default_factory=list, max_length=10_000, description=(
         "diurnal: rates (req/s) at evenly spaced points across period_s, repeated and linearly "
         "interpolated; overrides qps and amplitude when given (e.g. 24 hourly rates)."))
-    trace_file: str | None = Field(None, description="replay: trace whose arrival times to use (any format with times).")
+    trace_file: str | None = Field(None, description=(
+        "replay: trace whose arrival times to use (any format with times)."))
     trace_format: TraceFormat = Field("auto", description=FORMAT_HELP)
 
     @model_validator(mode="after")
@@ -62,7 +64,8 @@ class LengthConfig(BaseModel):
     max: int = Field(1024, ge=1, le=10_000_000, description="uniform/zipf/lognormal: largest token count.")
     theta: float = Field(1.1, gt=0.0, le=10.0, description="zipf: exponent; larger means more short requests.")
     mean: float = Field(256.0, gt=0.0, le=10_000_000.0, description="lognormal: mean token count (before clipping).")
-    sigma: float = Field(1.0, gt=0.0, le=5.0, description="lognormal: standard deviation of log(length); larger is more spread.")
+    sigma: float = Field(1.0, gt=0.0, le=5.0, description=(
+        "lognormal: standard deviation of log(length); larger is more spread."))
     trace_file: str | None = Field(None, description=(
         "empirical: trace to resample from (its prompt lengths for prompts, output lengths for outputs)."))
     trace_format: TraceFormat = Field("auto", description=FORMAT_HELP)

@@ -68,7 +68,7 @@ class SimulationConfig(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _check_consistency(self) -> "SimulationConfig":
+    def _check_consistency(self) -> SimulationConfig:
         _check_catalog_ids(self)
         _check_devices(self)
         _check_parallelism(self)

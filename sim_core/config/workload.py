@@ -35,7 +35,8 @@ class WorkloadConfig(BaseModel):
         "error: stop at the first bad row, naming row, column and reason; skip: drop bad rows and "
         "report how many were dropped and why."))
     max_trace_mb: int = Field(4096, ge=1, le=65_536, description="Refuse trace files larger than this (MiB).")
-    burstgpt_model: str | None = Field(None, description="BurstGPT: keep only rows of this Model (e.g. ChatGPT, GPT-4).")
+    burstgpt_model: str | None = Field(None, description=(
+        "BurstGPT: keep only rows of this Model (e.g. ChatGPT, GPT-4)."))
     burstgpt_log_type: str | None = Field(None, description=(
         "BurstGPT: keep only rows of this Log Type (e.g. 'Conversation log', 'API log')."))
     drop_duplicates: bool = Field(False, description=(

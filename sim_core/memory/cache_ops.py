@@ -49,4 +49,5 @@ def cache_op_spans(cache_ops: pd.DataFrame, batch_stages: pd.DataFrame) -> pd.Da
     done = frame.groupby(["replica_id", "batch_id", "stage_id"], sort=False)["seconds"].cumsum()
     frame["end"] = frame["start"] + done
     frame["start"] = frame["end"] - frame["seconds"]
-    return frame.sort_values(["start", "replica_id", "stage_id", "order"], kind="stable")[columns].reset_index(drop=True)
+    ordered = frame.sort_values(["start", "replica_id", "stage_id", "order"], kind="stable")
+    return ordered[columns].reset_index(drop=True)

@@ -15,6 +15,7 @@ the total stage time.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -119,8 +120,8 @@ def _grid_totals(predictor: GridPredictor, rows: dict[str, np.ndarray]) -> dict[
         mine = {name: column[rows["stage_id"] == stage] for name, column in rows.items()}
         tokens, requests = mine["num_tokens"], mine["num_requests"]
         token_ops = _weighted(predictor.layer_ops, tokens, predictor.layers)
-        token_ops.update(_weighted(lambda grid: predictor.stage_token_ops(grid, stage), tokens, 1))
-        request_ops = _weighted(lambda grid: predictor.request_ops(grid, stage), requests, 1)
+        token_ops.update(_weighted(partial(predictor.stage_token_ops, stage=stage), tokens, 1))
+        request_ops = _weighted(partial(predictor.request_ops, stage=stage), requests, 1)
         decode = _decode_seconds(predictor, mine)
         priced = predictor.fixed_times(tokens, requests, stage) + decode
         rest, prefilling = mine["duration"] - priced, mine["num_prefill_tokens"] > 0

@@ -114,7 +114,8 @@ def save_tables(tables: LearnedTables, path: Path) -> None:
     for name in ("prefill", "decode"):
         table = getattr(tables, name)
         if table is not None:
-            arrays[f"{name}:x"], arrays[f"{name}:y"], arrays[f"{name}:values"] = table.axis_x, table.axis_y, table.values
+            arrays[f"{name}:x"], arrays[f"{name}:y"] = table.axis_x, table.axis_y
+            arrays[f"{name}:values"] = table.values
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".tmp.npz")
     np.savez(partial, **arrays)

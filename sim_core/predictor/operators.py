@@ -54,7 +54,7 @@ class LayerShape:
     top_k: int
 
     @classmethod
-    def of(cls, model: ModelSpec, tp: int) -> "LayerShape":
+    def of(cls, model: ModelSpec, tp: int) -> LayerShape:
         return cls(model.embedding_dim, model.head_dim, model.num_q_heads // tp, ceil(model.num_kv_heads / tp),
                    model.mlp_hidden_dim / tp, 2 if model.use_gated_mlp else 1, model.num_experts,
                    model.num_experts_per_token)
@@ -66,7 +66,7 @@ def layer_kernels(s: LayerShape, t: Amount) -> dict[str, Cost]:
     e, hd = s.embedding_dim, s.head_dim
     routed = t * s.top_k                                   # token-expert pairs
     active = np.minimum(routed, s.num_experts)          # experts whose weights are read
-    up, down = s.ffn * s.gate, s.ffn
+    up = s.ffn * s.gate
     kernels = {
         "attn_pre_proj": gemm(t, e, (s.q_heads + 2 * s.kv_heads) * hd),
         "attn_rope": streaming(2 * t * (s.q_heads + s.kv_heads) * hd),       # read and write q, k

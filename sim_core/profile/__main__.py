@@ -37,7 +37,8 @@ def profile(args: argparse.Namespace) -> list:
         mlp += [mlp_row(model, tp, t, measure_mlp(torch, shape, model.vocab_size // tp, t))
                 for t in token_grid(args.max_tokens)]
         attention += [attention_row(model, tp, 1, q, c, True, 16, args.max_model_len,
-                                    measure_attention(torch, shape, 1, q, c)) for q, c in prefill_shapes(args.max_model_len)]
+                                    measure_attention(torch, shape, 1, q, c))
+                      for q, c in prefill_shapes(args.max_model_len)]
         attention += [attention_row(model, tp, b, 1, c, False, 16, args.max_model_len,
                                     measure_attention(torch, shape, b, 1, c))
                       for b, c in decode_shapes(args.max_model_len, args.max_batch)]

@@ -80,7 +80,8 @@ def measured_vs_predicted(x: np.ndarray, measured: np.ndarray, predicted: dict[s
 
 def error_bars(errors: dict[str, dict[str, float]]) -> go.Figure:
     """Grouped bars: operator -> error (%) for each model (e.g. learned MAPE, roofline median)."""
-    figure = go.Figure([go.Bar(name=label, x=list(values), y=list(values.values())) for label, values in errors.items()])
+    figure = go.Figure([go.Bar(name=label, x=list(values), y=list(values.values()))
+                        for label, values in errors.items()])
     figure.update_layout(barmode="group", yaxis_title="error %", xaxis_title="operator")
     return figure
 

@@ -18,5 +18,6 @@ from sim_core.workload.trace import (
            write_trace,
 )
 
-__all__ = ["OPTIONAL_COLUMNS", "REPLAY_COLUMNS", "ReadOptions", "TraceRead", "Workload", "build_workload", "build_workload_and_format", "clip",
-           "read_options", "read_replay_trace", "read_trace", "trace_frame", "write_replay_trace", "write_trace"]
+__all__ = ["OPTIONAL_COLUMNS", "REPLAY_COLUMNS", "ReadOptions", "TraceRead", "Workload", "build_workload",
+           "build_workload_and_format", "clip", "read_options", "read_replay_trace", "read_trace", "trace_frame",
+           "write_replay_trace", "write_trace"]

@@ -112,7 +112,8 @@ def _parse_line(line: str, number: int, problems: RowProblems) -> dict:
 
 def _long_integer(line: str, number: int, problems: RowProblems) -> TraceError:
     """The error for a line with an integer too long to convert, naming its key when it has one."""
-    match = re.search(r'(?:"((?:[^"\\]|\\.){0,100})"\s*:\s*)?-?(\d{%d,})' % (sys.get_int_max_str_digits() + 1), line)
+    longest = sys.get_int_max_str_digits() + 1
+    match = re.search(r'(?:"((?:[^"\\]|\\.){0,100})"\s*:\s*)?-?(\d{' + str(longest) + ',})', line)
     digits = len(match.group(2)) if match else "too many"
     return problems.fail(f"value is an integer of {digits} digits, too large for a number",
                          row=number, column=match.group(1) if match else None)

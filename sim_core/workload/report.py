@@ -16,7 +16,8 @@ def workload_stats(workload: Workload) -> dict:
     for name, values in (("prompt", workload.num_prefill_tokens), ("output", workload.num_decode_tokens)):
         stats.update({f"{name}_min": int(values.min()), f"{name}_mean": float(values.mean()),
                       f"{name}_max": int(values.max())})
-    stats["optional_columns"] = list(workload.optional_columns()) + (["hash_ids"] if workload.hash_ids is not None else [])
+    hashed = ["hash_ids"] if workload.hash_ids is not None else []
+    stats["optional_columns"] = list(workload.optional_columns()) + hashed
     return stats
 
 

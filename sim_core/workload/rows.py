@@ -119,7 +119,8 @@ def _whole_non_negative(parsed: ParsedRows, canonical: str, column: str, problem
 def _at_least_one(parsed: ParsedRows, name: str, problems: RowProblems) -> None:
     values = parsed.columns[name]
     parsed.keep(problems.check(values < 1, parsed.rows, name,
-                               lambda i: f"value {_shown(values[i])} is below 1 (parallel samples)", "value(s) below 1"))
+                               lambda i: f"value {_shown(values[i])} is below 1 (parallel samples)",
+                               "value(s) below 1"))
 
 
 def _shown(value: float) -> int | float | str:

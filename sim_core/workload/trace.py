@@ -48,7 +48,7 @@ def write_trace(workload: Workload, path: str | Path) -> None:
     Raises:
         OutputError: the file cannot be written (named; no partial file is left).
     """
-    from sim_core.export.atomic import atomic_open   # here: sim_core.export imports the engine's modules
+    from sim_core.export.atomic import atomic_open  # here: sim_core.export imports the engine's modules
 
     frame = trace_frame(workload)
     with atomic_open(path) as file:
