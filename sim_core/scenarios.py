@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from sim_core.config import SimulationConfig, parse_config
-
 DEFAULT_SCENARIO = {
     "name": "default: Llama-2-13B on A100-40GB, 2 replicas, vLLM, 5 req/s",
     "seed": 42,
@@ -19,9 +17,3 @@ DEFAULT_SCENARIO = {
                  "prompt_tokens": {"distribution": "uniform", "min": 64, "max": 1024},
                  "output_tokens": {"distribution": "uniform", "min": 16, "max": 256}},
 }
-
-
-def default_scenario() -> SimulationConfig:
-    """The scenario the app opens with: a synthetic chat workload that keeps a 768-block KV cache
-    busy (peaks at 100%, a few preemptions), so every view has something to show."""
-    return parse_config(DEFAULT_SCENARIO)

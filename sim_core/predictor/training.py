@@ -105,9 +105,3 @@ def holdout_errors(frame: pd.DataFrame, features: tuple[str, ...], kind: str) ->
     predict = fit_operator(train, features, kind)
     measured = test["time_s"].to_numpy()
     return np.abs(predict(test[list(features)].to_numpy()) - measured) / measured * 100
-
-
-def holdout_mape(frame: pd.DataFrame, features: tuple[str, ...], kind: str) -> float:
-    """MAPE (%) on held-out rows of a model trained on the others (NaN with too few rows)."""
-    errors = holdout_errors(frame, features, kind)
-    return float(errors.mean()) if len(errors) else float("nan")

@@ -15,10 +15,3 @@ def step_peaks(times: np.ndarray, values: np.ndarray, max_points: int = 1500) ->
     starts = np.unique(np.searchsorted(times, edges[:-1], side="left"))
     starts = starts[starts < len(times)]
     return times[starts], np.maximum.reduceat(values, starts)
-
-
-def sample_rows(count: int, max_rows: int, rng_seed: int = 0) -> np.ndarray:
-    """Indices of at most `max_rows` of `count` rows, sorted; all of them when few enough."""
-    if count <= max_rows:
-        return np.arange(count)
-    return np.sort(np.random.default_rng(rng_seed).choice(count, size=max_rows, replace=False))
