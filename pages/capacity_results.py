@@ -3,6 +3,8 @@ configuration per objective, the fewest GPUs for a target rate, and one point in
 
 from __future__ import annotations
 
+import html
+
 import streamlit as st
 
 from pages.remember import remember
@@ -52,7 +54,8 @@ def results(job, records: list[dict], price: float) -> None:
         st.dataframe(best_per_objective(table, keys)[["objective", "configuration", "value"]], hide_index=True,
                      key="cap_best")
         target = st.number_input("Target rate (req/s)", 0.01, 1e6, **remember("cap_target", 10.0))
-        st.info(f"Fewest GPUs: {min_gpus_for(table, target).text(target, keys)}", icon=":material/memory:")
+        st.info(f"Fewest GPUs: {plain(min_gpus_for(table, target).text(target, keys), 400)}",
+                icon=":material/memory:")
     point_detail(job, table, records, keys)
 
 
@@ -75,7 +78,7 @@ def point_detail(job, table, records: list[dict], keys: list[str]) -> None:
     run = result_of(scenario, events=False)
     st.caption(f"Simulated at its capacity, {record['max_qps']:.3g} req/s; the SLO that binds just above: "
                f"{record['binding_slo']}.")
-    st.plotly_chart(latency_cdfs({labels[index]: run.requests}), key="cap_cdf")
+    st.plotly_chart(latency_cdfs({html.escape(labels[index]): run.requests}), key="cap_cdf")   # legends are HTML
     cols = st.columns(2)
     cols[0].plotly_chart(throughput_figure(run), key="cap_throughput")
     cols[1].plotly_chart(queue_figure(run), key="cap_queue")

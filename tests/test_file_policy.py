@@ -114,3 +114,9 @@ def test_the_check_opens_nothing(tmp_path):
     fifo = tmp_path / "pipe.csv"
     os.mkfifo(fifo)
     confine_paths({"workload": {"trace_file": str(fifo)}}, [tmp_path])
+
+
+def test_a_server_only_key_is_refused_even_when_null(tmp_path):
+    """`hf_config: null` would make the loader open a file named 'None': the key itself is refused."""
+    assert refusal({"models": {"m": {"hf_config": None}}}, [tmp_path]).startswith(
+        "link: models.m.hf_config: not accepted from a link or an upload")

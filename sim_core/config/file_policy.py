@@ -71,8 +71,9 @@ def _named_paths(data: Mapping[str, Any]) -> list[tuple[str, Any]]:
 
 
 def _lookup(node: Any, parts: list[str], seen: list[str]) -> list[tuple[str, Any]]:
-    if not parts:
-        return [] if node is None else [(".".join(seen), node)]
+    if not parts:           # hf_config counts even when null: the loader acts on the key's presence
+        field = ".".join(seen)
+        return [] if node is None and _pattern_of(field) != "models.*.hf_config" else [(field, node)]
     if not isinstance(node, Mapping):
         return []
     head, rest = parts[0], parts[1:]

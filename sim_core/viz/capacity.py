@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -25,7 +27,8 @@ def pareto_figure(table: pd.DataFrame, vary_keys: list[str], view: str = "capaci
     served = table[table["max_qps"] > 0]
     xs = pd.to_numeric(served[x], errors="coerce").to_numpy(np.float64)
     ys = pd.to_numeric(served[y], errors="coerce").to_numpy(np.float64)
-    labels = np.array([config_label(row, vary_keys) for _, row in served.iterrows()], dtype=object)
+    labels = np.array([html.escape(config_label(row, vary_keys)) for _, row in served.iterrows()],  # hover is HTML
+                      dtype=object)
     front = pareto_mask(xs, ys, x_better, y_better)
     order = np.argsort(xs[front], kind="stable")
     figure = go.Figure()
