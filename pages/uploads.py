@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pages.server import uploads
+from pages.server import settings, uploads
 from sim_core import SimCoreError
+from sim_core.budget import count_rows
 from sim_core.config import SimulationConfig
 from sim_core.config.loading import parse_mapping
 from sim_core.errors import ConfigError
@@ -21,6 +22,7 @@ from sim_core.workload import ReadOptions, TraceRead, read_trace
 
 MAX_UPLOAD_BYTES = 200 * 1024**2
 MAX_PROFILE_BYTES = 50 * 1024**2
+MAX_PROFILE_ROWS = 20_000
 
 
 def check_trace(name: str, data: bytes, options: ReadOptions | None = None) -> tuple[Path | None, str, list[str]]:
@@ -30,8 +32,12 @@ def check_trace(name: str, data: bytes, options: ReadOptions | None = None) -> t
         return None, f"{name}: file is {len(data):,} bytes, over the {MAX_UPLOAD_BYTES:,}-byte upload limit", []
     options = options or ReadOptions()
     reads: list[TraceRead] = []
+
+    def read(stored: Path) -> None:
+        _check_rows(stored, name, options)           # before the reader holds every row in memory
+        reads.append(read_trace(stored, options))
     try:
-        path = uploads().keep(data, name, check=lambda stored: reads.append(read_trace(stored, options)))
+        path = uploads().keep(data, name, check=read)
         read = reads[0] if reads else read_trace(path, options)
     except (SimCoreError, ValueError) as error:
         return None, _renamed(str(error), name), []
@@ -41,6 +47,15 @@ def check_trace(name: str, data: bytes, options: ReadOptions | None = None) -> t
     summary = (f"{name}: {len(arrived):,} requests {span}; prompts {int(prefill.min())}..{int(prefill.max())} "
                f"tokens, outputs {int(decode.min())}..{int(decode.max())}")
     return path, "", [summary] + [_renamed(note, name) for note in work.notes]
+
+
+def _check_rows(stored: Path, name: str, options: ReadOptions) -> None:
+    """Refuse a trace with more rows than the server's run budget allows (counted in bounded memory)."""
+    limit = settings().limits.max_trace_rows
+    rows = count_rows(str(stored), options.max_bytes)
+    if limit is not None and rows > limit:
+        raise ConfigError(f"{name}: {rows:,} rows, over this server's limit of {limit:,} trace rows "
+                          "(whoever starts it can raise SIM_EXPLORER_MAX_TRACE_ROWS)")
 
 
 def read_uploaded_profile(config: SimulationConfig, name: str, data: bytes) -> ProfileSet:
@@ -54,8 +69,15 @@ def read_uploaded_profile(config: SimulationConfig, name: str, data: bytes) -> P
         raise ConfigError(f"{name}: file is {len(data):,} bytes, over the {MAX_PROFILE_BYTES:,}-byte profile limit")
     reader = read_attention if b"attn_prefill" in data[:4000] else read_mlp
     frames: list = []
+
+    def read(stored: Path) -> None:
+        rows = count_rows(str(stored), MAX_PROFILE_BYTES)
+        if rows > MAX_PROFILE_ROWS:                    # every row trains the learned models on this page
+            raise ConfigError(f"{name}: {rows:,} rows, over the {MAX_PROFILE_ROWS:,}-row limit of an uploaded "
+                              "profile (profile sweeps have a few thousand rows per operator)")
+        frames.append(reader(stored))
     try:
-        path = uploads().keep(data, name, check=lambda stored: frames.append(reader(stored)))
+        path = uploads().keep(data, name, check=read)
         frame = frames[0] if frames else reader(path)
     except ValueError as error:
         raise ConfigError(f"{name}: {error}") from None

@@ -103,3 +103,27 @@ def test_the_largest_pool_the_app_allows_draws_its_kv_map():
     app = linked("pages/kv_cache.py", scheduler={"num_blocks": 4_194_304})
     assert not app.error and app.get("plotly_chart")
     assert "4,194,304 blocks per replica" in unescaped(app.main.caption[0].value)
+
+
+def test_an_uploaded_trace_over_the_row_limit_is_refused_before_it_is_read(monkeypatch):
+    """The rows are counted in bounded memory first; the file is not kept."""
+    from pages.server import uploads
+
+    monkeypatch.setenv("SIM_EXPLORER_MAX_TRACE_ROWS", "2")
+    app = open_app("pages/scenario.py")
+    app.radio(key="w:sc_source").set_value("trace file").run()
+    before = set(uploads().root.iterdir())
+    rows = b"arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,100,20\n0.5,200,10\n1.0,57,3\n"
+    app.file_uploader(key="sc_trace").set_value(("three.csv", rows, "text/csv")).run()
+    assert unescaped(app.error[0].value) == ("three.csv: 3 rows, over this server's limit of 2 trace rows (whoever "
+                                             "starts it can raise SIM_EXPLORER_MAX_TRACE_ROWS)")
+    assert set(uploads().root.iterdir()) == before
+
+
+def test_an_uploaded_profile_over_the_row_limit_is_refused_before_any_model_is_trained():
+    app = open_app("pages/predictor.py")
+    rows = "".join(f"{tokens},1,0.{tokens:07d}\n" for tokens in range(1, 20_002))
+    profile = ("num_tokens,num_tensor_parallel_workers,time_stats.mlp_up_proj.median\n" + rows).encode()
+    app.file_uploader(key="pr_upload").set_value(("mlp.csv", profile, "text/csv")).run()
+    assert unescaped(app.error[0].value) == ("mlp.csv: 20,001 rows, over the 20,000-row limit of an uploaded profile "
+                                             "(profile sweeps have a few thousand rows per operator)")
