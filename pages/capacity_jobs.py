@@ -6,15 +6,18 @@ its id, so no session sees another's sweep. Each job keeps a journal in a folder
 session inside this server's private sweep folder (journal lines are keyed by point), so starting
 a sweep again resumes its finished points; the folder is removed once no kept job uses it. At most
 `SIM_EXPLORER_MAX_SWEEP_JOBS` sweeps run at once in a server, and a sweep whose session has gone
-is stopped. Ray is only ever joined (`ray.init(address=...)`), never started here, and only at
-addresses whoever started the server allowed (`SIM_EXPLORER_RAY_ADDRESSES`).
+is stopped within a few seconds (a watcher thread). Ray is only ever joined
+(`ray.init(address=...)`), never started here, and only at addresses whoever started the server
+allowed (`SIM_EXPLORER_RAY_ADDRESSES`).
 """
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import tempfile
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
@@ -31,9 +34,11 @@ from sim_core.errors import ConfigError
 from sim_core.sweep import LocalBackend, RayBackend, parse_sweep_spec
 from sim_core.sweep.job import SweepJob
 from sim_core.sweep.probe import probe_scenario
+from sim_core.workload import build_workload
 
 JOB_KEY, SESSION_KEY, ERROR_KEY = "capacity_job", "capacity_session", "capacity_error"
 MAX_JOBS = 16
+WATCH_S = 5.0
 
 
 @dataclass
@@ -45,13 +50,26 @@ class _Entry:
 
 @st.cache_resource
 def _jobs() -> tuple[OrderedDict, threading.Lock]:
-    return OrderedDict(), threading.Lock()
+    jobs, lock = OrderedDict(), threading.Lock()
+    threading.Thread(target=_watch, args=(jobs, lock), name="sweep-watcher", daemon=True).start()
+    return jobs, lock
+
+
+def _watch(jobs: OrderedDict, lock: threading.Lock) -> None:
+    """Every few seconds, stop the sweeps whose session has gone."""
+    while True:
+        time.sleep(WATCH_S)
+        with lock:
+            _stop_orphans(jobs)
 
 
 @st.cache_resource
 def _sweep_root() -> Path:
-    """This server's private folder of sweep journals (0700, an unpredictable name)."""
-    return Path(tempfile.mkdtemp(prefix="llm-explorer-sweeps-"))
+    """This server's private folder of sweep journals (0700, an unpredictable name), removed when
+    the server exits."""
+    root = Path(tempfile.mkdtemp(prefix="llm-explorer-sweeps-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    return root
 
 
 def current_job() -> SweepJob | None:
@@ -98,7 +116,7 @@ def _backend(spec_data: dict, backend: str, address: str, workers: int | None):
         raise ConfigError("sweep: base: from the app, the base must be the current scenario, not a file")
     confine(base, "sweep base")
     if backend != "ray":
-        return LocalBackend(workers)
+        return LocalBackend(workers or settings().sweep_workers)
     if address not in settings().ray_addresses:
         raise ConfigError("Ray cluster: not one this server may join (whoever starts the server lists them in "
                           "SIM_EXPLORER_RAY_ADDRESSES)")
@@ -107,11 +125,18 @@ def _backend(spec_data: dict, backend: str, address: str, workers: int | None):
 
 def _check_probes(job: SweepJob) -> None:
     """Refuse a sweep whose probes would cost more than the server's run budget (each point is
-    probed with search.num_requests requests; the rate changes little of the cost)."""
-    search = job.spec.search
+    probed with search.num_requests requests; the rate changes little of the cost). A trace's
+    lengths are known only once it is read: each distinct workload is built once and the points
+    are checked on its exact figures."""
+    search, workloads = job.spec.search, {}
     for point in job.grid.points:
         config = parse_config(probe_scenario(point.scenario, search.qps_max, search.num_requests), source="sweep")
-        check_budget(config, settings().limits)
+        check_budget(config, settings().limits)            # from the scenario: before anything is read
+        if config.workload.trace_file:
+            key = config.workload.model_dump_json()
+            if key not in workloads:
+                workloads[key] = build_workload(config)
+            check_budget(config, settings().limits, workloads[key])
 
 
 def _stop_orphans(jobs: OrderedDict) -> None:

@@ -6,6 +6,8 @@ holds a session's data except the upload store, whose files are named by their c
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +33,9 @@ def settings() -> ServerSettings:
 def uploads() -> UploadStore:
     """This server's private upload store."""
     chosen = settings()
-    return UploadStore(int(chosen.upload_quota_mb * 1024**2), chosen.upload_max_age_h * 3600)
+    store = UploadStore(int(chosen.upload_quota_mb * 1024**2), chosen.upload_max_age_h * 3600)
+    atexit.register(shutil.rmtree, store.root, ignore_errors=True)     # uploads do not outlive the server
+    return store
 
 
 @st.cache_resource

@@ -10,6 +10,7 @@ widget), so a visitor cannot raise a limit or point the server at an address:
 | `SIM_EXPLORER_UPLOAD_QUOTA_MB` | 2048 | bytes the upload store keeps |
 | `SIM_EXPLORER_UPLOAD_MAX_AGE_H` | 24 | hours an unused upload is kept |
 | `SIM_EXPLORER_MAX_SWEEP_JOBS` | 4 | capacity sweeps running at once in this server |
+| `SIM_EXPLORER_SWEEP_WORKERS` | 2 | worker processes of one sweep on the local pool |
 | `SIM_EXPLORER_RAY_ADDRESSES` | (none) | comma-separated `host:port` of Ray clusters the Capacity page may join |
 | `SIM_EXPLORER_PROFILE_ROOTS` | (none) | `:`-separated folders in which `predictor.profiles_dir` may be |
 
@@ -34,6 +35,7 @@ class ServerSettings:
     upload_quota_mb: float = 2048.0
     upload_max_age_h: float = 24.0
     max_sweep_jobs: int = 4
+    sweep_workers: int = 2
     ray_addresses: tuple[str, ...] = ()
     profile_roots: tuple[str, ...] = ()
 
@@ -47,6 +49,7 @@ class ServerSettings:
             upload_quota_mb=_number(env, "UPLOAD_QUOTA_MB", cls.upload_quota_mb, 1, 1e7),
             upload_max_age_h=_number(env, "UPLOAD_MAX_AGE_H", cls.upload_max_age_h, 0.01, 1e5),
             max_sweep_jobs=int(_number(env, "MAX_SWEEP_JOBS", cls.max_sweep_jobs, 0, 1024, True)),
+            sweep_workers=int(_number(env, "SWEEP_WORKERS", cls.sweep_workers, 1, 1024, True)),
             ray_addresses=_addresses(env.get(PREFIX + "RAY_ADDRESSES", "")),
             profile_roots=tuple(part for part in env.get(PREFIX + "PROFILE_ROOTS", "").split(os.pathsep) if part),
         )

@@ -4,6 +4,7 @@ wait forever for a run slot, or run past its wall-clock limit."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 from app_helpers import APP, TIMEOUT, TINY, open_app, unescaped
@@ -127,3 +128,32 @@ def test_an_uploaded_profile_over_the_row_limit_is_refused_before_any_model_is_t
     app.file_uploader(key="pr_upload").set_value(("mlp.csv", profile, "text/csv")).run()
     assert unescaped(app.error[0].value) == ("mlp.csv: 20,001 rows, over the 20,000-row limit of an uploaded profile "
                                              "(profile sweeps have a few thousand rows per operator)")
+
+
+def test_a_sweep_over_a_trace_is_checked_on_the_traces_exact_lengths(monkeypatch):
+    """Before a trace is read its output lengths are unknown; Start reads it once and refuses the
+    probes whose request steps (3 requests x 600 output tokens) pass the server's limit of 1,000."""
+    from pages.server import uploads
+
+    monkeypatch.setenv("SIM_EXPLORER_MAX_REQUEST_STEPS", "1000")
+    trace = b"arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,100,600\n0.5,100,600\n1.0,100,600\n"
+    stored = uploads().keep(trace, "long.csv")
+    app = open_app("pages/capacity.py", scenario={**TINY, "workload": {"trace_file": str(stored)}})
+    app.number_input(key="cap_num_requests").set_value(10).run()
+    app.button(key="cap_start").click().run()
+    assert "request steps" in unescaped(app.error[0].value) and "1,000" in unescaped(app.error[0].value)
+    assert app.info[0].value == "Choose what to vary and press Start sweep."
+
+
+def test_the_watcher_stops_the_sweeps_of_sessions_that_have_gone():
+    """A job whose session check says it has gone is stopped; the others run on."""
+    from pages.capacity_jobs import _Entry, _stop_orphans
+
+    class Job:
+        stopped = False
+
+        def stop(self) -> None:
+            self.stopped = True
+    gone, alive = Job(), Job()
+    _stop_orphans({"a": _Entry(gone, Path("a"), lambda: False), "b": _Entry(alive, Path("b"), lambda: True)})
+    assert gone.stopped and not alive.stopped
