@@ -95,9 +95,7 @@ class Request:
             if self.prefill_completed_at == NOT_YET:
                 self.prefill_completed_at = time
         if self.num_processed_tokens == self.num_prefill_tokens + self.num_decode_tokens:
-            self.completed = True
-            self.completed_at = time
-            self.status = RequestStatus.FINISHED
+            self.finish(time)
         if not self.is_prefill_complete:
             return -1.0
         previous, self.last_token_at = self.last_token_at, time
@@ -107,6 +105,12 @@ class Request:
         if gap > self.max_token_gap:
             self.max_token_gap = gap
         return gap
+
+    def finish(self, time: float) -> None:
+        """The request has all its output tokens, as of `time`."""
+        self.completed = True
+        self.completed_at = time
+        self.status = RequestStatus.FINISHED
 
     @property
     def num_known_tokens(self) -> int:

@@ -7,7 +7,9 @@ Replica ids: the prefill pool is 0..P-1, the decode pool P..P+D-1. A request's l
    single output token is done at that point and never moves.
 2. Hand-off: the prefill replica forgets the request, but the prompt's KV blocks stay allocated
    there, held by a `KvHandle`. At the end of the instant (request order) the decode pool's
-   router picks a decode replica and the request joins that replica's inbox (FIFO).
+   router picks a decode replica and the request joins that replica's inbox (FIFO). If that
+   replica cuts the request's outputs to the one it already has (sglang's request limit, lower
+   on a smaller decode pool), the request is done there and then, and its blocks are freed.
 3. Accept: whenever the decode replica schedules with a free pipeline slot, it allocates blocks
    for the inbox head if its policy admits it (`can_accept_transfer`), and so on down the inbox;
    the head waits for a later step otherwise (head-of-line). Blocks are allocated *before* the
@@ -144,12 +146,29 @@ class Disaggregation:
     def _route(self, transfer: Transfer) -> None:
         index = self.router.route(self.views)
         target = self.num_prefill + index
-        transfer.target = transfer.request.replica_id = target
+        request = transfer.request
+        self.sim.schedulers[target].expect_transfer(request)
+        if request.num_processed_tokens >= request.total_tokens:
+            self._finish_unmoved(transfer)
+            return
+        transfer.target = request.replica_id = target
         self.inboxes[index].append(transfer)
-        self.sim.schedulers[target].expect_transfer(transfer.request)
         if self.sim.fast is not None:
             self.sim.fast.on_request_routed(target)
         self.sim.kernel.soon(self.sim.on_replica_schedule, target)
+
+    def _finish_unmoved(self, transfer: Transfer) -> None:
+        """The decode replica cut the request's outputs to those its prefill yielded (sglang: its
+        request limit is lower than the prefill replica's): it is done now, at its prefill's end,
+        and its KV never moves."""
+        sim, source, request = self.sim, transfer.source, transfer.request
+        del self.in_flight[request.id]
+        prefill = sim.schedulers[source]
+        prefill.release_handoff(transfer.handle)
+        request.finish(sim.kernel.now)
+        sim.on_request_done(source, request)
+        sim.record_replica(prefill)
+        sim.kernel.soon(sim.on_replica_schedule, source)
 
     # ---- 3. accept ---------------------------------------------------------------------------
 

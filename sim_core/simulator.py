@@ -200,15 +200,13 @@ class Simulator:
         return padded(shape, batch.num_padding) if batch.num_padding else shape
 
     def on_batch_end(self, replica: int, batch: Batch) -> None:
-        now, gaps, record = self.kernel.now, self.recorder.token_gaps, self.recorder
+        now, gaps = self.kernel.now, self.recorder.token_gaps
         for request, tokens in zip(batch.requests, batch.num_tokens):
             gap = request.on_batch_end(now, tokens)
             if gap >= 0.0:
                 gaps.append(gap)
             if request.completed:
-                record.on_state(replica, request.id, FINISHED)
-                if self.sessions.closed_loop:
-                    self.sessions.release(request.id, now, self.kernel, self.on_turn_arrival)
+                self.on_request_done(replica, request)
         batch.completed_at = now
         scheduler = self.schedulers[replica]
         scheduler.on_batch_end(batch)
@@ -216,6 +214,12 @@ class Simulator:
             self.handoff.on_prefill_batch_end(replica, batch)
         self.record_replica(scheduler)
         self.kernel.soon(self.on_replica_schedule, replica)
+
+    def on_request_done(self, replica: int, request: Request) -> None:
+        """A request on `replica` has just finished: record it and release its session's next turn."""
+        self.recorder.on_state(replica, request.id, FINISHED)
+        if self.sessions.closed_loop:
+            self.sessions.release(request.id, self.kernel.now, self.kernel, self.on_turn_arrival)
 
     def record_replica(self, scheduler: ReplicaScheduler) -> None:
         """Record a replica's KV blocks in use and queue lengths, now."""

@@ -107,3 +107,24 @@ def test_a_vllm_v0_decode_pool_that_can_never_admit_a_prompt_rejects_it_up_front
     assert reasons[0] == ("can never be served: decode pool: its prompt needs 7 KV blocks but a decode "
                           "replica admits at most 5 (5 blocks minus a watermark of 0)")
     assert result.requests["status"].tolist() == ["rejected", "finished"]
+
+
+def test_an_sglang_hand_off_cut_to_the_output_it_has_finishes_at_its_prefill():
+    """The decode replica has 4 blocks (64 tokens): SGLang's request limit there is 63 tokens, so
+    request 0 (prompt 62, 5 outputs) may have one output, which its prefill (0 to 0.082 s,
+    batched with request 1) already yielded. At its hand-off it is cut to that token and is done
+    at 0.082 s: no transfer, its 4 prefill blocks freed then. It used to join the inbox, decode
+    past its cut end and outgrow the decode pool (radix pool: "eviction did not free enough
+    blocks"). Request 1 moves as usual."""
+    result = run("sglang", [(0.0, 62, 5), (0.0, 10, 3)], decode={"num_blocks": 4})
+    requests = result.requests
+    assert requests["status"].tolist() == ["finished", "finished"]
+    assert requests["num_decode_tokens"].tolist() == [1, 3]
+    assert requests["truncated"].tolist() == [True, False]
+    assert requests.loc[0, ["prefill_completed_at", "completed_at"]].tolist() == pytest.approx([0.082, 0.082])
+    assert moves(result) == [(1, 10, 0.082, 0.082)]
+    assert batches_of(result, 0) == [(0.0, [0, 1], [62, 10])]
+    assert [requests for _, requests, _ in batches_of(result, 1)] == [[1], [1]]
+    held = result.block_events[result.block_events["request"] == 0]
+    assert held[["time", "replica", "block", "delta"]].values.tolist() == (
+        [[0.0, 0, block, 1] for block in range(4)] + [[0.082, 0, block, -1] for block in range(4)])
