@@ -53,27 +53,13 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
         SimulationError: the policy hit a state it cannot handle (e.g. LightLLM out of KV).
     """
     stop = _stop_check(limits, should_stop, deadline_s)
-    if workload is None:
-        if limits is not None:
-            check_budget(config, limits)   # from the scenario alone: before generating or reading
-        workload = build_workload(config)
-    if limits is not None:
-        check_budget(config, limits, workload)
+    workload = _budgeted_workload(config, workload, limits)
     stop()
     views = pool_views(config)
     sized = [(view, *_limits(view.config)) for view in views]   # (view, plan, limits) per pool
     recorder = Recorder(config.engine.record, sum(v.num_replicas for v in views),
                         max(limits.num_blocks for _, _, limits in sized))
-    schedulers: list[ReplicaScheduler] = []
-    predictors: list[Predictor] = []
-    for view, _, pool_limits in sized:
-        predictor = build_predictor(view.config)
-        for r in view.replica_ids:
-            scheduler = SCHEDULERS[config.scheduler.type](r, view.config.cluster.pipeline_parallel_size,
-                                                          view.config.scheduler, pool_limits, recorder)
-            scheduler.join_pool(view.name)
-            schedulers.append(scheduler)
-            predictors.append(predictor)
+    schedulers, predictors = _replicas(config, sized, recorder)
     for scheduler in schedulers:
         scheduler.attach_workload(workload, config.max_model_len)
     rejected = _rejections(views, schedulers, workload)
@@ -100,6 +86,34 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
     notes += _policy_notes(schedulers, workload, rejected)
     result = build_result(config, workload, simulator, recorder, rejected, sized[0][2].num_blocks, sized[0][1], notes)
     return add_pools(result, sized, simulator, recorder) if len(views) > 1 else result
+
+
+def _budgeted_workload(config: SimulationConfig, workload: Workload | None, limits: Limits | None) -> Workload:
+    """The run's workload, built only once the scenario fits `limits`, and checked again on its
+    exact figures (None: no limits)."""
+    if workload is None:
+        if limits is not None:
+            check_budget(config, limits)   # from the scenario alone: before generating or reading
+        workload = build_workload(config)
+    if limits is not None:
+        check_budget(config, limits, workload)
+    return workload
+
+
+def _replicas(config: SimulationConfig, sized: list, recorder: Recorder) -> tuple[list[ReplicaScheduler],
+                                                                                   list[Predictor]]:
+    """One scheduler per replica of every pool, in replica-id order, and the predictor of its pool."""
+    schedulers: list[ReplicaScheduler] = []
+    predictors: list[Predictor] = []
+    for view, _, pool_limits in sized:
+        predictor = build_predictor(view.config)
+        for r in view.replica_ids:
+            scheduler = SCHEDULERS[config.scheduler.type](r, view.config.cluster.pipeline_parallel_size,
+                                                          view.config.scheduler, pool_limits, recorder)
+            scheduler.join_pool(view.name)
+            schedulers.append(scheduler)
+            predictors.append(predictor)
+    return schedulers, predictors
 
 
 def _stop_check(limits: Limits | None, should_stop: Callable[[], bool] | None,
