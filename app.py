@@ -1,16 +1,16 @@
 """LLM-serving scheduling explorer: Streamlit entry point (page config, navigation, shared state).
 
-Every page shares one scenario (`pages/state.py`), the sidebar's quick knobs (so the view you
+Every page shares one scenario (`explorer/state.py`), the sidebar's quick knobs (so the view you
 are on stays while you change the scenario) and a URL that encodes the scenario. An unexpected
 error shows one line with an id; the traceback goes to the server's log under that id.
 """
 
 import streamlit as st
 
-from pages.failures import report_internal_error
-from pages.sidebar import quick_knobs
-from pages.state import show_error
-from pages.url import read_url, write_url
+from explorer.failures import report_internal_error
+from explorer.sidebar import quick_knobs
+from explorer.state import show_error
+from explorer.url import read_url, write_url
 
 st.set_page_config(page_title="LLM serving scheduling explorer", page_icon=":material/schedule:", layout="wide")
 

@@ -1,4 +1,4 @@
-"""The run budget's memory estimate against measured peaks (how sim_core/budget.py was calibrated).
+"""The run budget's memory estimate against measured peaks (how sim_core/engine/budget.py was calibrated).
 
     python bench/budget_calibration.py [--cases abc...] [--rss]
 
@@ -16,7 +16,7 @@ light loads (0.05 req/s: every request alone, one batch per output token: the wo
 step, which the estimate prices) and heavy ones (20 req/s: large batches, over-estimated by
 design), at each record level, iteration by iteration and fast-forwarded, for vllm, vllm_v1,
 sglang, vllm_v0; 1,024 replicas; many short requests; P/D pools; 10^9 KV blocks; 4 pipeline stages.
-The constants in sim_core/budget.py are rounded up from the largest measured per-item costs;
+The constants in sim_core/engine/budget.py are rounded up from the largest measured per-item costs;
 a ratio (estimated / measured) below 1 on a light-load case means a constant needs raising.
 """
 
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sim_core import parse_config, run_simulation  # noqa: E402
-from sim_core.budget import estimate_cost  # noqa: E402
+from sim_core.engine.budget import estimate_cost  # noqa: E402
 from sim_core.workload import build_workload  # noqa: E402
 
 BASE = {"model": "llama-2-7b", "device": "a100-80gb", "max_model_len": 4096, "seed": 0,

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import numpy as np  # noqa: E402
 from sim_speed import make_trace  # noqa: E402
 
-import sim_core.simulation as simulation  # noqa: E402
+import sim_core.engine.simulation as simulation  # noqa: E402
 from sim_core import parse_config, run_simulation  # noqa: E402
 from sim_core.predictor import BatchShape, build_predictor  # noqa: E402
 

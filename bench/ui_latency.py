@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sim_core.config.share import encode_scenario  # noqa: E402
-from sim_core.scenarios import DEFAULT_SCENARIO  # noqa: E402
+from sim_core.scenarios.defaults import DEFAULT_SCENARIO  # noqa: E402
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run"]

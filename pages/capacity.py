@@ -4,18 +4,18 @@ meets the SLOs; cost, Pareto views, and any point in detail."""
 import streamlit as st
 import yaml
 
-from pages.capacity_inputs import sweep_spec
-from pages.capacity_jobs import (
+from explorer.capacity_inputs import sweep_spec
+from explorer.capacity_jobs import (
     current_job,
     show_start_error,
     start_clicked,
     stop_clicked,
 )
-from pages.capacity_results import leave_if_opened, progress, results
-from pages.entry import through_app
-from pages.remember import remember
-from pages.server import settings
-from pages.state import scenario, show_failure
+from explorer.capacity_results import leave_if_opened, progress, results
+from explorer.entry import through_app
+from explorer.remember import remember
+from explorer.server import settings
+from explorer.state import scenario, show_failure
 
 through_app()
 leave_if_opened()

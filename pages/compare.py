@@ -2,12 +2,12 @@
 
 import streamlit as st
 
-from pages.compare_inputs import variant_editors, variant_scenarios
-from pages.entry import through_app
-from pages.remember import remember
-from pages.safe_text import plain
-from pages.state import result_of, scenario
-from sim_core.compare import comparison_table, difference_frame, diverging_requests
+from explorer.compare_inputs import variant_editors, variant_scenarios
+from explorer.entry import through_app
+from explorer.remember import remember
+from explorer.safe_text import plain
+from explorer.state import result_of, scenario
+from sim_core.results.compare import comparison_table, difference_frame, diverging_requests
 from sim_core.viz.compare import (
     kv_overlay,
     preemption_overlay,

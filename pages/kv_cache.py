@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from pages.entry import through_app
-from pages.state import result, selected_request
+from explorer.entry import through_app
+from explorer.state import result, selected_request
 from sim_core.viz.kv_map import MAX_CELLS, kv_layout, kv_map_figure
 
 through_app()

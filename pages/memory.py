@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from pages.bind import bound
-from pages.entry import through_app
-from pages.safe_text import plain
-from pages.state import scenario, show_failure, web_config
+from explorer.bind import bound
+from explorer.entry import through_app
+from explorer.safe_text import plain
+from explorer.state import scenario, show_failure, web_config
 from sim_core import SimCoreError
 from sim_core.memory import plan_memory
 from sim_core.memory import planner as planners

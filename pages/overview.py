@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from pages.entry import through_app
-from pages.safe_text import plain
-from pages.state import result
+from explorer.entry import through_app
+from explorer.safe_text import plain
+from explorer.state import result
 from sim_core.viz.overview import (
     latency_cdfs,
     queue_figure,

@@ -4,8 +4,8 @@ import json
 
 import streamlit as st
 
-from pages.entry import through_app
-from pages.state import result, scenario, selected_request, web_config
+from explorer.entry import through_app
+from explorer.state import result, scenario, selected_request, web_config
 from sim_core.config import config_to_yaml
 from sim_core.export import chrome_trace
 from sim_core.viz.gantt import pipeline_gantt, stage_busy

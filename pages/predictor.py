@@ -3,10 +3,10 @@
 import numpy as np
 import streamlit as st
 
-from pages.entry import through_app
-from pages.safe_text import plain
-from pages.state import scenario, show_failure, web_config
-from pages.uploads import read_uploaded_profile
+from explorer.entry import through_app
+from explorer.safe_text import plain
+from explorer.state import scenario, show_failure, web_config
+from explorer.uploads import read_uploaded_profile
 from sim_core import SimCoreError
 from sim_core.predictor import build_predictor
 from sim_core.predictor.accuracy import (

@@ -3,8 +3,8 @@ highlight it on the KV-cache map and the pipeline Gantt."""
 
 import streamlit as st
 
-from pages.entry import through_app
-from pages.state import SELECTED_KEY, result, selected_request
+from explorer.entry import through_app
+from explorer.state import SELECTED_KEY, result, selected_request
 from sim_core.viz.timeline import (
     SORTS,
     pick_requests,

@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from pages.bind import bound, section
-from pages.entry import through_app
-from pages.scenario_files import files_row, presets_row, trace_source
-from pages.state import get_path, scenario, try_scenario, with_path
+from explorer.bind import bound, section
+from explorer.entry import through_app
+from explorer.scenario_files import files_row, presets_row, trace_source
+from explorer.state import get_path, scenario, try_scenario, with_path
 from sim_core.catalog import DEVICES, MODELS
 
 through_app()

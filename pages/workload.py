@@ -4,14 +4,14 @@ import json
 
 import streamlit as st
 
-from pages.entry import through_app
-from pages.safe_text import plain
-from pages.server import public_text, settings
-from pages.state import scenario, show_failure, try_scenario, web_config
-from pages.uploads import check_trace
-from pages.workload_inputs import WL, generator_spec
+from explorer.entry import through_app
+from explorer.safe_text import plain
+from explorer.server import public_text, settings
+from explorer.state import scenario, show_failure, try_scenario, web_config
+from explorer.uploads import check_trace
+from explorer.workload_inputs import WL, generator_spec
 from sim_core import SimCoreError
-from sim_core.budget import check_budget
+from sim_core.engine.budget import check_budget
 from sim_core.viz import (
     arrival_rate_figure,
     length_histogram_figure,

@@ -5,9 +5,9 @@
 """
 
 from sim_core.config import SimulationConfig, load_config, parse_config
+from sim_core.engine.simulation import run_simulation
 from sim_core.errors import ConfigError, SimCoreError, SimulationError, TraceError
-from sim_core.result import SimulationResult
-from sim_core.simulation import run_simulation
+from sim_core.results.result import SimulationResult
 
 __all__ = ["ConfigError", "SimCoreError", "SimulationConfig", "SimulationError", "SimulationResult",
            "TraceError", "load_config", "parse_config", "run_simulation"]

@@ -1,5 +1,5 @@
 import sys
 
-from sim_core.cli import main
+from sim_core.cli.main import main
 
 sys.exit(main())

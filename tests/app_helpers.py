@@ -51,6 +51,6 @@ def chart_specs(app: AppTest) -> list[str]:
 
 
 def unescaped(markdown: str) -> str:
-    """The text a user sees for Markdown made by `pages.safe_text.plain` (escapes and word
+    """The text a user sees for Markdown made by `explorer.safe_text.plain` (escapes and word
     joiners removed)."""
     return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")

@@ -6,7 +6,7 @@ from app_helpers import APP, TIMEOUT, TINY, has_widget, open_app, unescaped
 from streamlit.testing.v1 import AppTest
 
 from sim_core.config.share import decode_scenario, encode_scenario
-from sim_core.scenarios import DEFAULT_SCENARIO
+from sim_core.scenarios.defaults import DEFAULT_SCENARIO
 
 
 def test_the_app_opens_on_the_default_scenario_with_its_headline_metrics():
@@ -21,11 +21,11 @@ def test_the_app_opens_on_the_default_scenario_with_its_headline_metrics():
 
 
 def test_a_sidebar_knob_resimulates_and_a_view_only_rerun_reuses_the_cached_run(monkeypatch):
-    import sim_core.simulation as simulation
+    import sim_core.engine.simulation as simulation
 
     calls = []
     original = simulation.run_simulation
-    monkeypatch.setattr("pages.state.run_simulation", lambda *a, **k: calls.append(1) or original(*a, **k))
+    monkeypatch.setattr("explorer.state.run_simulation", lambda *a, **k: calls.append(1) or original(*a, **k))
     scenario = copy.deepcopy(TINY)
     scenario["seed"] = 1234                      # a key no other test has cached
     app = open_app("pages/pipeline.py", scenario)
@@ -39,11 +39,11 @@ def test_a_sidebar_knob_resimulates_and_a_view_only_rerun_reuses_the_cached_run(
 
 
 def test_views_without_events_run_the_cheaper_record_level_and_reuse_a_full_run(monkeypatch):
-    import sim_core.simulation as simulation
+    import sim_core.engine.simulation as simulation
 
     levels = []
     original = simulation.run_simulation
-    monkeypatch.setattr("pages.state.run_simulation",
+    monkeypatch.setattr("explorer.state.run_simulation",
                         lambda config, *a, **k: levels.append(config.engine.record) or original(config, *a, **k))
     scenario = copy.deepcopy(TINY)
     scenario["seed"] = 4321                      # a key no other test has cached

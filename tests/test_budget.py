@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from sim_core import SimCoreError, parse_config, run_simulation
-from sim_core.budget import (
+from sim_core.engine.budget import (
     BLOCK_EVENT_BYTES,
     GAP_BYTES,
     GIB,
@@ -27,8 +27,8 @@ from sim_core.budget import (
     estimate_cost,
 )
 from sim_core.memory import plan_memory
-from sim_core.presets import PRESETS
-from sim_core.scenarios import DEFAULT_SCENARIO
+from sim_core.scenarios.defaults import DEFAULT_SCENARIO
+from sim_core.scenarios.presets import PRESETS
 from sim_core.workload import build_workload
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ import time
 import yaml
 from app_helpers import chart_specs, open_app, unescaped
 
-from pages.server import settings
+from explorer.server import settings
 
 
 def wait_until_done(app, timeout_s: float = 240.0):

@@ -27,7 +27,7 @@ def test_percentiles_use_the_inverted_cdf_with_weights():
     """p50 of [1, 2, 3, 4] is 2 (half the samples at or below it); weights count as repeats."""
     import numpy as np
 
-    from sim_core.metrics import quantiles
+    from sim_core.results.metrics import quantiles
 
     assert quantiles(np.array([4.0, 1.0, 3.0, 2.0]), [50, 75, 99]) == [2.0, 3.0, 4.0]
     assert quantiles(np.array([1.0, 5.0]), [50, 90], np.array([9, 1])) == [1.0, 1.0]

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from sim_core import parse_config, run_simulation
-from sim_core.compare import (
+from sim_core.results.compare import (
     TIE,
     comparison_table,
     describe_changes,

@@ -9,9 +9,9 @@ import pytest
 from conftest import cost, simulate
 
 from sim_core import ConfigError, parse_config, run_simulation
-from sim_core.handoff import kv_bytes_per_token
+from sim_core.cluster.handoff import kv_bytes_per_token
+from sim_core.cluster.pools import pool_views
 from sim_core.memory import plan_memory
-from sim_core.pools import pool_views
 
 LINK = {"link_bandwidth_gb_s": 100.0, "link_latency_s": 0.002}
 MOVE_100 = 0.002 + 100 * 524_288 / 100e9

@@ -4,7 +4,7 @@ lesson, the exact figures move with its calibration)."""
 import copy
 
 from sim_core import parse_config, run_simulation
-from sim_core.presets import preset
+from sim_core.scenarios.presets import preset
 
 
 def _summary(name: str, **scheduler) -> dict:

@@ -16,7 +16,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim_core.cli import main
+from sim_core.cli.main import main
 
 BASE = {
     "seed": 1,

@@ -20,7 +20,7 @@ import yaml
 
 from sim_core import parse_config, run_simulation
 from sim_core.export import write_outputs
-from sim_core.presets import PRESETS
+from sim_core.scenarios.presets import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = Path(__file__).parent / "data" / "golden_outputs.json"

@@ -110,8 +110,8 @@ def test_generate_and_validate_refuse_a_hundred_million_requests_before_generati
 
 def test_no_limits_lifts_the_cli_budget():
     """--no-limits makes a command run under no budget; without it the CLI's generous default."""
-    from sim_core.budget import Limits
-    from sim_core.cli import _parser, limits_of
+    from sim_core.cli.main import _parser, limits_of
+    from sim_core.engine.budget import Limits
 
     assert limits_of(_parser().parse_args(["run", "--config", "s.yaml", "--no-limits"])) is None
     assert limits_of(_parser().parse_args(["generate", "--config", "s.yaml", "--out", "t.csv"])) == Limits.cli()

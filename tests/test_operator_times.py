@@ -3,8 +3,8 @@
 import pytest
 
 from sim_core import parse_config
+from sim_core.engine.simulation import run_simulation
 from sim_core.predictor import BatchShape, build_predictor
-from sim_core.simulation import run_simulation
 
 ONE_REQUEST = {
     "seed": 1, "model": "llama-2-7b", "device": "a100-80gb",

@@ -3,7 +3,7 @@
 import numpy as np
 
 from sim_core import parse_config, run_simulation
-from sim_core.presets import preset
+from sim_core.scenarios.presets import preset
 from sim_core.workload import build_workload
 
 

@@ -5,7 +5,7 @@ import json
 import pytest
 from synthetic_profiles import make_profiles
 
-from sim_core.cli import main
+from sim_core.cli.main import main
 
 
 @pytest.fixture(scope="module")

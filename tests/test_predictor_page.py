@@ -6,7 +6,7 @@ from app_helpers import unescaped
 from streamlit.testing.v1 import AppTest
 from synthetic_profiles import make_profiles
 
-from pages.server import settings
+from explorer.server import settings
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "predictor.py")
 

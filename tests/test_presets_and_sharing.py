@@ -11,8 +11,8 @@ from sim_core.config.applicability import APPLIES, applies
 from sim_core.config.share import decode_scenario, encode_scenario
 from sim_core.memory import plan_memory
 from sim_core.memory.breakdown import memory_breakdown
-from sim_core.presets import PRESETS, preset
-from sim_core.scenarios import DEFAULT_SCENARIO
+from sim_core.scenarios.defaults import DEFAULT_SCENARIO
+from sim_core.scenarios.presets import PRESETS, preset
 from sim_core.viz.memory import memory_facts, memory_figure
 
 

@@ -3,7 +3,7 @@
 
 from app_helpers import unescaped
 
-from pages.safe_text import WORD_JOINER, plain, shorten
+from explorer.safe_text import WORD_JOINER, plain, shorten
 
 PHISH = "[Session expired, sign in](https://evil.example/login) ![x](https://evil.example/p.png)"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from app_helpers import ROOT, TINY, has_widget, open_app, unescaped
 
-from sim_core.presets import preset
+from sim_core.scenarios.presets import preset
 
 
 def test_loading_a_preset_replaces_the_scenario_and_every_widget_follows():

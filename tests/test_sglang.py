@@ -6,7 +6,7 @@ import pytest
 from conftest import batches_of, column, cost, simulate
 
 from sim_core import parse_config, run_simulation
-from sim_core.overlap import OverlapClock
+from sim_core.engine.overlap import OverlapClock
 from sim_core.predictor import BatchShape, build_predictor
 from sim_core.workload import Workload
 

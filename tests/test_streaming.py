@@ -3,7 +3,9 @@
 import pandas as pd
 import pytest
 
-from sim_core import parse_config, record, run_simulation, simulator
+from sim_core import parse_config, run_simulation
+from sim_core.engine import simulator
+from sim_core.results import record
 
 BASE = {"seed": 3, "max_model_len": 2048, "predictor": {"type": "linear"},
         "workload": {"num_requests": 300, "arrival": {"process": "gamma", "qps": 30, "cv": 3},

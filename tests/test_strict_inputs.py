@@ -20,12 +20,12 @@ import yaml
 
 from sim_core import ConfigError, SimulationError, parse_config
 from sim_core.catalog.hf_import import parse_hf_config
-from sim_core.cli import main
+from sim_core.cli.main import main
 from sim_core.config.documents import parse_yaml
 from sim_core.config.loading import parse_mapping
 from sim_core.config.share import decode_scenario, encode_scenario
+from sim_core.engine.kernel import EventKernel
 from sim_core.errors import shown
-from sim_core.kernel import EventKernel
 from sim_core.sweep.spec import load_sweep_spec
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from pages.upload_store import UploadStore
+from explorer.upload_store import UploadStore
 
 DATA = b"arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,2\n"
 

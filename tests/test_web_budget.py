@@ -10,8 +10,8 @@ import pytest
 from app_helpers import APP, TIMEOUT, TINY, open_app, unescaped
 from streamlit.testing.v1 import AppTest
 
-import pages.state
-from pages.server import run_slots, settings
+import explorer.state
+from explorer.server import run_slots, settings
 from sim_core.config.share import encode_scenario
 
 
@@ -19,10 +19,10 @@ from sim_core.config.share import encode_scenario
 def fresh_settings():
     """Each test reads the environment it sets (settings, run slots and cached runs are per server
     process)."""
-    for cached in (settings, run_slots, pages.state._results):   # runs are cached per server too
+    for cached in (settings, run_slots, explorer.state._results):   # runs are cached per server too
         cached.clear()
     yield
-    for cached in (settings, run_slots, pages.state._results):
+    for cached in (settings, run_slots, explorer.state._results):
         cached.clear()
 
 
@@ -73,7 +73,7 @@ def test_a_run_past_the_wall_clock_limit_stops_with_one_line(monkeypatch):
 def test_when_every_run_slot_stays_taken_the_page_says_the_server_is_busy(monkeypatch):
     """One slot, held elsewhere: the page waits SLOT_WAIT_S and then explains, changing nothing."""
     monkeypatch.setenv("SIM_EXPLORER_MAX_CONCURRENT_RUNS", "1")
-    monkeypatch.setattr(pages.state, "SLOT_WAIT_S", 0.2)
+    monkeypatch.setattr(explorer.state, "SLOT_WAIT_S", 0.2)
     slots = run_slots()
     assert slots.acquire(timeout=1)
     try:
@@ -108,7 +108,7 @@ def test_the_largest_pool_the_app_allows_draws_its_kv_map():
 
 def test_an_uploaded_trace_over_the_row_limit_is_refused_before_it_is_read(monkeypatch):
     """The rows are counted in bounded memory first; the file is not kept."""
-    from pages.server import uploads
+    from explorer.server import uploads
 
     monkeypatch.setenv("SIM_EXPLORER_MAX_TRACE_ROWS", "2")
     app = open_app("pages/scenario.py")
@@ -133,7 +133,7 @@ def test_an_uploaded_profile_over_the_row_limit_is_refused_before_any_model_is_t
 def test_a_sweep_over_a_trace_is_checked_on_the_traces_exact_lengths(monkeypatch):
     """Before a trace is read its output lengths are unknown; Start reads it once and refuses the
     probes whose request steps (3 requests x 600 output tokens) pass the server's limit of 1,000."""
-    from pages.server import uploads
+    from explorer.server import uploads
 
     monkeypatch.setenv("SIM_EXPLORER_MAX_REQUEST_STEPS", "1000")
     trace = b"arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,100,600\n0.5,100,600\n1.0,100,600\n"
@@ -147,7 +147,7 @@ def test_a_sweep_over_a_trace_is_checked_on_the_traces_exact_lengths(monkeypatch
 
 def test_the_watcher_stops_the_sweeps_of_sessions_that_have_gone():
     """A job whose session check says it has gone is stopped; the others run on."""
-    from pages.capacity_jobs import _Entry, _stop_orphans
+    from explorer.capacity_jobs import _Entry, _stop_orphans
 
     class Job:
         stopped = False

@@ -13,9 +13,9 @@ import yaml
 from app_helpers import APP, TIMEOUT, TINY, open_app, unescaped
 from streamlit.testing.v1 import AppTest
 
-from pages.server import uploads
+from explorer.server import uploads
 from sim_core.config.share import encode_scenario
-from sim_core.scenarios import DEFAULT_SCENARIO
+from sim_core.scenarios.defaults import DEFAULT_SCENARIO
 
 GOOD_TRACE = b"arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,100,20\n0.5,200,10\n"
 REFUSED = ("Not applied, the previous scenario stays in place: scenario: workload.trace_file: only uploaded "

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from sim_core.cluster.pools import replica_names, replica_stages
 from sim_core.export.atomic import write_atomic
 from sim_core.memory.cache_ops import cache_op_spans
-from sim_core.pool_summary import blocks_per_replica
-from sim_core.pools import replica_names, replica_stages
+from sim_core.results.pool_summary import blocks_per_replica
 
 if TYPE_CHECKING:
-    from sim_core.result import SimulationResult
+    from sim_core.results.result import SimulationResult
 
 US = 1e6
 KV_COPY_TID = 1000

@@ -22,7 +22,7 @@ from sim_core.export.chrome_trace import chrome_trace_text
 from sim_core.export.text import shorten
 
 if TYPE_CHECKING:
-    from sim_core.result import SimulationResult
+    from sim_core.results.result import SimulationResult
 
 REQUEST_COLUMNS = ("request_id", "arrived_at", "num_prefill_tokens", "num_decode_tokens", "replica_id",
                    "status", "scheduled_at", "prefill_completed_at", "completed_at", "num_restarts",

@@ -17,11 +17,11 @@ from sim_core.config import SchedulerConfig
 from sim_core.entities import Batch, Request, RequestStatus
 from sim_core.memory import BlockPool, CountingBlockPool
 from sim_core.memory.kv_pool import BlockHolder, KvPool
-from sim_core.record import Recorder
+from sim_core.results.record import Recorder
 from sim_core.schedulers.waiting import WaitingQueue
 
 if TYPE_CHECKING:
-    from sim_core.handoff import KvHandle
+    from sim_core.cluster.handoff import KvHandle
     from sim_core.workload.model import Workload
 
 

@@ -20,7 +20,7 @@ from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
 
 if TYPE_CHECKING:
     from sim_core.config import SchedulerConfig
-    from sim_core.record import Recorder
+    from sim_core.results.record import Recorder
     from sim_core.schedulers.base import ReplicaLimits
 
 

@@ -34,9 +34,9 @@ from sim_core.schedulers.sglang_adder import (
 from sim_core.schedulers.sglang_retract import INIT_NEW_TOKEN_RATIO
 
 if TYPE_CHECKING:
+    from sim_core.cluster.handoff import KvHandle
     from sim_core.config import SchedulerConfig
-    from sim_core.handoff import KvHandle
-    from sim_core.record import Recorder
+    from sim_core.results.record import Recorder
     from sim_core.schedulers.base import ReplicaLimits
 
 MAX_DEFAULT_RUNNING = 4096

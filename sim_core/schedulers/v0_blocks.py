@@ -26,7 +26,7 @@ from sim_core.memory.swap_space import SwapSpace
 from sim_core.schedulers.seq_group import SeqGroup
 
 if TYPE_CHECKING:
-    from sim_core.record import Recorder
+    from sim_core.results.record import Recorder
 
 
 class AllocStatus(Enum):

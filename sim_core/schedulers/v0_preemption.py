@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 
 from sim_core.entities import Request, RequestStatus
 from sim_core.memory.cache_ops import CacheOps
-from sim_core.record import IGNORED, SWAPPED_OUT
+from sim_core.results.record import IGNORED, SWAPPED_OUT
 from sim_core.schedulers.seq_group import recompute_group, restart_from_prompt
 
 if TYPE_CHECKING:
     from sim_core.config import SchedulerConfig
     from sim_core.memory.shared_blocks import RefCountedBlockPool, RefCountedCountingPool
-    from sim_core.record import Recorder
+    from sim_core.results.record import Recorder
     from sim_core.schedulers.v0_blocks import V0BlockManager
 
 

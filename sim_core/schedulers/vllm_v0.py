@@ -24,7 +24,7 @@ from sim_core.entities import Batch, Request
 from sim_core.memory.cache_ops import CacheOps
 from sim_core.memory.shared_blocks import RefCountedBlockPool, RefCountedCountingPool
 from sim_core.memory.swap_space import SwapSpace
-from sim_core.record import SWAPPED_IN
+from sim_core.results.record import SWAPPED_IN
 from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
 from sim_core.schedulers.seq_group import SeqGroup
 from sim_core.schedulers.v0_blocks import AllocStatus, V0BlockManager
@@ -35,7 +35,7 @@ Scheduled = list[tuple[Request, int]]   # (request, tokens it runs this step), i
 
 if TYPE_CHECKING:
     from sim_core.config import SchedulerConfig
-    from sim_core.record import Recorder
+    from sim_core.results.record import Recorder
     from sim_core.schedulers.base import ReplicaLimits
 
 

@@ -16,13 +16,13 @@ from sim_core.entities import Batch, Request
 from sim_core.errors import ConfigError
 from sim_core.memory.kv_pool import BlockHolder
 from sim_core.memory.shared_blocks import RefCountedBlockPool, RefCountedCountingPool
-from sim_core.record import Recorder
+from sim_core.results.record import Recorder
 from sim_core.schedulers.base import ReplicaLimits, ReplicaScheduler
 from sim_core.schedulers.vllm_v0 import VllmV0Scheduler
 
 if TYPE_CHECKING:
+    from sim_core.cluster.handoff import KvHandle
     from sim_core.config import SchedulerConfig
-    from sim_core.handoff import KvHandle
 
 
 class VllmV0Factory:

@@ -38,7 +38,7 @@ from sim_core.schedulers.waiting import PriorityQueue
 
 if TYPE_CHECKING:
     from sim_core.config import SchedulerConfig
-    from sim_core.record import Recorder
+    from sim_core.results.record import Recorder
     from sim_core.schedulers.base import ReplicaLimits
 
 V1_BATCHED_TOKENS = 2048  # max_num_batched_tokens when the scenario leaves it empty (vLLM V1's default)

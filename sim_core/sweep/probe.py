@@ -7,8 +7,8 @@ import math
 from dataclasses import dataclass
 
 from sim_core.config import parse_config
+from sim_core.engine.simulation import run_simulation
 from sim_core.errors import SimulationError
-from sim_core.simulation import run_simulation
 from sim_core.sweep.spec import set_path
 
 KEPT = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tbt_p50_s", "tbt_p90_s", "tbt_p99_s", "e2e_p50_s",

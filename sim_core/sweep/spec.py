@@ -24,7 +24,7 @@ from sim_core.config.loading import read_mapping
 from sim_core.config.sections import Strict
 from sim_core.errors import ConfigError
 from sim_core.export.text import shorten
-from sim_core.metrics import PERCENTILES
+from sim_core.results.metrics import PERCENTILES
 
 SLO_METRICS = tuple(f"{name}_p{p}_s" for name in ("ttft", "tbt", "e2e", "scheduling_delay") for p in PERCENTILES)
 SEARCH_OWNED = {

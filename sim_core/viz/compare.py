@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from sim_core.pool_summary import blocks_per_replica
+from sim_core.results.pool_summary import blocks_per_replica
 from sim_core.viz.decimate import step_peaks
 from sim_core.viz.overview import PALETTE, throughput_series
 from sim_core.viz.timeline import timeline_figure

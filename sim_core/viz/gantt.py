@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from sim_core.cluster.pools import replica_names, replica_stages
 from sim_core.memory.cache_ops import cache_op_spans
-from sim_core.pools import replica_names, replica_stages
 
 if TYPE_CHECKING:
-    from sim_core.result import SimulationResult
+    from sim_core.results.result import SimulationResult
 
 KIND_COLORS = {"prefill": "#d95f02", "mixed": "#7570b3", "decode": "#1b9e77"}
 TRANSFER_COLOR = "#e6ab02"

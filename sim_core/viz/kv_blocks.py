@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from sim_core.cluster.pools import pool_views
 from sim_core.memory.swap_space import num_swap_blocks
-from sim_core.pools import pool_views
 
 if TYPE_CHECKING:
     from sim_core.config import SimulationConfig
-    from sim_core.result import SimulationResult
+    from sim_core.results.result import SimulationResult
 
 FREE, PREFILL, DECODE, PREEMPTED, SHARED, CACHED, SELECTED = range(7)
 STATE_NAMES = ("free", "prefill", "decode", "preempted / swapped", "shared prefix", "cached, free",

@@ -26,7 +26,7 @@ from sim_core.viz.kv_blocks import (
 )
 
 if TYPE_CHECKING:
-    from sim_core.result import SimulationResult
+    from sim_core.results.result import SimulationResult
 
 MAX_CELLS = 1024          # per replica; more blocks are aggregated into super-cells
 MAX_VALUES = 400_000      # cells x frames x replicas sent to the browser

@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 from sim_core.viz.decimate import step_peaks
 
 if TYPE_CHECKING:
-    from sim_core.result import SimulationResult
+    from sim_core.results.result import SimulationResult
 
 LATENCIES = (("ttft", "TTFT"), ("tpot", "TPOT (mean TBT)"), ("tbt_max", "worst TBT"), ("e2e", "end-to-end"))
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#9c755f")

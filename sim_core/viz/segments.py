@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
-    from sim_core.result import SimulationResult
+    from sim_core.results.result import SimulationResult
 
 KINDS = ("waiting", "prefill", "decode", "preempted")
 ENDINGS = ("restarted", "finished", "rejected")

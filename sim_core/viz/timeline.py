@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from sim_core.viz.segments import KIND_COLORS, request_segments
 
 if TYPE_CHECKING:
-    from sim_core.result import SimulationResult
+    from sim_core.results.result import SimulationResult
 
 SORTS = {
     "arrival": ("request_id", True),

@@ -6,7 +6,7 @@ arrives at turn j-1's arrival + (j-1's output tokens x response_s_per_token) + a
 think time: that estimate stands in for the real answer time. With `closed_loop` the estimate
 is left out, so the gap between consecutive turns' arrival times is exactly the think time; the
 simulator then releases turn j that long after turn j-1 actually completes
-(`sim_core/session_loop.py`). Conversations start as the arrival process says; the first
+(`sim_core/cluster/sessions.py`). Conversations start as the arrival process says; the first
 num_requests turns in arrival order are kept.
 """
 

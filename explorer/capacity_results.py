@@ -7,9 +7,9 @@ import html
 
 import streamlit as st
 
-from pages.remember import remember
-from pages.safe_text import plain
-from pages.state import result_of, show_failure, try_scenario
+from explorer.remember import remember
+from explorer.safe_text import plain
+from explorer.state import result_of, show_failure, try_scenario
 from sim_core.sweep import sweep_table
 from sim_core.sweep.pareto import best_per_objective, config_label, min_gpus_for
 from sim_core.sweep.probe import probe_scenario

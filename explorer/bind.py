@@ -15,7 +15,7 @@ import annotated_types
 import streamlit as st
 from pydantic import BaseModel
 
-from pages.state import ERROR_KEY, WIDGET_PREFIX, get_path, scenario, try_scenario, with_path
+from explorer.state import ERROR_KEY, WIDGET_PREFIX, get_path, scenario, try_scenario, with_path
 from sim_core.config import SimulationConfig
 from sim_core.config.applicability import applies
 from sim_core.schedulers import scheduler_label

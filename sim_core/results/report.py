@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sim_core.result import SimulationResult
+    from sim_core.results.result import SimulationResult
 
 
 def _ms(value: float) -> str:

@@ -34,14 +34,14 @@ import numpy as np
 from sim_core.entities import Batch, Request, RequestStatus
 from sim_core.memory.block_hash_cache import HashedBlockPool
 from sim_core.memory.block_pool import BlockPool, CountingBlockPool
-from sim_core.record import FINISHED
+from sim_core.results.record import FINISHED
 
 if TYPE_CHECKING:
+    from sim_core.engine.simulator import Simulator
     from sim_core.memory.kv_pool import KvPool
     from sim_core.predictor.shape import Predictor
-    from sim_core.record import Recorder
+    from sim_core.results.record import Recorder
     from sim_core.schedulers.base import ReplicaScheduler
-    from sim_core.simulator import Simulator
 
 # finished members as (formation, member, freed block ids, how many), and the allocations as
 # (formations, members, block ids, blocks taken per formation): the id pools fill the first

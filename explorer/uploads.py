@@ -1,6 +1,6 @@
 """Uploaded files: traces become files the scenario can reference; scenario YAML is parsed.
 
-A trace is kept in the server's private upload store (`pages/upload_store.py`) under the hash of
+A trace is kept in the server's private upload store (`explorer/upload_store.py`) under the hash of
 its bytes, and only once it has been read without error: a file that fails validation leaves
 nothing behind. The browser's file name is shown in messages and never used as a path.
 """
@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pages.server import settings, uploads
+from explorer.server import settings, uploads
 from sim_core import SimCoreError
-from sim_core.budget import count_rows
 from sim_core.config import SimulationConfig
 from sim_core.config.loading import parse_mapping
+from sim_core.engine.budget import count_rows
 from sim_core.errors import ConfigError
 from sim_core.predictor.profile_dir import ProfileSet
 from sim_core.predictor.profiles import read_attention, read_mlp
@@ -89,7 +89,7 @@ def read_uploaded_profile(config: SimulationConfig, name: str, data: bytes) -> P
 def check_scenario_file(name: str, data: bytes) -> tuple[dict | None, str]:
     """(scenario mapping or None, error message or "") for an uploaded YAML/JSON scenario; it is
     validated as a scenario from the web (files only from the upload store and the samples)."""
-    from pages.state import web_config
+    from explorer.state import web_config
 
     try:
         text = data.decode("utf-8")

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.safe_text import plain
-from pages.server import SAMPLES
-from pages.state import ERROR_KEY, get_path, scenario, show_failure, try_scenario, web_config, with_path
-from pages.uploads import check_scenario_file, check_trace
+from explorer.safe_text import plain
+from explorer.server import SAMPLES
+from explorer.state import ERROR_KEY, get_path, scenario, show_failure, try_scenario, web_config, with_path
+from explorer.uploads import check_scenario_file, check_trace
 from sim_core.config import config_to_yaml
-from sim_core.presets import PRESETS, preset
+from sim_core.scenarios.presets import PRESETS, preset
 
 TRACE_REPORT, TRACE_ERROR, TRACE_NAMES = "sc_trace_report", "sc_trace_error", "sc_trace_names"
 

@@ -7,9 +7,9 @@ import typing
 
 import streamlit as st
 
-from pages.bind import field_info
-from pages.remember import remember
-from pages.state import get_path
+from explorer.bind import field_info
+from explorer.remember import remember
+from explorer.state import get_path
 from sim_core.catalog import DEVICES
 from sim_core.sweep.spec import SearchSettings
 

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from sim_core.pools import pool_views
+from sim_core.cluster.pools import pool_views
 
 if TYPE_CHECKING:
     from sim_core.config import SimulationConfig
-    from sim_core.result import SimulationResult
+    from sim_core.results.result import SimulationResult
 
 # (summary key, label, unit, scale to the unit, which way is better: "lower", "higher" or None)
 METRICS = (

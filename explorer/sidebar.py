@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages.bind import bound
-from pages.safe_text import plain
-from pages.state import SELECTED_KEY, get_path, scenario
+from explorer.bind import bound
+from explorer.safe_text import plain
+from explorer.state import SELECTED_KEY, get_path, scenario
 from sim_core.catalog import DEVICES, MODELS
 
 

@@ -28,7 +28,7 @@ from sim_core.workload import Workload
 
 if TYPE_CHECKING:
     from sim_core.config import SessionConfig, SimulationConfig
-    from sim_core.kernel import EventKernel
+    from sim_core.engine.kernel import EventKernel
 
 TURN_PHASE = 0  # end-of-instant key phase of released turns (before hand-offs and transfers)
 

@@ -41,9 +41,9 @@ from sim_core.memory.planner import BYTES_PER_VALUE
 if TYPE_CHECKING:
     from sim_core.catalog.models import ModelSpec
     from sim_core.config import DisaggregationConfig
-    from sim_core.routing import Router
+    from sim_core.engine.routing import Router
+    from sim_core.engine.simulator import Simulator
     from sim_core.schedulers import ReplicaScheduler
-    from sim_core.simulator import Simulator
 
 HANDOFF_PHASE, DISPATCH_PHASE = 1, 2   # end-of-instant keys: after released session turns (0)
 TRANSFER_COLUMNS = ("request_id", "source_replica", "target_replica", "num_tokens", "num_bytes",

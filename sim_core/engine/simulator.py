@@ -20,20 +20,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from sim_core.cluster.sessions import SessionChains
+from sim_core.engine.fast_forward import FastForward
+from sim_core.engine.kernel import EventKernel
+from sim_core.engine.overlap import OverlapClock
+from sim_core.engine.stage import Stage
 from sim_core.entities import Batch, Request, RequestStatus
-from sim_core.fastforward import FastForward
-from sim_core.kernel import EventKernel
-from sim_core.overlap import OverlapClock
 from sim_core.predictor import BatchShape, Predictor, padded, shape_of
-from sim_core.record import ADMITTED, FINISHED, QUEUED, Recorder
-from sim_core.request_log import RequestLog
-from sim_core.session_loop import SessionChains
-from sim_core.stage import Stage
+from sim_core.results.record import ADMITTED, FINISHED, QUEUED, Recorder
+from sim_core.results.request_log import RequestLog
 
 if TYPE_CHECKING:
-    from sim_core.handoff import Disaggregation
+    from sim_core.cluster.handoff import Disaggregation
+    from sim_core.engine.routing import Router
     from sim_core.predictor.kv_copy import KvCopyCost
-    from sim_core.routing import Router
     from sim_core.schedulers import ReplicaScheduler
     from sim_core.workload.model import Workload
 

@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from sim_core.cluster.pools import replica_stages
 from sim_core.config import SimulationConfig
 from sim_core.memory import MemoryPlan
 from sim_core.memory.cache_ops import CACHE_OP_NAMES
-from sim_core.metrics import request_table, summarize
-from sim_core.pools import replica_stages
 from sim_core.predictor.accounting import operator_times
-from sim_core.record import STATE_NAMES, Recorder, Table
+from sim_core.results.metrics import request_table, summarize
+from sim_core.results.record import STATE_NAMES, Recorder, Table
 
 if TYPE_CHECKING:
-    from sim_core.simulator import Simulator
+    from sim_core.engine.simulator import Simulator
     from sim_core.workload.model import Workload
 
 

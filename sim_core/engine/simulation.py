@@ -6,23 +6,23 @@ from collections.abc import Callable
 
 import numpy as np
 
-from sim_core.budget import Limits, StopCheck, check_budget
+from sim_core.cluster.handoff import Disaggregation, kv_bytes_per_token
+from sim_core.cluster.pools import PoolView, pool_views
+from sim_core.cluster.sessions import build_chains, session_notes
 from sim_core.config import SimulationConfig
+from sim_core.engine.budget import Limits, StopCheck, check_budget
+from sim_core.engine.routing import ROUTERS
+from sim_core.engine.simulator import Simulator
 from sim_core.entities import Request
 from sim_core.errors import ConfigError
-from sim_core.handoff import Disaggregation, kv_bytes_per_token
 from sim_core.memory import MemoryPlan, plan_memory
 from sim_core.memory.swap_space import num_swap_blocks
-from sim_core.pool_summary import add_pools
-from sim_core.pools import PoolView, pool_views
 from sim_core.predictor import Predictor, build_predictor
 from sim_core.predictor.kv_copy import KvCopyCost
-from sim_core.record import REJECTED, Recorder
-from sim_core.result import SimulationResult, build_result
-from sim_core.routing import ROUTERS
+from sim_core.results.pool_summary import add_pools
+from sim_core.results.record import REJECTED, Recorder
+from sim_core.results.result import SimulationResult, build_result
 from sim_core.schedulers import SCHEDULERS, ReplicaLimits, ReplicaScheduler
-from sim_core.session_loop import build_chains, session_notes
-from sim_core.simulator import Simulator
 from sim_core.workload import Workload, build_workload
 
 CLI_LIMITS = Limits.cli()

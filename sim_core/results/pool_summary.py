@@ -12,14 +12,14 @@ import numpy as np
 import pandas as pd
 
 from sim_core.memory import MemoryPlan
-from sim_core.metrics import quantiles
+from sim_core.results.metrics import quantiles
 
 if TYPE_CHECKING:
-    from sim_core.pools import PoolView
-    from sim_core.record import Recorder
-    from sim_core.result import SimulationResult
+    from sim_core.cluster.pools import PoolView
+    from sim_core.engine.simulator import Simulator
+    from sim_core.results.record import Recorder
+    from sim_core.results.result import SimulationResult
     from sim_core.schedulers import ReplicaLimits
-    from sim_core.simulator import Simulator
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages.state import ERROR_KEY, scenario, try_scenario
+from explorer.state import ERROR_KEY, scenario, try_scenario
 from sim_core import SimCoreError
 from sim_core.config.share import decode_scenario, encode_scenario
 

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.server import confine, session_alive, settings
-from pages.state import show_failure
+from explorer.server import confine, session_alive, settings
+from explorer.state import show_failure
 from sim_core import SimCoreError, parse_config
-from sim_core.budget import check_budget
+from sim_core.engine.budget import check_budget
 from sim_core.errors import ConfigError
 from sim_core.sweep import LocalBackend, RayBackend, parse_sweep_spec
 from sim_core.sweep.job import SweepJob

@@ -3,7 +3,7 @@
 The scenario is a plain dict kept in `st.session_state["scenario"]`; it is always valid: an edit
 that fails validation leaves it unchanged and stores the error under `scenario_error` for the
 page to show. Widgets never own it: they are initialised from it and write back to it
-(see `pages/bind.py`), so values survive page switches.
+(see `explorer/bind.py`), so values survive page switches.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from collections import OrderedDict
 
 import streamlit as st
 
-from pages.safe_text import plain
-from pages.server import confine, public_text, run_slots, session_alive, settings
+from explorer.safe_text import plain
+from explorer.server import confine, public_text, run_slots, session_alive, settings
 from sim_core import SimCoreError, parse_config, run_simulation
-from sim_core.budget import check_budget
 from sim_core.config import SimulationConfig
-from sim_core.scenarios import DEFAULT_SCENARIO
+from sim_core.engine.budget import check_budget
+from sim_core.scenarios.defaults import DEFAULT_SCENARIO
 
 SCENARIO_KEY, ERROR_KEY, SELECTED_KEY = "scenario", "scenario_error", "selected_request"
 WIDGET_PREFIX = "w:"      # keys of widgets bound to scenario fields

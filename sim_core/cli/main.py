@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 from sim_core.errors import SimCoreError
 
 if TYPE_CHECKING:
-    from sim_core.budget import Limits
+    from sim_core.engine.budget import Limits
+from sim_core.cli.planning import add_planning_commands
+from sim_core.cli.predictor import add_predictor_commands
 from sim_core.export.text import one_line, shorten
-from sim_core.planning_commands import add_planning_commands
-from sim_core.predictor_commands import add_predictor_commands
 
 EXIT_USAGE, EXIT_INTERNAL = 2, 70
 FORMAT_CHOICES = ("auto", "canonical", "vidur", "vidur_lengths", "azure", "burstgpt", "mooncake")
@@ -84,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def add_limits_flag(command: argparse.ArgumentParser) -> None:
-    """`--no-limits`: lift the run budget (sim_core.budget.Limits.cli) for a machine you know."""
+    """`--no-limits`: lift the run budget (sim_core.engine.budget.Limits.cli) for a machine you know."""
     command.add_argument("--no-limits", action="store_true", help=(
         "run whatever the scenario costs (default: refuse a run estimated over ~16 GiB of memory, "
         "20M requests or 50M trace rows, before anything is built)"))
@@ -92,7 +92,7 @@ def add_limits_flag(command: argparse.ArgumentParser) -> None:
 
 def limits_of(args: argparse.Namespace) -> Limits | None:
     """The budget a command runs under: the CLI's default, or none with --no-limits."""
-    from sim_core.budget import Limits
+    from sim_core.engine.budget import Limits
 
     return None if getattr(args, "no_limits", False) else Limits.cli()
 
@@ -101,7 +101,7 @@ def _run(args: argparse.Namespace) -> int:
     from sim_core import load_config, run_simulation
     from sim_core.export import check_out_dir, write_outputs
     from sim_core.export.files import json_ready
-    from sim_core.report import format_summary
+    from sim_core.results.report import format_summary
 
     config = load_config(args.config)
     if args.out:
@@ -124,7 +124,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _generate(args: argparse.Namespace) -> int:
     from sim_core import load_config
-    from sim_core.budget import check_budget
+    from sim_core.engine.budget import check_budget
     from sim_core.workload import build_workload, write_trace
 
     config = load_config(args.config)
@@ -156,7 +156,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _validate_scenario(name: str, limits: Limits | None) -> tuple[str, ...]:
     from sim_core import load_config
-    from sim_core.budget import check_budget
+    from sim_core.engine.budget import check_budget
     from sim_core.memory import plan_memory
     from sim_core.workload import build_workload
 
@@ -165,7 +165,7 @@ def _validate_scenario(name: str, limits: Limits | None) -> tuple[str, ...]:
         check_budget(config, limits)        # before the requests are generated or read
     workload = build_workload(config)
     if config.disaggregation.enabled:
-        from sim_core.pools import pool_views
+        from sim_core.cluster.pools import pool_views
 
         shape = " + ".join(f"{v.num_replicas} {v.name}" for v in pool_views(config))
         blocks: str | int = "/".join(str(v.config.scheduler.num_blocks or plan_memory(v.config).num_blocks)

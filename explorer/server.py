@@ -16,8 +16,8 @@ import streamlit as st
 from streamlit import runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from pages.server_settings import ServerSettings
-from pages.upload_store import UploadStore
+from explorer.server_settings import ServerSettings
+from explorer.upload_store import UploadStore
 from sim_core.config.file_policy import confine_paths
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"

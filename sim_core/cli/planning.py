@@ -46,7 +46,7 @@ def add_planning_commands(commands: argparse._SubParsersAction) -> None:
 
 def _compare(args: argparse.Namespace) -> int:
     from sim_core import load_config, parse_config, run_simulation
-    from sim_core.compare import (
+    from sim_core.results.compare import (
         comparison_table,
         describe_changes,
         format_comparison,

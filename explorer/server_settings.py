@@ -5,7 +5,7 @@ widget), so a visitor cannot raise a limit or point the server at an address:
 
 | variable | default | meaning |
 |---|---|---|
-| `SIM_EXPLORER_MAX_RUN_MB`, `..._MAX_RUN_S`, ... | see `sim_core.budget.Limits.app` | the run budget |
+| `SIM_EXPLORER_MAX_RUN_MB`, `..._MAX_RUN_S`, ... | see `sim_core.engine.budget.Limits.app` | the run budget |
 | `SIM_EXPLORER_MAX_CONCURRENT_RUNS` | 2 | simulations running at once in this server |
 | `SIM_EXPLORER_UPLOAD_QUOTA_MB` | 2048 | bytes the upload store keeps |
 | `SIM_EXPLORER_UPLOAD_MAX_AGE_H` | 24 | hours an unused upload is kept |
@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from sim_core.budget import Limits
+from sim_core.engine.budget import Limits
 from sim_core.errors import ConfigError
 
 PREFIX = "SIM_EXPLORER_"

@@ -7,7 +7,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from sim_core.scenarios import DEFAULT_SCENARIO
+from sim_core.scenarios.defaults import DEFAULT_SCENARIO
 
 
 @dataclass(frozen=True)

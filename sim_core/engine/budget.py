@@ -38,11 +38,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sim_core.cluster.pools import pool_views
 from sim_core.config import SimulationConfig
 from sim_core.errors import SimCoreError
 from sim_core.memory import plan_memory
-from sim_core.pools import pool_views
-from sim_core.record import GAPS_BEFORE_COMPACTING
+from sim_core.results.record import GAPS_BEFORE_COMPACTING
 from sim_core.workload.formats import is_json_lines
 from sim_core.workload.synthetic import generate_columns
 

@@ -11,10 +11,10 @@ import typing
 
 import streamlit as st
 
-from pages.bind import field_info, implied_changes
-from pages.state import get_path, scenario_json, web_config, with_path
+from explorer.bind import field_info, implied_changes
+from explorer.state import get_path, scenario_json, web_config, with_path
 from sim_core import SimCoreError
-from sim_core.compare import describe_changes
+from sim_core.results.compare import describe_changes
 
 EDITS_KEY, BASE_KEY, PREFIX = "compare_edits", "compare_base", "cmp:"
 FIELDS = (("scheduler.type", "Scheduler"), ("scheduler.chunk_size", "Chunk size"),

@@ -1,1 +1,0 @@
-"""Page scripts (one per view) and the helpers they share."""
