@@ -1,6 +1,6 @@
 """Requests and batches: the things the schedulers move around.
 
-Token accounting follows Vidur (see docs/architecture.md): a request's `num_processed_tokens`
+Token accounting follows Vidur (see docs/design/cost-models.md): a request's `num_processed_tokens`
 catches up with `total_tokens`; the iteration that finishes the prompt also yields the first
 output token; a restart folds everything processed so far into a new, longer prompt.
 """

@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field
 
 from sim_core.config.sections import GlobalSchedulerType, Strict
 
-# policies that cannot take over a request mid-generation (see docs/architecture.md)
+# policies that cannot take over a request mid-generation (see docs/design/disaggregation.md)
 NOT_DISAGGREGATED = ("faster_transformer", "lightllm")
 
 
