@@ -5,15 +5,16 @@ import streamlit as st
 from explorer.entry import through_app
 from explorer.state import result, selected_request
 from sim_core.viz.kv_map import MAX_CELLS, kv_layout, kv_map_figure
+from sim_core.viz.overview import blocks_text
 
 through_app()
 
 st.title("KV cache")
 run = result()
 end = float(run.requests["completed_at"].max()) if run.requests["completed_at"].notna().any() else 1.0
-replicas = run.config.cluster.num_replicas
+replicas = len(run.replicas)
 group, cells, _, _ = kv_layout(run.num_blocks, replicas, 40)
-st.caption(f"{run.num_blocks:,} blocks per replica of {run.config.scheduler.block_size} tokens, "
+st.caption(f"{blocks_text(run)} blocks per replica of {run.replicas[0].block_size} tokens, "
            f"{end:.1f} s simulated. "
            + (f"Each cell aggregates {group} blocks (more than {MAX_CELLS:,} blocks): colour is the share in use."
               if group > 1 else "One cell per physical block; hover to see its owner."))

@@ -7,6 +7,7 @@ from explorer.entry import through_app
 from explorer.safe_text import plain
 from explorer.state import scenario, show_failure, web_config
 from sim_core import SimCoreError
+from sim_core.cluster.pools import pool_views
 from sim_core.memory import plan_memory
 from sim_core.memory import planner as planners
 from sim_core.memory.breakdown import memory_breakdown
@@ -23,13 +24,16 @@ with cols[1]:
     bound("memory.margin_fraction", "memory", "Margin (fraction of device memory)")
 with cols[2]:
     bound("max_model_len", "memory", "max_model_len")
+pools = {view.name: view.config for view in pool_views(config)}   # P/D: each pool plans its own GPUs
+pool = st.selectbox("Pool", list(pools), key="mem_pool") if len(pools) > 1 else None
+shape = pools[pool] if pool else config
 try:
-    plan = plan_memory(config)
-    breakdown = memory_breakdown(config, plan)
+    plan = plan_memory(shape)
+    breakdown = memory_breakdown(shape, plan)
 except SimCoreError as error:
     show_failure(str(error))
     st.stop()
-cluster = config.cluster
+cluster = shape.cluster
 label = f"{plain(config.device, 80)} ({cluster.tensor_parallel_size} x TP, {cluster.pipeline_parallel_size} x PP)"
 st.caption(f"{plain(config.model, 80)} on {label}: one bar per pipeline stage's GPU; the tightest stage decides the "
            "KV capacity of the replica.")
@@ -38,8 +42,9 @@ facts = memory_facts(breakdown, plan)
 row = st.columns(len(facts))
 for slot, (name, value) in zip(row, facts.items()):
     slot.metric(name, value)
-if config.scheduler.num_blocks is not None:
-    st.info(f"scheduler.num_blocks = {config.scheduler.num_blocks:,} overrides the planner's "
+if shape.scheduler.num_blocks is not None:
+    source = f"the {pool} pool's num_blocks" if pool else "scheduler.num_blocks"
+    st.info(f"{source} = {shape.scheduler.num_blocks:,} overrides the planner's "
             f"{plan.num_blocks:,} blocks in the simulation.", icon=":material/info:")
 with st.expander("How the planners count"):
     st.markdown(planners.__doc__)

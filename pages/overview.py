@@ -6,6 +6,7 @@ from explorer.entry import through_app
 from explorer.safe_text import plain
 from explorer.state import result
 from sim_core.viz.overview import (
+    blocks_text,
     latency_cdfs,
     queue_figure,
     replica_load,
@@ -36,7 +37,7 @@ row[1].metric("TTFT p90 (ms)", f"{summary['ttft_p90_s'] * 1e3:.0f}")
 row[2].metric("TBT p90 (ms)", f"{summary['tbt_p90_s'] * 1e3:.0f}")
 row[3].metric("Scheduling delay p99 (s)", f"{summary['scheduling_delay_p99_s']:.2f}")
 row[4].metric("Rejected", f"{summary['num_rejected']:,}")
-row[5].metric("KV blocks / replica", f"{run.num_blocks:,}")
+row[5].metric("KV blocks / replica", blocks_text(run))
 if run.config.scheduler.type in ("vllm_v1", "sglang"):
     row = st.columns(6)
     caching = run.config.scheduler.enable_prefix_caching

@@ -21,7 +21,7 @@ window = st.slider("Time window (s)", 0.0, max(end, 0.001), (0.0, min(end, 5.0))
 st.plotly_chart(pipeline_gantt(run, *window, selected=selected_request()), key="pp_gantt")
 busy = stage_busy(run, *window)
 st.caption("Busy share per stage in the window (1 - busy = bubbles and idle time): "
-           + ", ".join(f"replica {r} stage {s}: {share:.0%}" for (r, s), share in busy.items()))
+           + ", ".join(f"{run.replicas[r].name} stage {s}: {share:.0%}" for (r, s), share in busy.items()))
 
 st.subheader("Where the stage time goes")
 if run.operator_times.empty:

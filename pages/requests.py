@@ -17,10 +17,11 @@ through_app()
 st.title("Requests")
 run = result()
 requests = run.requests
-replicas = ["all", *range(run.config.cluster.num_replicas)]
+replicas = ["all", *(replica.id for replica in run.replicas)]
 cols = st.columns([2, 1, 1, 1])
 order = cols[0].selectbox("Sort by", list(SORTS), key="rq_sort")
-replica = cols[1].selectbox("Replica", replicas, key="rq_replica")
+replica = cols[1].selectbox("Replica", replicas, key="rq_replica",
+                            format_func=lambda r: r if r == "all" else run.replicas[r].name)
 limit = cols[2].number_input("Rows", 10, 1000, 100, 10, key="rq_limit",
                              help="Requests drawn; with thousands of requests the timeline shows a sample.")
 restarted = cols[3].toggle("Only restarted", key="rq_restarted")

@@ -33,7 +33,7 @@ def test_sweeping_every_few_arrivals_changes_no_result(monkeypatch, case):
 
 def test_compacted_gaps_are_distinct_values_with_counts():
     """Gap samples fold into sorted distinct values and how often each occurred."""
-    recorder = record.Recorder("requests", 1, 10)
+    recorder = record.Recorder("requests", 1)
     recorder.token_gaps.extend([0.5, 0.25])
     recorder.compact_gaps(force=True)          # first fold at the end of a run: kept as they are
     assert recorder.gaps[0].tolist() == [0.5, 0.25] and recorder.gaps[1].tolist() == [1, 1]

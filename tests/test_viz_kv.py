@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from sim_core import parse_config, run_simulation
+from sim_core.results.replicas import COLOCATED, ReplicaInfo
 from sim_core.viz.kv_blocks import DECODE, FREE, PREFILL, SELECTED, block_owners, owner_states, super_cells
 from sim_core.viz.kv_map import MAX_VALUES, kv_layout, kv_map_figure, peak_frame
 
@@ -98,7 +99,7 @@ def test_shared_and_cached_blocks_get_their_own_states():
     assert by_two.tolist() == [[False] * 3, [True, False, True], [True, False, True], [False] * 3, [False] * 3]
 
     class Run:
-        block_events, num_blocks = events, 3
+        block_events, replicas = events, (ReplicaInfo(0, COLOCATED, 1, 1, 3, 16),)
         requests = pd.DataFrame({"prefill_completed_at": [np.nan, 0.0, 0.0, 0.0]})
     states = replica_frames(Run, 0, times).states
     assert states.tolist() == [[DECODE, DECODE, FREE], [SHARED, DECODE, DECODE], [DECODE, FREE, DECODE],

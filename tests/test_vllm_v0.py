@@ -10,7 +10,7 @@ import numpy as np
 from conftest import batches_of, column, cost, scenario
 
 from sim_core import parse_config, run_simulation
-from sim_core.viz.kv_blocks import swap_capacity, swap_use
+from sim_core.viz.kv_blocks import swap_use
 from sim_core.workload import Workload
 
 BLOCK_BYTES = 2 * 4 * 128 * 32 * 32 * 2
@@ -81,7 +81,7 @@ def test_the_cpu_swap_space_holds_the_swapped_blocks_until_the_swap_in():
     default 4 GiB swap space holds 4 GiB / 2,097,152 bytes = 2,048 blocks of 4 tokens."""
     result = run([(0.0, 8, 10), (0.0, 8, 10), (0.05, 4, 2)], num_blocks=6, preemption_mode="swap")
     t = timeline(0.0, cost(16), cost(2), cost(1) + 3 * SWAP, *[cost(1)] * 7)
-    assert swap_capacity(result.config, 0) == 4 * 1024**3 // BLOCK_BYTES == 2048
+    assert result.replicas[0].num_swap_blocks == 4 * 1024**3 // BLOCK_BYTES == 2048
     use = swap_use(result, 0)
     assert [round(x, 9) for x in use["time"]] == [0.0, round(t[2], 9), round(t[10], 9)]
     assert use["held"].tolist() == [0, 3, 0]

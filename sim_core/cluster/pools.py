@@ -49,14 +49,7 @@ def _view(config: SimulationConfig, pool: PoolConfig) -> SimulationConfig:
                                      "disaggregation": config.disaggregation.model_copy(update={"enabled": False})})
 
 
-def replica_names(config: SimulationConfig) -> list[str]:
-    """Display name per replica id: "replica 3", or "prefill 0" / "decode 2" with pools."""
-    views = pool_views(config)
-    if len(views) == 1:
-        return [f"replica {r}" for r in views[0].replica_ids]
-    return [f"{view.name} {r}" for view in views for r in view.replica_ids]
-
-
-def replica_stages(config: SimulationConfig) -> list[int]:
-    """Pipeline stages per replica id."""
-    return [view.config.cluster.pipeline_parallel_size for view in pool_views(config) for _ in view.replica_ids]
+def num_gpus(config: SimulationConfig) -> int:
+    """GPUs a scenario uses: replicas x TP x PP, summed over the pools (P/D disaggregation)."""
+    return sum(view.config.cluster.num_replicas * view.config.cluster.tensor_parallel_size
+               * view.config.cluster.pipeline_parallel_size for view in pool_views(config))

@@ -19,8 +19,8 @@ from sim_core.memory import MemoryPlan, plan_memory
 from sim_core.memory.swap_space import num_swap_blocks
 from sim_core.predictor import Predictor, build_predictor
 from sim_core.predictor.kv_copy import KvCopyCost
-from sim_core.results.pool_summary import add_pools
 from sim_core.results.record import REJECTED, Recorder
+from sim_core.results.replicas import ReplicaInfo
 from sim_core.results.result import SimulationResult, build_result
 from sim_core.schedulers import SCHEDULERS, ReplicaLimits, ReplicaScheduler
 from sim_core.workload import Workload, build_workload
@@ -57,8 +57,7 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
     stop()
     views = pool_views(config)
     sized = [(view, *_limits(view.config)) for view in views]   # (view, plan, limits) per pool
-    recorder = Recorder(config.engine.record, sum(v.num_replicas for v in views),
-                        max(limits.num_blocks for _, _, limits in sized))
+    recorder = Recorder(config.engine.record, sum(v.num_replicas for v in views))
     schedulers, predictors = _replicas(config, sized, recorder)
     for scheduler in schedulers:
         scheduler.attach_workload(workload, config.max_model_len)
@@ -84,8 +83,10 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
     notes = list(workload.notes) + ([f"{len(rejected)} request(s) rejected: see reject_reason"] if rejected else [])
     notes += session_notes(config, workload)
     notes += _policy_notes(schedulers, workload, rejected)
-    result = build_result(config, workload, simulator, recorder, rejected, sized[0][2].num_blocks, sized[0][1], notes)
-    return add_pools(result, sized, simulator, recorder) if len(views) > 1 else result
+    return build_result(config, workload, _descriptions(sized), recorder, simulator.retire_all(), rejected, notes,
+                        num_batches=sum(scheduler.num_batches for scheduler in schedulers), predictors=predictors,
+                        overlap_hidden_s=simulator.overlap.hidden_s if simulator.overlap is not None else 0.0,
+                        transfers=simulator.handoff.table() if simulator.handoff is not None else None)
 
 
 def _budgeted_workload(config: SimulationConfig, workload: Workload | None, limits: Limits | None) -> Workload:
@@ -114,6 +115,14 @@ def _replicas(config: SimulationConfig, sized: list, recorder: Recorder) -> tupl
             schedulers.append(scheduler)
             predictors.append(predictor)
     return schedulers, predictors
+
+
+def _descriptions(sized: list) -> list[ReplicaInfo]:
+    """Each replica of every pool, in replica-id order, as the result describes it."""
+    return [ReplicaInfo(r, view.name, view.config.cluster.tensor_parallel_size,
+                        view.config.cluster.pipeline_parallel_size, pool_limits.num_blocks,
+                        view.config.scheduler.block_size, pool_limits.num_swap_blocks, plan)
+            for view, plan, pool_limits in sized for r in view.replica_ids]
 
 
 def _stop_check(limits: Limits | None, should_stop: Callable[[], bool] | None,

@@ -16,12 +16,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from sim_core.cluster.pools import replica_names, replica_stages
 from sim_core.export.atomic import write_atomic
-from sim_core.memory.cache_ops import cache_op_spans
-from sim_core.results.pool_summary import blocks_per_replica
+from sim_core.results.cache_ops import cache_op_spans
 
 if TYPE_CHECKING:
     from sim_core.results.result import SimulationResult
@@ -49,31 +45,32 @@ def write_chrome_trace(result: SimulationResult, path: str | Path) -> None:
 
 
 def _metadata(result: SimulationResult) -> list[dict]:
-    events, stages = [], replica_stages(result.config)
+    events, pooled = [], bool(result.pools)
     senders = set(result.transfers["source_replica"].tolist()) if len(result.transfers) else set()
-    for replica, name in enumerate(replica_names(result.config)):
-        events.append({"name": "process_name", "ph": "M", "pid": replica, "tid": 0,
-                       "args": {"name": f"{name.split()[0].capitalize()} replica {replica}"
-                                if result.pools else f"Replica {replica}"}})
-        events.append({"name": "process_sort_index", "ph": "M", "pid": replica, "tid": 0,
-                       "args": {"sort_index": replica}})
-        for stage in range(stages[replica]):
-            events.append({"name": "thread_name", "ph": "M", "pid": replica, "tid": stage,
+    for replica in result.replicas:
+        pid, stages = replica.id, replica.pipeline_parallel_size
+        events.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
+                       "args": {"name": f"{replica.pool.capitalize()} replica {pid}"
+                                if pooled else f"Replica {pid}"}})
+        events.append({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0,
+                       "args": {"sort_index": pid}})
+        for stage in range(stages):
+            events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": stage,
                            "args": {"name": f"Stage {stage}"}})
-        if replica in senders:
-            events.append({"name": "thread_name", "ph": "M", "pid": replica, "tid": stages[replica],
+        if pid in senders:
+            events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": stages,
                            "args": {"name": "KV link"}})
     return events
 
 
 def _transfer_events(result: SimulationResult) -> list[dict]:
-    transfers, stages = result.transfers, replica_stages(result.config)
+    transfers, replicas = result.transfers, result.replicas
     if not len(transfers):
         return []
-    names = replica_names(result.config)
     return [{"name": f"KV request {rid}", "cat": "kv_transfer", "ph": "X", "ts": start * US,
-             "dur": (end - start) * US, "pid": source, "tid": stages[source],
-             "args": {"request_id": rid, "num_bytes": num_bytes, "num_tokens": tokens, "to": names[target]}}
+             "dur": (end - start) * US, "pid": source, "tid": replicas[source].pipeline_parallel_size,
+             "args": {"request_id": rid, "num_bytes": num_bytes, "num_tokens": tokens,
+                      "to": replicas[target].name}}
             for rid, source, target, tokens, num_bytes, start, end in zip(
                 transfers["request_id"].tolist(), transfers["source_replica"].tolist(),
                 transfers["target_replica"].tolist(), transfers["num_tokens"].tolist(),
@@ -104,7 +101,7 @@ def _stage_events(result: SimulationResult) -> list[dict]:
 
 
 def _cache_op_events(result: SimulationResult) -> list[dict]:
-    spans = cache_op_spans(getattr(result, "cache_ops", pd.DataFrame()), result.batch_stages)
+    spans = cache_op_spans(result.cache_ops, result.batch_stages)
     events, lanes = [], set()
     for replica, stage, batch, request, kind, blocks, start, end in zip(
             spans["replica_id"].tolist(), spans["stage_id"].tolist(), spans["batch_id"].tolist(),
@@ -120,7 +117,7 @@ def _cache_op_events(result: SimulationResult) -> list[dict]:
 
 
 def _counter_events(result: SimulationResult) -> list[dict]:
-    series, events, blocks = result.timeseries, [], blocks_per_replica(result)
+    series, events, blocks = result.timeseries, [], [replica.num_blocks for replica in result.replicas]
     for time, replica, used, waiting, running in zip(series["time"].tolist(), series["replica_id"].tolist(),
                                                      series["kv_blocks_used"].tolist(),
                                                      series["num_waiting"].tolist(), series["num_running"].tolist()):

@@ -4,10 +4,6 @@ blocks_to_swap_out, blocks_to_copy), per request, in the order the worker issues
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 SWAP_IN, SWAP_OUT, COPY = range(3)
 CACHE_OP_NAMES = ("swap_in", "swap_out", "copy")  # the worker's order: swap in, swap out, copy
@@ -33,21 +29,3 @@ class CacheOps:
     def __bool__(self) -> bool:
         return bool(self.entries)
 
-
-def cache_op_spans(cache_ops: pd.DataFrame, batch_stages: pd.DataFrame) -> pd.DataFrame:
-    """When each recorded cache operation ran on each pipeline stage: a DataFrame with the
-    operation's columns plus stage_id, start and end. A batch's operations run one after another
-    (in the recorded order) at the start of each of its stages, before its model."""
-    import pandas as pd
-
-    columns = [*cache_ops.columns, "stage_id", "start", "end"]
-    if not len(cache_ops) or not len(batch_stages):
-        return pd.DataFrame({name: [] for name in columns})
-    frame = cache_ops.reset_index(drop=True).reset_index(names="order")
-    frame = frame.merge(batch_stages[["replica_id", "batch_id", "stage_id", "start"]], on=["replica_id", "batch_id"])
-    frame = frame.sort_values(["replica_id", "batch_id", "stage_id", "order"], kind="stable")
-    done = frame.groupby(["replica_id", "batch_id", "stage_id"], sort=False)["seconds"].cumsum()
-    frame["end"] = frame["start"] + done
-    frame["start"] = frame["end"] - frame["seconds"]
-    ordered = frame.sort_values(["start", "replica_id", "stage_id", "order"], kind="stable")
-    return ordered[columns].reset_index(drop=True)

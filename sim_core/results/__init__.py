@@ -1,2 +1,3 @@
-"""What a run leaves behind: columnar records, the request log, metrics, the `SimulationResult`,
-per-pool figures, comparisons and the text report. Never imports the engine."""
+"""What a run leaves behind: columnar records, the request log, the replica descriptions, metrics,
+the `SimulationResult`, per-pool figures, comparisons and the text report. Built from records the
+engine hands over; never imports the engine, the schedulers or the cluster."""

@@ -10,10 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from sim_core.cluster.pools import pool_views
-
 if TYPE_CHECKING:
-    from sim_core.config import SimulationConfig
     from sim_core.results.result import SimulationResult
 
 # (summary key, label, unit, scale to the unit, which way is better: "lower", "higher" or None)
@@ -40,12 +37,6 @@ METRICS = (
 TIE = "tie"
 
 
-def num_gpus(config: SimulationConfig) -> int:
-    """GPUs a scenario uses: replicas x TP x PP, summed over the pools (P/D disaggregation)."""
-    return sum(view.config.cluster.num_replicas * view.config.cluster.tensor_parallel_size
-               * view.config.cluster.pipeline_parallel_size for view in pool_views(config))
-
-
 def comparison_table(runs: dict) -> pd.DataFrame:
     """One row per metric (METRICS): its value in each run (name -> SimulationResult, in the
     metric's unit), the winner (TIE when the best value is shared; empty when no direction is
@@ -59,7 +50,7 @@ def comparison_table(runs: dict) -> pd.DataFrame:
 
 
 def _value(run: SimulationResult, key: str) -> float:
-    return float(num_gpus(run.config) if key == "num_gpus" else run.summary[key])
+    return float(sum(replica.num_gpus for replica in run.replicas) if key == "num_gpus" else run.summary[key])
 
 
 def winner(values: dict[str, float], better: str | None) -> tuple[str, float]:

@@ -40,17 +40,19 @@ def request_table(rows: dict[str, list]) -> pd.DataFrame:
     return frame
 
 
-def summarize(requests: pd.DataFrame, gaps: np.ndarray, weighted_gaps: tuple[np.ndarray, np.ndarray],
-              kv_area: list[float], kv_peak: list[int],
-              num_blocks: int, num_batches: int) -> dict:
-    """The headline figures of a run, JSON-serializable."""
+def summarize(requests: pd.DataFrame, token_gaps: tuple[np.ndarray, np.ndarray], kv_area: list[float],
+              kv_peak: list[int], num_blocks: int, num_batches: int) -> dict:
+    """The headline figures of a run, JSON-serializable. `token_gaps`: the times between
+    consecutive output tokens as (values, counts) (see `Recorder.gaps`); `kv_area` / `kv_peak`: per replica,
+    the integral over time of its KV blocks in use and their most; `num_blocks`: KV blocks per
+    replica."""
     finished = requests[requests["status"] == "finished"]
     start = float(requests["arrived_at"].min()) if len(requests) else 0.0
     end = float(finished["completed_at"].max()) if len(finished) else start
     makespan = end - start
     # every sequence of a request decodes num_decode_tokens (n parallel samples: n x as many)
-    output = finished["num_decode_tokens"] * finished.get("n", 1)
-    swaps = requests["num_swaps"] if "num_swaps" in requests else pd.Series(0, index=requests.index)
+    output = finished["num_decode_tokens"] * finished["n"]
+    swaps = requests["num_swaps"]
     summary = {
         "num_requests": int(len(requests)),
         "num_finished": int(len(finished)),
@@ -65,7 +67,7 @@ def summarize(requests: pd.DataFrame, gaps: np.ndarray, weighted_gaps: tuple[np.
         "num_preemptions": int((requests["num_restarts"] + swaps).sum()),
         "num_requests_preempted": int(((requests["num_restarts"] + swaps) > 0).sum()),
         "num_swap_outs": int(swaps.sum()),
-        "num_truncated": int(requests["truncated"].sum()) if "truncated" in requests else 0,
+        "num_truncated": int(requests["truncated"].sum()),
         "prompt_tokens_per_s": (float(finished["num_prefill_tokens"].sum()) / makespan
                                 if makespan > 0 else float("nan")),
     }
@@ -73,9 +75,8 @@ def summarize(requests: pd.DataFrame, gaps: np.ndarray, weighted_gaps: tuple[np.
     for name in ("ttft", "e2e", "scheduling_delay"):
         for p, value in zip(PERCENTILES, quantiles(finished[name].to_numpy(), PERCENTILES)):
             summary[f"{name}_p{p}_s"] = value
-    all_gaps = np.concatenate([gaps, weighted_gaps[0]])
-    weights = np.concatenate([np.ones(len(gaps), dtype=np.int64), weighted_gaps[1]])
-    for p, value in zip(PERCENTILES, quantiles(all_gaps, PERCENTILES, weights)):
+    gaps, counts = token_gaps
+    for p, value in zip(PERCENTILES, quantiles(gaps, PERCENTILES, counts)):
         summary[f"tbt_p{p}_s"] = value
     capacity = num_blocks * makespan
     summary["kv_utilization_mean"] = (float(np.mean(kv_area)) / capacity) if capacity > 0 else 0.0
@@ -87,7 +88,5 @@ def prefix_cache_figures(requests: pd.DataFrame) -> dict:
     """Prefix-cache hits over every admission: cached prompt tokens (computed by nobody, yet
     counted in prompt throughput) and their share of the prompt tokens looked up (0 when no
     cache was consulted)."""
-    if "num_cached_tokens" not in requests:
-        return {"prefix_cached_tokens": 0, "prefix_hit_rate": 0.0}
     cached, looked_up = int(requests["num_cached_tokens"].sum()), int(requests["num_lookup_tokens"].sum())
     return {"prefix_cached_tokens": cached, "prefix_hit_rate": cached / looked_up if looked_up else 0.0}

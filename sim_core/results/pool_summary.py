@@ -4,73 +4,33 @@ KV transfers between them (added to the run's summary under `prefill_...`, `deco
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from sim_core.memory import MemoryPlan
 from sim_core.results.metrics import quantiles
 
 if TYPE_CHECKING:
-    from sim_core.cluster.pools import PoolView
-    from sim_core.engine.simulator import Simulator
     from sim_core.results.record import Recorder
-    from sim_core.results.result import SimulationResult
-    from sim_core.schedulers import ReplicaLimits
+    from sim_core.results.replicas import PoolInfo
 
 
-@dataclass(frozen=True)
-class PoolInfo:
-    """One pool of a disaggregated run, as the result describes it."""
-
-    name: str
-    first_replica: int
-    num_replicas: int
-    tensor_parallel_size: int
-    pipeline_parallel_size: int
-    num_blocks: int
-    memory_plan: MemoryPlan | None
-
-    @property
-    def replica_ids(self) -> range:
-        return range(self.first_replica, self.first_replica + self.num_replicas)
+def transfer_frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The KV transfers (columns in completion order) in start order, ties by request id."""
+    order = np.lexsort((columns["request_id"], columns["start"]))
+    return pd.DataFrame({name: values[order] for name, values in columns.items()})
 
 
-def blocks_per_replica(result: SimulationResult) -> list[int]:
-    """KV blocks of each replica (pools may differ; without pools all have `num_blocks`)."""
-    if not result.pools:
-        return [result.num_blocks] * result.config.cluster.num_replicas
-    return [pool.num_blocks for pool in result.pools for _ in pool.replica_ids]
-
-
-def add_pools(result: SimulationResult, sized: list[tuple[PoolView, MemoryPlan | None, ReplicaLimits]],
-              simulator: Simulator, recorder: Recorder) -> SimulationResult:
-    """The result with its pools, transfer table and per-pool summary figures. The headline KV
-    utilization becomes the mean (and peak) over replicas of each replica's own share, and
-    `num_blocks` the largest pool's (views size their block grids by it)."""
-    pools = [PoolInfo(view.name, view.first_replica, view.num_replicas, view.config.cluster.tensor_parallel_size,
-                      view.config.cluster.pipeline_parallel_size, limits.num_blocks, plan)
-             for view, plan, limits in sized]
-    assert simulator.handoff is not None, "pools come with a disaggregated run"
-    arrays = simulator.handoff.table()
-    order = np.lexsort((arrays["request_id"], arrays["start"]))
-    transfers = pd.DataFrame({name: values[order] for name, values in arrays.items()})
-    summary = dict(result.summary)
-    summary.update(pool_figures(pools, recorder, result, summary["makespan_s"]))
-    summary.update(transfer_figures(transfers))
-    return dataclasses.replace(result, pools=pools, transfers=transfers, summary=summary,
-                               num_blocks=max(p.num_blocks for p in pools))
-
-
-def pool_figures(pools: list[PoolInfo], recorder: Recorder, result: SimulationResult, makespan: float) -> dict:
-    """KV utilization (mean, peak), busy share of the stages and mean waiting queue per pool."""
+def pool_figures(pools: list[PoolInfo], recorder: Recorder, requests: pd.DataFrame, stages: pd.DataFrame,
+                 series: pd.DataFrame, makespan: float) -> dict:
+    """KV utilization (mean, peak), busy share of the stages and mean waiting queue per pool;
+    the headline KV utilization becomes the mean (and peak) over replicas of each replica's own
+    share (pools may have different numbers of blocks)."""
     figures: dict[str, float] = {}
     shares: list[float] = []
     peaks: list[float] = []
-    start = float(result.requests["arrived_at"].min()) if len(result.requests) else 0.0
+    start = float(requests["arrived_at"].min()) if len(requests) else 0.0
     for pool in pools:
         ids, name = list(pool.replica_ids), pool.name
         share = [recorder.kv_area[r] / (pool.num_blocks * makespan) if makespan > 0 else 0.0 for r in ids]
@@ -82,9 +42,9 @@ def pool_figures(pools: list[PoolInfo], recorder: Recorder, result: SimulationRe
         figures[f"{name}_kv_utilization_mean"] = float(np.mean(share))
         figures[f"{name}_kv_utilization_peak"] = peak
         if recorder.keeps_batches and makespan > 0:
-            figures[f"{name}_busy_fraction"] = _busy(result.batch_stages, ids) / (
+            figures[f"{name}_busy_fraction"] = _busy(stages, ids) / (
                 len(ids) * pool.pipeline_parallel_size * makespan)
-            figures[f"{name}_queue_mean"] = _mean_waiting(result.timeseries, ids, start, start + makespan)
+            figures[f"{name}_queue_mean"] = _mean_waiting(series, ids, start, start + makespan)
     figures["kv_utilization_mean"] = float(np.mean(shares))
     figures["kv_utilization_peak"] = max(peaks)
     return figures

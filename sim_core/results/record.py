@@ -21,7 +21,6 @@ RUNS_BEFORE_COMPACTING = 1 << 14   # fast-forward gap chunks kept likewise
 
 # block event deltas: +1 / -1 a request takes / lets go of a block (a shared block has one event
 # per holder); +2 / -2 a block gets / loses a prefix-cache key (request -1)
-CACHED, UNCACHED = 2, -2
 
 # request state-change codes
 QUEUED, ADMITTED, RESTARTED, FINISHED, REJECTED, SWAPPED_OUT, SWAPPED_IN, IGNORED = range(8)
@@ -70,8 +69,7 @@ def _chunk_column(values: list, lengths: np.ndarray, dtype: DTypeLike) -> np.nda
 class Recorder:
     """Collects records; `now` is set by the event kernel before each handler runs."""
 
-    def __init__(self, level: str, num_replicas: int, num_blocks: int) -> None:
-        self.level = level
+    def __init__(self, level: str, num_replicas: int) -> None:
         self.now = 0.0
         i64, f64 = np.int64, np.float64
         self.blocks = Table({"time": f64, "replica": i64, "request": i64, "block": i64, "delta": np.int8})
@@ -90,7 +88,6 @@ class Recorder:
         self.token_gaps: list[float] = []               # time between consecutive output tokens
         self.weighted_gaps: list[tuple[np.ndarray, np.ndarray]] = []  # (gaps, counts) from runs
         self.gaps = (np.empty(0), np.empty(0, dtype=np.int64))  # both, compacted: distinct gaps, counts
-        self.num_blocks = num_blocks
         self.kv_area = [0.0] * num_replicas      # integral of blocks used over time
         self.kv_peak = [0] * num_replicas
         self._kv_last = [(0.0, 0)] * num_replicas
@@ -135,7 +132,7 @@ class Recorder:
         cols["delta"].append(1)
 
     def on_cache(self, replica: int, blocks: list[int], delta: int) -> None:
-        """Blocks got (CACHED) or lost (UNCACHED) a prefix-cache key."""
+        """Blocks got (delta +2) or lost (-2) a prefix-cache key."""
         self._block_rows(replica, -1, blocks, delta)
 
     def on_state(self, replica: int, request: int, state: int) -> None:

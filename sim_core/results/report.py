@@ -13,9 +13,9 @@ def _ms(value: float) -> str:
 
 
 def format_summary(result: SimulationResult) -> str:
-    s, c = result.summary, result.config
-    shape = (f"{c.cluster.num_replicas} replica(s) x {c.model} on {c.device} (TP={c.cluster.tensor_parallel_size}, "
-             f"PP={c.cluster.pipeline_parallel_size}) | {result.num_blocks} KV blocks per replica")
+    s, c, first = result.summary, result.config, result.replicas[0]
+    shape = (f"{len(result.replicas)} replica(s) x {c.model} on {c.device} (TP={first.tensor_parallel_size}, "
+             f"PP={first.pipeline_parallel_size}) | {result.num_blocks} KV blocks per replica")
     if result.pools:
         pools = " + ".join(f"{p.num_replicas} {p.name}" for p in result.pools)
         shape = f"P/D disaggregated: {pools} x {c.model} on {c.device}"

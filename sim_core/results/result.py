@@ -2,30 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from sim_core.cluster.pools import replica_stages
 from sim_core.config import SimulationConfig
-from sim_core.memory import MemoryPlan
-from sim_core.memory.cache_ops import CACHE_OP_NAMES
 from sim_core.predictor.accounting import operator_times
+from sim_core.results.cache_ops import cache_op_frame
 from sim_core.results.metrics import request_table, summarize
+from sim_core.results.pool_summary import pool_figures, transfer_figures, transfer_frame
 from sim_core.results.record import STATE_NAMES, Recorder, Table
+from sim_core.results.replicas import PoolInfo, ReplicaInfo, pools_of
 
 if TYPE_CHECKING:
-    from sim_core.engine.simulator import Simulator
+    from sim_core.predictor import Predictor
+    from sim_core.results.request_log import RequestLog
     from sim_core.workload.model import Workload
 
 
-@dataclass
+@dataclass(frozen=True)
 class SimulationResult:
     """Everything a run produced.
 
     Attributes:
+        config: the scenario that ran.
+        replicas: one record per replica in id order (`replicas[i].id == i`): its pool, TP, PP
+            and KV blocks. Views draw the cluster from these (with P/D disaggregation the
+            scenario's `cluster` section is not what ran).
         requests: one row per request (request_id = arrival order) with times and latencies.
         batches: one row per batch (formation order) with its requests and token counts.
         batch_stages: one row per (batch, pipeline stage) execution with start and end.
@@ -33,16 +39,17 @@ class SimulationResult:
         block_events: every block allocation (+1) and release (-1) with its physical id.
         state_events: request state changes (queued, admitted, restarted, finished, rejected).
         summary: headline figures (see `metrics.summarize`; per-pool figures with pools).
+        notes: what the run wants a reader to know (requests rejected, workload changes...).
         operator_times: seconds of stage time per cost-model operator over the whole run, with
             its share (see `predictor.accounting`); empty at `engine.record: requests`.
         transfers: P/D disaggregation: one row per KV transfer (empty without pools).
-        pools: P/D disaggregation: the prefill and decode pools (empty without pools).
         cache_ops: vllm_v0's KV swaps and copies, one row per (batch, request, kind) in the order
             they run before the batch's model (kind swap_in, swap_out or copy; seconds on each stage).
         block_refs: vllm_v0's reference counts of blocks shared by parallel samples (record: full).
     """
 
     config: SimulationConfig
+    replicas: tuple[ReplicaInfo, ...]
     requests: pd.DataFrame
     batches: pd.DataFrame
     batch_stages: pd.DataFrame
@@ -50,39 +57,68 @@ class SimulationResult:
     block_events: pd.DataFrame
     state_events: pd.DataFrame
     summary: dict
-    num_blocks: int
-    memory_plan: MemoryPlan | None
     notes: list[str] = field(default_factory=list)
     operator_times: pd.DataFrame = field(default_factory=pd.DataFrame)
     transfers: pd.DataFrame = field(default_factory=pd.DataFrame)
-    pools: list = field(default_factory=list)
     cache_ops: pd.DataFrame = field(default_factory=pd.DataFrame)
     block_refs: pd.DataFrame = field(default_factory=pd.DataFrame)
 
+    @property
+    def num_blocks(self) -> int:
+        """KV blocks per replica (the largest pool's with P/D: block grids are sized by it)."""
+        return max(replica.num_blocks for replica in self.replicas)
 
-def build_result(config: SimulationConfig, workload: Workload, simulator: Simulator, recorder: Recorder,
-                 rejected: dict[int, str], num_blocks: int, plan: MemoryPlan | None,
-                 notes: list[str]) -> SimulationResult:
-    requests = request_table(simulator.retire_all().rows(workload, rejected))
+    @property
+    def pools(self) -> list[PoolInfo]:
+        """P/D disaggregation: the prefill and decode pools (empty without pools)."""
+        return pools_of(self.replicas)
+
+
+def build_result(config: SimulationConfig, workload: Workload, replicas: Sequence[ReplicaInfo], recorder: Recorder,
+                 log: RequestLog, rejected: dict[int, str], notes: list[str], *, num_batches: int,
+                 predictors: Sequence[Predictor], overlap_hidden_s: float = 0.0,
+                 transfers: dict[str, np.ndarray] | None = None) -> SimulationResult:
+    """The result of a finished run, from what the engine recorded.
+
+    Args:
+        config: the scenario.
+        workload: the requests (lengths and arrival times of those the log never saw).
+        replicas: each replica as the engine built it, in id order.
+        recorder: the run's records (mutated: its KV integrals are closed at the last completion
+            and its token gaps compacted).
+        log: every request's final figures (retired); `rejected`: reasons by request id.
+        notes: the run's notes, as they are.
+        num_batches: batches formed (counted by the schedulers: the recorder keeps no batch
+            table at `engine.record: requests`).
+        predictors: the cost model of each replica (prices the operator breakdown).
+        overlap_hidden_s: CPU seconds overlap scheduling hid (sglang).
+        transfers: P/D disaggregation: the KV transfers as columns (None without pools).
+    """
+    replicas = tuple(replicas)
+    assert [replica.id for replica in replicas] == list(range(len(replicas))), "replica ids are positions"
+    requests = request_table(log.rows(workload, rejected))
     end = float(np.nanmax(requests["completed_at"])) if requests["completed_at"].notna().any() else 0.0
     recorder.finish_kv(end)
     batches = _sorted(recorder.batches, ["formed_at", "replica_id", "batch_id"])
     stages = _sorted(recorder.stages, ["start", "replica_id", "stage_id", "batch_id"])
-    batches["completed_at"] = _batch_ends(batches, stages, np.asarray(replica_stages(config)))
+    batches["completed_at"] = _batch_ends(batches, stages, np.asarray([r.pipeline_parallel_size for r in replicas]))
     recorder.compact_gaps(force=True)
-    summary = summarize(requests, np.empty(0), recorder.gaps,
-                        recorder.kv_area, recorder.kv_peak, num_blocks,
-                        len(batches) if len(batches) else simulator_batches(simulator))
-    cache_ops = _cache_op_frame(recorder)
+    summary = summarize(requests, recorder.gaps, recorder.kv_area, recorder.kv_peak, replicas[0].num_blocks,
+                        len(batches) if len(batches) else num_batches)
+    cache_ops = cache_op_frame(_sorted(recorder.cache_ops, ["formed_at", "replica_id", "batch_id"]))
+    timeseries = _sorted(recorder.series, ["time", "replica_id"])
+    pools, transfer_table = pools_of(replicas), pd.DataFrame()
+    if pools:   # P/D disaggregation
+        assert transfers is not None, "pools come with their transfers"
+        transfer_table = transfer_frame(transfers)
+        summary.update(pool_figures(pools, recorder, requests, stages, timeseries, summary["makespan_s"]))
+        summary.update(transfer_figures(transfer_table))
     return SimulationResult(
-        config=config, requests=requests, batches=batches, batch_stages=stages,
-        timeseries=_sorted(recorder.series, ["time", "replica_id"]),
-        block_events=_sorted(recorder.blocks, ["time", "replica"]),
-        state_events=_state_frame(recorder), summary=summary, num_blocks=num_blocks,
-        memory_plan=plan, notes=notes, cache_ops=cache_ops,
-        block_refs=_sorted(recorder.block_refs, ["time", "replica"]),
-        operator_times=operator_times(simulator.predictors, batches, stages, cache_ops,
-                                      simulator.overlap.hidden_s if simulator.overlap is not None else 0.0))
+        config=config, replicas=replicas, requests=requests, batches=batches, batch_stages=stages,
+        timeseries=timeseries, block_events=_sorted(recorder.blocks, ["time", "replica"]),
+        state_events=_state_frame(recorder), summary=summary, notes=notes, transfers=transfer_table,
+        cache_ops=cache_ops, block_refs=_sorted(recorder.block_refs, ["time", "replica"]),
+        operator_times=operator_times(predictors, batches, stages, cache_ops, overlap_hidden_s))
 
 
 def _sorted(table: Table, keys: list[str]) -> pd.DataFrame:
@@ -108,17 +144,6 @@ def _batch_ends(batches: pd.DataFrame, stages: pd.DataFrame, num_stages: np.ndar
         match = stage_keys[order][found] == batch_keys
         ends[match] = last["end"].to_numpy()[order][found[match]]
     return ends
-
-
-def simulator_batches(simulator: Simulator) -> int:
-    return sum(scheduler.num_batches for scheduler in simulator.schedulers)
-
-
-def _cache_op_frame(recorder: Recorder) -> pd.DataFrame:
-    frame = _sorted(recorder.cache_ops, ["formed_at", "replica_id", "batch_id"])
-    frame["kind"] = pd.Categorical.from_codes(frame["kind"].astype(int), categories=list(CACHE_OP_NAMES)) \
-        if len(frame) else pd.Series([], dtype="object")
-    return frame
 
 
 def _state_frame(recorder: Recorder) -> pd.DataFrame:

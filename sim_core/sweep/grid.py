@@ -9,9 +9,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from sim_core.cluster.pools import num_gpus
 from sim_core.config import parse_config
 from sim_core.errors import ConfigError
-from sim_core.results.compare import num_gpus
 from sim_core.sweep.spec import SweepSpec, set_path
 
 SEARCH_VERSION = 1   # bump when the search's decisions change: old journal entries stop matching

@@ -8,7 +8,6 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from sim_core.results.pool_summary import blocks_per_replica
 from sim_core.viz.decimate import step_peaks
 from sim_core.viz.overview import PALETTE, throughput_series
 from sim_core.viz.timeline import timeline_figure
@@ -57,7 +56,7 @@ def kv_overlay(runs: dict) -> go.Figure:
     lines = {}
     for name, run in runs.items():
         times, used = cluster_series(run.timeseries, "kv_blocks_used")
-        total = max(sum(blocks_per_replica(run)), 1)
+        total = max(sum(replica.num_blocks for replica in run.replicas), 1)
         lines[name] = step_peaks(times, used / total)
     figure = _overlay(lines, "KV blocks in use")
     figure.update_yaxes(tickformat=".0%")

@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from sim_core.cluster.pools import replica_names, replica_stages
-from sim_core.memory.cache_ops import cache_op_spans
+from sim_core.results.cache_ops import cache_op_spans
 
 if TYPE_CHECKING:
     from sim_core.results.result import SimulationResult
@@ -43,7 +42,7 @@ def gantt_frame(result: SimulationResult, start: float | None = None, end: float
     frame = stages.merge(batches, on=["replica_id", "batch_id"], how="left")
     frame["kind"] = batch_kind(frame["num_prefill_tokens"].to_numpy(), frame["num_tokens"].to_numpy(),
                                frame["num_requests"].to_numpy())
-    names = replica_names(result.config)
+    names = [replica.name for replica in result.replicas]
     frame["row"] = [f"{names[r]} / stage {s}" for r, s in zip(frame["replica_id"], frame["stage_id"])]
     frame["requests"] = [_ids_text(ids) for ids in frame["request_ids"]]
     return frame
@@ -63,7 +62,7 @@ def transfer_frame(result: SimulationResult, start: float | None = None, end: fl
     if end is not None:
         transfers = transfers[transfers["start"] < end]
     transfers = transfers.head(MAX_BARS)
-    names = replica_names(result.config)
+    names = [replica.name for replica in result.replicas]
     return pd.DataFrame({"row": [link_row(names[r]) for r in transfers["source_replica"]],
                          "start": transfers["start"].to_numpy(), "end": transfers["end"].to_numpy(),
                          "request_id": transfers["request_id"].to_numpy(),
@@ -73,15 +72,13 @@ def transfer_frame(result: SimulationResult, start: float | None = None, end: fl
 
 def lanes(result: SimulationResult) -> list[str]:
     """Gantt rows from top to bottom: each replica's stages (each followed by its KV-copy lane),
-    then its KV link if it sends any."""
-    names, stages = replica_names(result.config), replica_stages(result.config)
-    senders = {p.first_replica + i for p in result.pools if p.name == "prefill" for i in range(p.num_replicas)}
+    then, for a prefill replica, its KV link."""
     rows = []
-    for replica, name in enumerate(names):
-        for s in range(stages[replica]):
-            rows += [f"{name} / stage {s}", copy_row(name, s)]
-        if replica in senders:
-            rows.append(link_row(name))
+    for replica in result.replicas:
+        for s in range(replica.pipeline_parallel_size):
+            rows += [f"{replica.name} / stage {s}", copy_row(replica.name, s)]
+        if replica.pool == "prefill":
+            rows.append(link_row(replica.name))
     return rows
 
 
@@ -92,13 +89,13 @@ def copy_row(name: str, stage: int) -> str:
 def cache_op_frame(result: SimulationResult, start: float | None = None, end: float | None = None) -> pd.DataFrame:
     """KV swaps and copies in [start, end) as bars on their own lane below each stage row
     ("replica r / stage s / KV copies"), at most MAX_BARS rows."""
-    ops = cache_op_spans(getattr(result, "cache_ops", pd.DataFrame()), result.batch_stages)
+    ops = cache_op_spans(result.cache_ops, result.batch_stages)
     if start is not None:
         ops = ops[ops["end"] > start]
     if end is not None:
         ops = ops[ops["start"] < end]
     ops = ops.head(MAX_BARS).copy()
-    names = replica_names(result.config)
+    names = [replica.name for replica in result.replicas]
     ops["row"] = [copy_row(names[r], s) for r, s in zip(ops["replica_id"], ops["stage_id"])]
     return ops
 

@@ -14,11 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from sim_core.cluster.pools import pool_views
-from sim_core.memory.swap_space import num_swap_blocks
-
 if TYPE_CHECKING:
-    from sim_core.config import SimulationConfig
     from sim_core.results.result import SimulationResult
 
 FREE, PREFILL, DECODE, PREEMPTED, SHARED, CACHED, SELECTED = range(7)
@@ -163,7 +159,7 @@ def replica_frames(result: SimulationResult, replica: int, times: np.ndarray,
 
 
 def touched_blocks(result: SimulationResult, replica: int) -> int:
-    """1 + the highest block id one replica's run ever used (at least 1, at most num_blocks).
+    """1 + the highest block id one replica's run ever used (at least 1, at most its num_blocks).
 
     Pools hand out ids from 0 upwards and reuse freed ones first, so every block at or past
     this id stayed free all run: frames need columns only up to it, whatever num_blocks is."""
@@ -172,7 +168,7 @@ def touched_blocks(result: SimulationResult, replica: int) -> int:
         if table is not None and len(table):
             blocks = table.loc[table["replica"] == replica, "block"]
             highest = max(highest, int(blocks.max()) if len(blocks) else -1)
-    return int(min(max(highest + 1, 1), result.num_blocks))
+    return int(min(max(highest + 1, 1), result.replicas[replica].num_blocks))
 
 
 def block_refs_at(refs: pd.DataFrame, num_blocks: int, times: np.ndarray) -> np.ndarray:
@@ -232,11 +228,11 @@ def super_cells(states: np.ndarray, group: int, num_blocks: int | None = None) -
 
 
 def utilization(result: SimulationResult, replica: int) -> pd.DataFrame:
-    """KV blocks used over time for one replica: columns time, used, fraction."""
+    """KV blocks used over time for one replica: columns time, used, fraction (of its blocks)."""
     series = result.timeseries
     mine = series[series["replica_id"] == replica]
     return pd.DataFrame({"time": mine["time"].to_numpy(), "used": mine["kv_blocks_used"].to_numpy(),
-                         "fraction": mine["kv_blocks_used"].to_numpy() / max(result.num_blocks, 1)})
+                         "fraction": mine["kv_blocks_used"].to_numpy() / max(result.replicas[replica].num_blocks, 1)})
 
 
 def preemptions(result: SimulationResult, replica: int | None = None) -> pd.DataFrame:
@@ -259,12 +255,7 @@ def swap_use(result: SimulationResult, replica: int) -> pd.DataFrame:
         return pd.DataFrame({"time": [], "held": [], "fraction": []})
     signs = np.where(mine["kind"].to_numpy() == "swap_out", 1, -1)
     held = np.concatenate([[0], np.cumsum(signs * mine["num_blocks"].to_numpy())])
-    capacity = max(swap_capacity(result.config, replica), 1)
+    capacity = max(result.replicas[replica].num_swap_blocks, 1)
     return pd.DataFrame({"time": np.concatenate([[0.0], mine["formed_at"].to_numpy()]), "held": held,
                          "fraction": held / capacity})
 
-
-def swap_capacity(config: SimulationConfig, replica: int) -> int:
-    """CPU swap blocks of a replica (per GPU, as vLLM sizes them; its pool's shape with P/D)."""
-    view = next(v for v in pool_views(config) if replica in v.replica_ids)
-    return num_swap_blocks(view.config)

@@ -3,6 +3,7 @@ play/pause and a time scrubber, with the utilization line and preemptions below.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -26,6 +27,7 @@ from sim_core.viz.kv_blocks import (
 )
 
 if TYPE_CHECKING:
+    from sim_core.results.replicas import ReplicaInfo
     from sim_core.results.result import SimulationResult
 
 MAX_CELLS = 1024          # per replica; more blocks are aggregated into super-cells
@@ -47,16 +49,18 @@ def kv_layout(num_blocks: int, num_replicas: int, max_frames: int) -> tuple[int,
 def kv_map_figure(result: SimulationResult, start: float = 0.0, end: float | None = None, max_frames: int = 60,
                   selected: int | None = None, replicas: int | None = None) -> go.Figure:
     """Animated block map over [start, end] (default: the whole run) of the first `replicas`
-    replicas (default: all); the selected request's blocks get their own colour."""
-    replicas = min(replicas or result.config.cluster.num_replicas, result.config.cluster.num_replicas)
+    replicas (default: all); the selected request's blocks get their own colour. Every replica
+    gets a grid of the largest replica's size; a replica with fewer blocks (P/D pools) leaves
+    the cells past its last block empty."""
+    shown = result.replicas[:replicas or len(result.replicas)]
     end = _run_end(result) if end is None else end
-    group, cells, width, frames = kv_layout(result.num_blocks, replicas, max_frames)
-    touched = sum(touched_blocks(result, replica) for replica in range(replicas))
+    group, cells, width, frames = kv_layout(result.num_blocks, len(shown), max_frames)
+    touched = sum(touched_blocks(result, replica.id) for replica in shown)
     frames = max(2, min(frames, MAX_BLOCK_VALUES // touched))   # bounds the per-block arrays built
     times = sample_times(start, end, frames)
     height = -(-cells // width)
-    stacked = [_grid(replica_frames(result, r, times, selected), group, cells, width, result.num_blocks)
-               for r in range(replicas)]
+    stacked = [_grid(replica_frames(result, replica.id, times, selected), group, cells, width, replica.num_blocks)
+               for replica in shown]
     z = _stack([s[0] for s in stacked], height)
     # with group 1 every grid has its owners
     owners = _stack(cast(list[np.ndarray], [s[1] for s in stacked]), height) if group == 1 else None
@@ -64,7 +68,7 @@ def kv_map_figure(result: SimulationResult, start: float = 0.0, end: float | Non
     present = sorted({0, *np.unique(z[z >= 0]).tolist()}) if group == 1 else []
     first = peak_frame(z, group > 1)                     # open on the fullest moment, not an empty cache
     figure.add_trace(_heatmap(z[first], owners[first] if owners is not None else None, group, width, height), 1, 1)
-    _add_utilization(figure, result, replicas, times[first])
+    _add_utilization(figure, result, shown, times[first])
     for code in present:
         figure.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=STATE_NAMES[code],
                                     marker={"symbol": "square", "size": 12, "color": STATE_COLORS[code]}), 1, 1)
@@ -72,7 +76,7 @@ def kv_map_figure(result: SimulationResult, start: float = 0.0, end: float | Non
                               data=[go.Heatmap(z=z[i], customdata=None if owners is None else owners[i]),
                                     _time_marker(t)])
                      for i, t in enumerate(times)]
-    _animate(figure, times, replicas, height, first)
+    _animate(figure, times, [replica.name for replica in shown], height, first)
     return figure
 
 
@@ -90,14 +94,16 @@ def _run_end(result: SimulationResult) -> float:
 
 def _grid(frames: BlockFrames, group: int, cells: int, width: int,
           num_blocks: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """Frames laid out as (F, rows, width) arrays: state codes or percentages, and owners.
-    `frames` may cover only the blocks the run touched; the rest of the `cells` are free."""
+    """Frames of a replica of `num_blocks` blocks laid out as (F, rows, width) arrays of `cells`
+    cells (then padding to whole rows): state codes or percentages, and owners. `frames` may
+    cover only the blocks the run touched; the rest of the replica's cells are free, cells past
+    them (-1) are no block."""
     if group > 1:
         values = super_cells(frames.states, group, num_blocks)
     else:
-        untouched = cells - frames.states.shape[1]
+        untouched = num_blocks - frames.states.shape[1]
         values = np.pad(frames.states, ((0, 0), (0, untouched)), constant_values=FREE)
-    pad = -(-cells // width) * width - cells
+    pad = -(-cells // width) * width - values.shape[1]
     shape = (len(frames.times), -1, width)
     z = np.pad(values, ((0, 0), (0, pad)), constant_values=-1).reshape(shape)
     if group > 1:
@@ -151,21 +157,22 @@ def _state_scale() -> list:
     return scale
 
 
-def _add_utilization(figure: go.Figure, result: SimulationResult, replicas: int, t0: float) -> None:
+def _add_utilization(figure: go.Figure, result: SimulationResult, shown: Sequence[ReplicaInfo], t0: float) -> None:
     figure.add_trace(_time_marker(t0), 2, 1)
     restarts = preemptions(result)
-    for r in range(replicas):
+    for replica in shown:
+        r, name = replica.id, replica.name
         util = utilization(result, r)
         color = UTIL_COLORS[r % len(UTIL_COLORS)]
         times, fractions = step_peaks(util["time"].to_numpy(), util["fraction"].to_numpy(np.float32))
         figure.add_trace(go.Scatter(x=times, y=fractions, mode="lines", line={"shape": "hv",
-                                    "color": color, "width": 1.5}, name=f"replica {r} KV use",
+                                    "color": color, "width": 1.5}, name=f"{name} KV use",
                                     hovertemplate="%{x:.3f} s: %{y:.0%}<extra></extra>"), 2, 1)
         swaps = swap_use(result, r)
         if len(swaps):
             times, fractions = step_peaks(swaps["time"].to_numpy(), swaps["fraction"].to_numpy(np.float32))
             figure.add_trace(go.Scatter(x=times, y=fractions, mode="lines", line={"shape": "hv", "color": color,
-                                        "width": 1.5, "dash": "dot"}, name=f"replica {r} CPU swap use",
+                                        "width": 1.5, "dash": "dot"}, name=f"{name} CPU swap use",
                                         hovertemplate="%{x:.3f} s: %{y:.0%} of the swap space<extra></extra>"), 2, 1)
         mine = restarts[restarts["replica"] == r]
         if len(mine):
@@ -173,7 +180,7 @@ def _add_utilization(figure: go.Figure, result: SimulationResult, replicas: int,
             figure.add_trace(go.Scatter(
                 x=mine["time"], y=util["fraction"].to_numpy()[np.maximum(at, 0)], mode="markers",
                 marker={"symbol": "x", "size": 9, "color": color, "line": {"width": 1}},
-                name=f"replica {r} preemption", customdata=mine["request"],
+                name=f"{name} preemption", customdata=mine["request"],
                 hovertemplate="preempted request %{customdata} at %{x:.3f} s<extra></extra>"), 2, 1)
 
 
@@ -182,11 +189,12 @@ def _time_marker(t: float) -> dict:
                       name="now", showlegend=False, hoverinfo="skip")
 
 
-def _animate(figure: go.Figure, times: np.ndarray, replicas: int, height: int, first: int) -> None:
+def _animate(figure: go.Figure, times: np.ndarray, names: list[str], height: int, first: int) -> None:
+    """Play / pause buttons, the time slider, and one y tick per replica grid (`names`, top down)."""
     play = {"frame": {"duration": FRAME_MS, "redraw": True}, "fromcurrent": True, "transition": {"duration": 0}}
     pause = {"frame": {"duration": 0, "redraw": False}, "mode": "immediate", "transition": {"duration": 0}}
     figure.update_layout(
-        height=260 + 22 * replicas * (height + 1), margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        height=260 + 22 * len(names) * (height + 1), margin={"l": 10, "r": 10, "t": 60, "b": 40},
         updatemenus=[{"type": "buttons", "direction": "left", "x": 0.0, "y": 1.08, "xanchor": "left",
                       "showactive": False, "buttons": [
                           {"label": "▶ Play", "method": "animate", "args": [None, play]},
@@ -198,8 +206,8 @@ def _animate(figure: go.Figure, times: np.ndarray, replicas: int, height: int, f
                             for t in times]}],
         legend={"orientation": "h", "y": -0.12}, showlegend=True)
     figure.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, row=1, col=1)
-    tick_rows = [r * (height + 1) + (height - 1) / 2 for r in range(replicas)]
-    figure.update_yaxes(autorange="reversed", tickvals=tick_rows, ticktext=[f"replica {r}" for r in range(replicas)],
+    tick_rows = [r * (height + 1) + (height - 1) / 2 for r in range(len(names))]
+    figure.update_yaxes(autorange="reversed", tickvals=tick_rows, ticktext=names,
                         showgrid=False, zeroline=False, row=1, col=1)
     figure.update_xaxes(title_text="time (s)", row=2, col=1)
     figure.update_yaxes(title_text="KV in use", tickformat=".0%", range=[0, 1.05], row=2, col=1)

@@ -80,13 +80,13 @@ def throughput_figure(result: SimulationResult) -> go.Figure:
 
 def queue_figure(result: SimulationResult) -> go.Figure:
     """Waiting and running requests per replica over time (step lines, peaks kept)."""
-    series = result.timeseries
+    series, names = result.timeseries, [replica.name for replica in result.replicas]
     figure = go.Figure()
     for replica, rows in series.groupby("replica_id"):
         times = rows["time"].to_numpy()
         for column, dash in (("num_waiting", "solid"), ("num_running", "dot")):
             xs, ys = step_peaks(times, rows[column].to_numpy(np.int32), max_points=600)
-            figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=f"replica {replica} {column[4:]}",
+            figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=f"{names[int(replica)]} {column[4:]}",
                                         line={"shape": "hv", "dash": dash, "color": PALETTE[int(replica) % 8]}))
     figure.update_layout(height=300, xaxis_title="time (s)", yaxis_title="requests",
                          margin={"l": 10, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": 1.1})
@@ -94,19 +94,28 @@ def queue_figure(result: SimulationResult) -> go.Figure:
 
 
 def replica_load(result: SimulationResult) -> pd.DataFrame:
-    """Per replica: requests served, prompt and output tokens, batches, mean KV utilization."""
+    """Per replica (id order): requests served, prompt and output tokens, batches, mean KV
+    utilization (of its own blocks). A request counts on the replica it ended on (with P/D
+    disaggregation its decode replica, unless it had one output token)."""
     requests, series = result.requests, result.timeseries
     rows = []
-    for replica in range(result.config.cluster.num_replicas):
-        mine = requests[requests["replica_id"] == replica]
-        used = series[series["replica_id"] == replica]
-        rows.append({"replica": replica, "requests": len(mine),
+    for replica in result.replicas:
+        mine = requests[requests["replica_id"] == replica.id]
+        used = series[series["replica_id"] == replica.id]
+        rows.append({"replica": replica.id, "requests": len(mine),
                      "prompt_tokens": int(mine["num_prefill_tokens"].sum()),
                      "output_tokens": int(mine["num_decode_tokens"].sum()),
-                     "batches": int((result.batches["replica_id"] == replica).sum()),
+                     "batches": int((result.batches["replica_id"] == replica.id).sum()),
                      "kv_utilization_mean": _time_mean(used["time"].to_numpy(), used["kv_blocks_used"].to_numpy())
-                     / max(result.num_blocks, 1)})
+                     / max(replica.num_blocks, 1)})
     return pd.DataFrame(rows)
+
+
+def blocks_text(result: SimulationResult) -> str:
+    """KV blocks per replica for display: "1,024", or per pool ("prefill 64 / decode 100")."""
+    if not result.pools:
+        return f"{result.num_blocks:,}"
+    return " / ".join(f"{pool.name} {pool.num_blocks:,}" for pool in result.pools)
 
 
 def _time_mean(times: np.ndarray, values: np.ndarray) -> float:
@@ -121,7 +130,7 @@ def replica_load_figure(result: SimulationResult) -> go.Figure:
     KV use, as grouped bars on one percent axis (one axis draws fast); with even load every
     share sits on the dotted 1/n line."""
     load = replica_load(result)
-    names = [f"replica {r}" for r in load["replica"]]
+    names = [replica.name for replica in result.replicas]
     tokens = load["prompt_tokens"] + load["output_tokens"]
     series = (("share of requests", load["requests"] / max(int(load["requests"].sum()), 1)),
               ("share of tokens", tokens / max(int(tokens.sum()), 1)),

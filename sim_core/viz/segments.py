@@ -17,7 +17,6 @@ import pandas as pd
 if TYPE_CHECKING:
     from sim_core.results.result import SimulationResult
 
-KINDS = ("waiting", "prefill", "decode", "preempted")
 ENDINGS = ("restarted", "finished", "rejected")
 KIND_COLORS = {"waiting": "#c7c7c7", "prefill": "#f28e2b", "decode": "#4e79a7", "preempted": "#e15759"}
 
