@@ -12,7 +12,7 @@ from explorer.capacity_jobs import (
     stop_clicked,
 )
 from explorer.capacity_results import leave_if_opened, progress, results
-from explorer.entry import through_app
+from explorer.frame import through_app
 from explorer.remember import remember
 from explorer.server import settings
 from explorer.state import scenario, show_failure

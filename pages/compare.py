@@ -3,7 +3,7 @@
 import streamlit as st
 
 from explorer.compare_inputs import variant_editors, variant_scenarios
-from explorer.entry import through_app
+from explorer.frame import through_app
 from explorer.remember import remember
 from explorer.safe_text import plain
 from explorer.state import result_of, scenario

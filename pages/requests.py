@@ -3,7 +3,7 @@ highlight it on the KV-cache map and the pipeline Gantt."""
 
 import streamlit as st
 
-from explorer.entry import through_app
+from explorer.frame import through_app
 from explorer.state import SELECTED_KEY, result, selected_request
 from sim_core.viz.timeline import (
     SORTS,

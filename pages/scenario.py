@@ -3,7 +3,7 @@
 import streamlit as st
 
 from explorer.bind import bound, section
-from explorer.entry import through_app
+from explorer.frame import through_app
 from explorer.scenario_files import files_row, presets_row, trace_source
 from explorer.state import get_path, scenario, try_scenario, with_path
 from sim_core.catalog import DEVICES, MODELS

@@ -4,7 +4,7 @@ import json
 
 import streamlit as st
 
-from explorer.entry import through_app
+from explorer.frame import through_app
 from explorer.safe_text import plain
 from explorer.server import public_text, settings
 from explorer.state import scenario, show_failure, try_scenario, web_config
