@@ -2,8 +2,8 @@
 
 The scenario is a plain dict kept in `st.session_state["scenario"]`; it is always valid: an edit
 that fails validation leaves it unchanged and stores the error under `scenario_error` for the
-page to show. Widgets never own it: they are initialised from it and write back to it
-(see `explorer/bind.py`), so values survive page switches.
+page to show. Widgets never own it: they mirror it and write back to it (see
+`explorer/widgets.py`), so values survive page switches.
 
 Runs are cached once per server process and shared by every session; each caller gets its own
 copy of a run (see `result_of`), so no session can change what another sees.
@@ -30,7 +30,6 @@ from sim_core.results.result import SimulationResult
 from sim_core.scenarios.defaults import DEFAULT_SCENARIO
 
 SCENARIO_KEY, ERROR_KEY, SELECTED_KEY = "scenario", "scenario_error", "selected_request"
-WIDGET_PREFIX = "w:"      # keys of widgets bound to scenario fields
 CACHE_ENTRIES = 8
 SLOT_WAIT_S = 30.0        # how long a run waits for a free run slot before the page says the server is busy
 
@@ -76,7 +75,7 @@ def web_config(data: dict, source: str = "scenario") -> SimulationConfig:
     return parse_config(data, source=source)
 
 
-def try_scenario(candidate: dict, reset_widgets: bool = False) -> bool:
+def try_scenario(candidate: dict) -> bool:
     """Make `candidate` the scenario if it validates; else keep the old one and record why."""
     try:
         web_config(candidate)
@@ -85,10 +84,24 @@ def try_scenario(candidate: dict, reset_widgets: bool = False) -> bool:
         return False
     st.session_state[SCENARIO_KEY] = candidate
     st.session_state.pop(ERROR_KEY, None)
-    if reset_widgets:
-        for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(WIDGET_PREFIX)]:
-            del st.session_state[key]
     return True
+
+
+def set_field(path: str, value) -> bool:
+    """Set one field of the scenario (with the fields it implies) if the result validates."""
+    candidate = with_path(scenario(), path, value)
+    for other, other_value in implied_changes(path, value).items():
+        candidate = with_path(candidate, other, other_value)
+    return try_scenario(candidate)
+
+
+def implied_changes(path: str, value) -> dict:
+    """Fields that must change with this one for the scenario to stay valid."""
+    if path == "scheduler.type" and value == "lightllm":
+        return {"scheduler.block_size": 1, "cluster.pipeline_parallel_size": 1}
+    if path == "scheduler.type" and get_path(scenario(), "scheduler.block_size") == 1:
+        return {"scheduler.block_size": 16}
+    return {}
 
 
 def show_error() -> None:
