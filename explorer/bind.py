@@ -1,8 +1,7 @@
-"""Widgets bound to scenario fields, built from the pydantic schema.
+"""The Scenario form: widgets for scenario fields, built from the pydantic schema.
 
-A bound widget's key is `w:<place>:<dotted path>`. It is initialised from the scenario when its
-key is absent (first render, after a page switch, after the scenario was replaced) and writes
-back through `on_change`; an edit that does not validate is reverted and explained. Help text
+Each widget is bound to its field (`explorer.widgets.scenario_field`: key `w:<place>:<dotted
+path>`, mirrors the scenario, an edit that does not validate is explained and undone). Help text
 is the field's own description, ranges come from its constraints.
 """
 
@@ -15,7 +14,8 @@ import annotated_types
 import streamlit as st
 from pydantic import BaseModel
 
-from explorer.state import ERROR_KEY, WIDGET_PREFIX, get_path, scenario, try_scenario, with_path
+from explorer.state import get_path, scenario
+from explorer.widgets import scenario_field
 from sim_core.config import SimulationConfig
 from sim_core.config.applicability import applies
 from sim_core.schedulers import scheduler_label
@@ -66,32 +66,21 @@ def _bounds(info) -> tuple:
     return low, high
 
 
-def _commit(key: str, path: str, to_value) -> None:
+def _numbers(text: str) -> list[float]:
+    """A list field's text as its numbers."""
     try:
-        value = to_value(st.session_state[key])
+        return [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        st.session_state[ERROR_KEY] = f"{path}: expected numbers separated by commas"
-        st.session_state[key] = _shown(get_path(scenario(), path, _default(field_info(path))))
-        return
-    implied = implied_changes(path, value)
-    candidate = with_path(scenario(), path, value)
-    for other, other_value in implied.items():
-        candidate = with_path(candidate, other, other_value)
-    if not try_scenario(candidate):
-        st.session_state[key] = _shown(get_path(scenario(), path, _default(field_info(path))))
-    for other in [path, *implied]:     # other widgets of these fields re-read the scenario
-        for stale in [k for k in st.session_state if isinstance(k, str) and k.startswith(WIDGET_PREFIX)
-                      and k.endswith(":" + other) and k != key]:
-            del st.session_state[stale]
+        raise ValueError("expected numbers separated by commas") from None
 
 
-def implied_changes(path: str, value) -> dict:
-    """Fields that must change with this one for the scenario to stay valid."""
-    if path == "scheduler.type" and value == "lightllm":
-        return {"scheduler.block_size": 1, "cluster.pipeline_parallel_size": 1}
-    if path == "scheduler.type" and get_path(scenario(), "scheduler.block_size") == 1:
-        return {"scheduler.block_size": 16}
-    return {}
+def _same(value):
+    return value
+
+
+def _optional(number):
+    """`number`, letting an empty widget (None) through."""
+    return lambda v: None if v is None else number(v)
 
 
 def bound(path: str, place: str = "form", label: str | None = None, options: list | None = None,
@@ -101,37 +90,31 @@ def bound(path: str, place: str = "form", label: str | None = None, options: lis
     `place` keeps widgets of the same field on different parts of the screen apart; `options`
     turns it into a select box; `kind="slider"` with `low`/`high` narrows the field's range."""
     info = field_info(path)
-    key = f"{WIDGET_PREFIX}{place}:{path}"
     annotation, optional = _unwrap_optional(info.annotation)
     current = get_path(scenario(), path, _default(info))
     if annotation is float and current is not None:
         current = float(current)
-    if key not in st.session_state:
-        st.session_state[key] = current
     label = label or path.split(".")[-1].replace("_", " ")
-    common = {"key": key, "help": info.description, "on_change": _commit}
+
+    def field(parse=_same, show=_same) -> dict:
+        return {"help": info.description, **scenario_field(path, place, show, parse, _default(info))}
     choices = options or (list(typing.get_args(annotation))
                           if typing.get_origin(annotation) is typing.Literal else None)
     if choices is not None and current not in choices:
         choices = [*choices, current]
     if choices is not None:
-        common["args"] = (key, path, lambda v: v)
-        return st.selectbox(label, choices, format_func=OPTION_LABELS.get(path, str), **common)
+        return st.selectbox(label, choices, format_func=OPTION_LABELS.get(path, str), **field())
     if annotation is bool:
-        common["args"] = (key, path, bool)
-        return st.toggle(label, **common)
+        return st.toggle(label, **field(bool))
     if typing.get_origin(annotation) is list:
-        if isinstance(st.session_state[key], list):
-            st.session_state[key] = _shown(st.session_state[key])
-        common["args"] = (key, path, lambda v: [float(x) for x in v.split(",") if x.strip()])
-        return st.text_input(label, **common)
+        return st.text_input(label, **field(_numbers, _shown))
     if annotation is str:
-        common["args"] = (key, path, lambda v: v or None)
-        return st.text_input(label, **common)
+        return st.text_input(label, **field(lambda v: v or None))
     field_low, field_high = _bounds(info)
     low, high = (field_low if low is None else low), (field_high if high is None else high)
     number = int if annotation is int else float
-    common["args"] = (key, path, (lambda v: None if v is None else number(v)) if optional else number)
+    shown = _optional(float) if number is float else _same
+    common = field(_optional(number) if optional else number, shown)
     if kind == "slider":
         low, high = min(low, current), max(high, current)
         return st.slider(label, min_value=number(low), max_value=number(high), **common)

@@ -8,12 +8,13 @@ import typing
 import streamlit as st
 
 from explorer.bind import field_info
-from explorer.remember import remember
 from explorer.state import get_path
+from explorer.widgets import page_value
 from sim_core.catalog import DEVICES
 from sim_core.sweep.spec import SearchSettings
 
 SEARCH = SearchSettings.model_fields
+PAGE = "cap"              # its widgets' keys start with cap_
 DEGREES = [1, 2, 4, 8]
 
 
@@ -25,24 +26,24 @@ def sweep_spec(base: dict) -> tuple[dict, list[str]]:
     types = list(typing.get_args(field_info("scheduler.type").annotation))
     vary = {
         "scheduler.type": cols[0].multiselect("Schedulers", types,
-                                              **remember("cap_types", [_at(base, "scheduler.type")])),
+                                              **page_value(PAGE, "types", [_at(base, "scheduler.type")])),
         "device": cols[1].multiselect("GPUs", sorted({*DEVICES, *base.get("devices", {})}),
-                                      **remember("cap_devices", [_at(base, "device")])),
-        "cluster.num_replicas": _numbers(cols[2], "Replicas", "cap_replicas", _at(base, "cluster.num_replicas"),
+                                      **page_value(PAGE, "devices", [_at(base, "device")])),
+        "cluster.num_replicas": _numbers(cols[2], "Replicas", "replicas", _at(base, "cluster.num_replicas"),
                                          problems),
         "cluster.tensor_parallel_size": cols[0].multiselect(
-            "TP", DEGREES, **remember("cap_tp", [_at(base, "cluster.tensor_parallel_size")])),
+            "TP", DEGREES, **page_value(PAGE, "tp", [_at(base, "cluster.tensor_parallel_size")])),
         "cluster.pipeline_parallel_size": cols[1].multiselect(
-            "PP", DEGREES, **remember("cap_pp", [_at(base, "cluster.pipeline_parallel_size")])),
-        "scheduler.chunk_size": _numbers(cols[2], "Chunk sizes (sarathi)", "cap_chunks",
+            "PP", DEGREES, **page_value(PAGE, "pp", [_at(base, "cluster.pipeline_parallel_size")])),
+        "scheduler.chunk_size": _numbers(cols[2], "Chunk sizes (sarathi)", "chunks",
                                          _at(base, "scheduler.chunk_size"), problems),
     }
     st.markdown("**SLOs** (seconds; 0 = no limit) and **search**")
     cols = st.columns(4)
-    limits = {"ttft_p90_s": cols[0].number_input("TTFT p90", 0.0, 3600.0, **remember("cap_ttft", 2.0)),
-              "tbt_p99_s": cols[1].number_input("TBT p99", 0.0, 60.0, **remember("cap_tbt", 0.2)),
-              "e2e_p99_s": cols[2].number_input("e2e p99", 0.0, 36000.0, **remember("cap_e2e", 0.0))}
-    price = cols[3].number_input("USD per GPU-hour", 0.0, 1000.0, **remember("cap_price", 2.5))
+    limits = {"ttft_p90_s": cols[0].number_input("TTFT p90", 0.0, 3600.0, **page_value(PAGE, "ttft", 2.0)),
+              "tbt_p99_s": cols[1].number_input("TBT p99", 0.0, 60.0, **page_value(PAGE, "tbt", 0.2)),
+              "e2e_p99_s": cols[2].number_input("e2e p99", 0.0, 36000.0, **page_value(PAGE, "e2e", 0.0))}
+    price = cols[3].number_input("USD per GPU-hour", 0.0, 1000.0, **page_value(PAGE, "price", 2.5))
     search = {name: _search_input(col, name, label) for col, (name, label) in zip(
         st.columns(4), (("qps_min", "Lowest rate"), ("qps_max", "Highest rate"), ("num_requests", "Requests per probe"),
                         ("tolerance", "Tolerance")))}
@@ -56,8 +57,8 @@ def _at(base: dict, path: str):
     return get_path(base, path, field_info(path).get_default(call_default_factory=True))
 
 
-def _numbers(column, label: str, key: str, current, problems: list[str]) -> list[int]:
-    text = column.text_input(label, help="Whole numbers separated by commas", **remember(key, str(current)))
+def _numbers(column, label: str, name: str, current, problems: list[str]) -> list[int]:
+    text = column.text_input(label, help="Whole numbers separated by commas", **page_value(PAGE, name, str(current)))
     try:
         return [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
@@ -68,4 +69,4 @@ def _numbers(column, label: str, key: str, current, problems: list[str]) -> list
 def _search_input(column, name: str, label: str):
     info = SEARCH[name]
     number = int if info.annotation is int else float
-    return column.number_input(label, help=info.description, **remember(f"cap_{name}", number(info.default)))
+    return column.number_input(label, help=info.description, **page_value(PAGE, name, number(info.default)))

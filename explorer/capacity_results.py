@@ -7,9 +7,10 @@ import html
 
 import streamlit as st
 
-from explorer.remember import remember
+from explorer.capacity_inputs import PAGE
 from explorer.safe_text import plain
-from explorer.state import result_of, show_failure, try_scenario
+from explorer.state import result_of, show_failure
+from explorer.widgets import page_value, replace_scenario
 from sim_core.sweep import sweep_table
 from sim_core.sweep.pareto import best_per_objective, config_label, min_gpus_for
 from sim_core.sweep.probe import probe_scenario
@@ -47,13 +48,13 @@ def results(job, records: list[dict], price: float) -> None:
     st.dataframe(table[[*keys, *SHOWN, *(["error"] if failed else [])]], hide_index=True, key="cap_table")
     left, right = st.columns([3, 2])
     with left:
-        view = st.selectbox("Pareto view", list(PARETO_VIEWS), **remember("cap_view", "capacity vs cost"))
+        view = st.selectbox("Pareto view", list(PARETO_VIEWS), **page_value(PAGE, "view", "capacity vs cost"))
         st.plotly_chart(pareto_figure(table, keys, view), key="cap_pareto")
     with right:
         st.markdown("**Best configuration per objective**")
         st.dataframe(best_per_objective(table, keys)[["objective", "configuration", "value"]], hide_index=True,
                      key="cap_best")
-        target = st.number_input("Target rate (req/s)", 0.01, 1e6, **remember("cap_target", 10.0))
+        target = st.number_input("Target rate (req/s)", 0.01, 1e6, **page_value(PAGE, "target", 10.0))
         st.info(f"Fewest GPUs: {plain(min_gpus_for(table, target).text(target, keys), 400)}",
                 icon=":material/memory:")
     point_detail(job, table, records, keys)
@@ -86,7 +87,7 @@ def point_detail(job, table, records: list[dict], keys: list[str]) -> None:
 
 
 def _open(scenario: dict) -> None:
-    if try_scenario(scenario, reset_widgets=True):
+    if replace_scenario(scenario):
         st.session_state[OPEN_KEY] = True
 
 

@@ -1,8 +1,8 @@
 """The Compare page's scenario editors: the current scenario is A; B.. are edits of it.
 
-Each variant keeps only the fields the user changed (`st.session_state[EDITS_KEY]`, a plain
-list of dicts that survives page switches); the others follow the current scenario, so turning a
-sidebar knob moves every variant with it.
+Each variant keeps only the fields the user changed, as values of the Compare page
+(`explorer.widgets.page_value`: key `cmp_<variant>:<path>`, kept across page switches); the
+others follow the current scenario, so turning a sidebar knob moves every variant with it.
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ import typing
 
 import streamlit as st
 
-from explorer.bind import field_info, implied_changes
-from explorer.state import get_path, scenario_json, web_config, with_path
+from explorer.bind import field_info
+from explorer.state import get_path, implied_changes, web_config, with_path
+from explorer.widgets import keep, kept, page_value
 from sim_core import SimCoreError
 from sim_core.results.compare import describe_changes
 
-EDITS_KEY, BASE_KEY, PREFIX = "compare_edits", "compare_base", "cmp:"
+PAGE = "cmp"
 FIELDS = (("scheduler.type", "Scheduler"), ("scheduler.chunk_size", "Chunk size"),
           ("cluster.tensor_parallel_size", "TP"), ("cluster.pipeline_parallel_size", "PP"),
           ("cluster.num_replicas", "Replicas"), ("cluster.global_scheduler", "Router"))
@@ -35,41 +36,39 @@ def default_edits(base: dict, index: int) -> dict:
 
 def variant_editors(base: dict, count: int) -> list[dict]:
     """Draw one column of widgets per variant (B..); return each variant's edits."""
-    edits = st.session_state.setdefault(EDITS_KEY, [])
-    while len(edits) < count - 1:
-        edits.append(default_edits(base, len(edits) + 1))
-    if st.session_state.get(BASE_KEY) != scenario_json(base):     # the base moved: widgets re-read it
-        st.session_state[BASE_KEY] = scenario_json(base)
-        for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(PREFIX)]:
-            del st.session_state[key]
+    _first_edits(base, count)
     for index, column in enumerate(st.columns(count - 1), start=1):
         with column:
             st.markdown(f"**{chr(65 + index)}**")
             for path, label in FIELDS:
-                _field(base, edits[index - 1], index, path, label)
-    return edits[:count - 1]
+                _field(base, index, path, label)
+    return [variant_edits(index) for index in range(1, count)]
 
 
-def _field(base: dict, edits: dict, index: int, path: str, label: str) -> None:
-    key = f"{PREFIX}{index}:{path}"
-    if key not in st.session_state:
-        st.session_state[key] = edits.get(path, get_path(base, path, field_info(path).default))
-    common = {"key": key, "on_change": _save, "args": (base, edits, key, path), "help": field_info(path).description}
-    annotation = field_info(path).annotation
-    if typing.get_origin(annotation) is typing.Literal:
-        st.selectbox(label, typing.get_args(annotation), **common)
+def _first_edits(base: dict, count: int) -> None:
+    """A variant's first edits (`default_edits`) are set once, when it first appears."""
+    made = kept(PAGE).get("variants", 0)
+    for index in range(made + 1, count):
+        for path, value in default_edits(base, index).items():
+            keep(PAGE, f"{index}:{path}", value)
+    keep(PAGE, "variants", max(made, count - 1))
+
+
+def variant_edits(index: int) -> dict:
+    """{dotted path: value} of the fields variant `index` (1 = B) changes."""
+    prefix = f"{index}:"
+    return {name[len(prefix):]: value for name, value in kept(PAGE).items() if name.startswith(prefix)}
+
+
+def _field(base: dict, index: int, path: str, label: str) -> None:
+    info = field_info(path)
+    common = {"help": info.description, **page_value(PAGE, f"{index}:{path}", get_path(base, path, info.default))}
+    if typing.get_origin(info.annotation) is typing.Literal:
+        st.selectbox(label, typing.get_args(info.annotation), **common)
     elif path.endswith(("tensor_parallel_size", "pipeline_parallel_size")):
-        st.selectbox(label, sorted({*DEGREES, st.session_state[key]}), **common)
+        st.selectbox(label, sorted({*DEGREES, st.session_state[common["key"]]}), **common)
     else:
         st.number_input(label, min_value=1, step=1 if path.endswith("replicas") else 64, **common)
-
-
-def _save(base: dict, edits: dict, key: str, path: str) -> None:
-    value = st.session_state[key]
-    if value == get_path(base, path, field_info(path).default):
-        edits.pop(path, None)
-    else:
-        edits[path] = value
 
 
 def variant_scenarios(base: dict, edits: list[dict]) -> tuple[dict[str, dict], list[str]]:

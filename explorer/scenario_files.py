@@ -9,8 +9,9 @@ import streamlit as st
 
 from explorer.safe_text import plain
 from explorer.server import SAMPLES
-from explorer.state import ERROR_KEY, get_path, scenario, show_failure, try_scenario, web_config, with_path
+from explorer.state import ERROR_KEY, get_path, scenario, show_failure, web_config, with_path
 from explorer.uploads import check_scenario_file, check_trace
+from explorer.widgets import replace_scenario
 from sim_core.config import config_to_yaml
 from sim_core.scenarios.presets import PRESETS, preset
 
@@ -22,7 +23,7 @@ def presets_row() -> None:
     left, right = st.columns([3, 1])
     name = left.selectbox("Preset", [p.name for p in PRESETS], key="sc_preset")
     right.button("Load preset", key="sc_load", type="primary", width="stretch",
-                 on_click=lambda: try_scenario(copy.deepcopy(preset(name).scenario), reset_widgets=True))
+                 on_click=lambda: replace_scenario(copy.deepcopy(preset(name).scenario)))
     chosen = preset(name)
     st.caption(f"{chosen.lesson} **Look at:** {chosen.look_at}")   # shipped text, not input
 
@@ -45,7 +46,7 @@ def _import() -> None:
     if error:
         st.session_state[ERROR_KEY] = error
     else:
-        try_scenario(mapping, reset_widgets=True)
+        replace_scenario(mapping)
 
 
 def trace_source() -> None:
@@ -82,4 +83,4 @@ def _use_trace(name: str, data: bytes) -> None:
     st.session_state[TRACE_ERROR], st.session_state[TRACE_REPORT] = error, report
     if path is not None:
         st.session_state.setdefault(TRACE_NAMES, {})[str(path)] = name
-        try_scenario(with_path(scenario(), "workload.trace_file", str(path)), reset_widgets=True)
+        replace_scenario(with_path(scenario(), "workload.trace_file", str(path)))

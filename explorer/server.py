@@ -1,7 +1,9 @@
-"""Process-wide parts of the app server: its settings, its upload store, its run slots.
+"""Process-wide parts of the app server: its settings, its upload store, its run slots; and each
+session's presence.
 
 Each is made once per server process (`st.cache_resource`) and shared by every session; none
-holds a session's data except the upload store, whose files are named by their content.
+holds a session's data except the upload store, whose files are named by their content. A
+session's presence is made once per session and released by Streamlit when it disconnects.
 """
 
 from __future__ import annotations
@@ -13,8 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
-from streamlit import runtime
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from explorer.server_settings import ServerSettings
 from explorer.upload_store import UploadStore
@@ -60,11 +60,27 @@ def public_text(message: str) -> str:
     return message.replace(str(uploads().root) + "/", "upload ").replace(str(SAMPLES) + "/", "sample ")
 
 
+class Presence:
+    """Whether one browser session is still connected; read from any thread."""
+
+    def __init__(self) -> None:
+        self._gone = threading.Event()
+
+    def alive(self) -> bool:
+        return not self._gone.is_set()
+
+    def leave(self) -> None:
+        self._gone.set()
+
+
+@st.cache_resource(scope="session", on_release=Presence.leave)
+def presence() -> Presence:
+    """This session's presence: Streamlit releases a session's resources when it disconnects,
+    which ends it."""
+    return Presence()
+
+
 def session_alive() -> Callable[[], bool]:
     """A check, callable from any thread, of whether the browser session running this script is
-    still connected (always true outside a running server, e.g. under AppTest)."""
-    context = get_script_run_ctx()
-    if context is None or not runtime.exists():
-        return lambda: True
-    session_id, instance = context.session_id, runtime.get_instance()
-    return lambda: instance.is_active_session(session_id)
+    still connected (true until it disconnects; under AppTest, always)."""
+    return presence().alive

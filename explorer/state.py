@@ -2,18 +2,23 @@
 
 The scenario is a plain dict kept in `st.session_state["scenario"]`; it is always valid: an edit
 that fails validation leaves it unchanged and stores the error under `scenario_error` for the
-page to show. Widgets never own it: they are initialised from it and write back to it
-(see `explorer/bind.py`), so values survive page switches.
+page to show. Widgets never own it: they mirror it and write back to it (see
+`explorer/widgets.py`), so values survive page switches.
+
+Runs are cached once per server process and shared by every session; each caller gets its own
+copy of a run (see `result_of`), so no session can change what another sees.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import threading
 import time
 from collections import OrderedDict
 
+import pandas as pd
 import streamlit as st
 
 from explorer.safe_text import plain
@@ -21,10 +26,10 @@ from explorer.server import confine, public_text, run_slots, session_alive, sett
 from sim_core import SimCoreError, parse_config, run_simulation
 from sim_core.config import SimulationConfig
 from sim_core.engine.budget import check_budget
+from sim_core.results.result import SimulationResult
 from sim_core.scenarios.defaults import DEFAULT_SCENARIO
 
 SCENARIO_KEY, ERROR_KEY, SELECTED_KEY = "scenario", "scenario_error", "selected_request"
-WIDGET_PREFIX = "w:"      # keys of widgets bound to scenario fields
 CACHE_ENTRIES = 8
 SLOT_WAIT_S = 30.0        # how long a run waits for a free run slot before the page says the server is busy
 
@@ -70,7 +75,7 @@ def web_config(data: dict, source: str = "scenario") -> SimulationConfig:
     return parse_config(data, source=source)
 
 
-def try_scenario(candidate: dict, reset_widgets: bool = False) -> bool:
+def try_scenario(candidate: dict) -> bool:
     """Make `candidate` the scenario if it validates; else keep the old one and record why."""
     try:
         web_config(candidate)
@@ -79,10 +84,24 @@ def try_scenario(candidate: dict, reset_widgets: bool = False) -> bool:
         return False
     st.session_state[SCENARIO_KEY] = candidate
     st.session_state.pop(ERROR_KEY, None)
-    if reset_widgets:
-        for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(WIDGET_PREFIX)]:
-            del st.session_state[key]
     return True
+
+
+def set_field(path: str, value) -> bool:
+    """Set one field of the scenario (with the fields it implies) if the result validates."""
+    candidate = with_path(scenario(), path, value)
+    for other, other_value in implied_changes(path, value).items():
+        candidate = with_path(candidate, other, other_value)
+    return try_scenario(candidate)
+
+
+def implied_changes(path: str, value) -> dict:
+    """Fields that must change with this one for the scenario to stay valid."""
+    if path == "scheduler.type" and value == "lightllm":
+        return {"scheduler.block_size": 1, "cluster.pipeline_parallel_size": 1}
+    if path == "scheduler.type" and get_path(scenario(), "scheduler.block_size") == 1:
+        return {"scheduler.block_size": 16}
+    return {}
 
 
 def show_error() -> None:
@@ -107,7 +126,7 @@ def _results() -> tuple[OrderedDict, threading.Lock]:
     return OrderedDict(), threading.Lock()
 
 
-def result(events: bool = True):
+def result(events: bool = True) -> SimulationResult:
     """The run of the current scenario: reused when cached (keyed on its JSON and record level),
     else simulated with a progress bar. `events=False` is for views that need no block or state
     events (they take a cached full run when there is one, else a cheaper `batches` run). Stops
@@ -115,8 +134,9 @@ def result(events: bool = True):
     return result_of(scenario(), events)
 
 
-def result_of(data: dict, events: bool = True):
-    """The run of any valid scenario dict (Compare and Capacity run variants), cached like result()."""
+def result_of(data: dict, events: bool = True) -> SimulationResult:
+    """The run of any valid scenario dict (Compare and Capacity run variants), cached like result().
+    The caller gets its own copy: what it changes in it, no other caller sees."""
     scenario_key = scenario_json(data)
     levels = ("full",) if events else ("full", "batches")
     cache, lock = _results()
@@ -125,7 +145,7 @@ def result_of(data: dict, events: bool = True):
             key = f"{level}:{scenario_key}"
             if key in cache:
                 cache.move_to_end(key)
-                return cache[key]
+                return own_copy(cache[key])
     try:
         value = _simulate(scenario_key, levels[-1])
     except SimCoreError as error:
@@ -135,14 +155,28 @@ def result_of(data: dict, events: bool = True):
         cache[f"{levels[-1]}:{scenario_key}"] = value
         while len(cache) > CACHE_ENTRIES:
             cache.popitem(last=False)
-    return value
+    return own_copy(value)
 
 
-def _simulate(scenario_key: str, record: str):
+def own_copy(run: SimulationResult) -> SimulationResult:
+    """A cached run as one caller may use it: its tables are shallow copies (with pandas'
+    copy-on-write a change to one copies the data it touches and never reaches the cached
+    tables; their arrays are read-only), every other part (summary, notes, config, pools) a deep
+    copy."""
+    return dataclasses.replace(run, **{field.name: _private(getattr(run, field.name))
+                                       for field in dataclasses.fields(run) if field.init})
+
+
+def _private(value):
+    return value.copy(deep=False) if isinstance(value, pd.DataFrame) else copy.deepcopy(value)
+
+
+def _simulate(scenario_key: str, record: str) -> SimulationResult:
     """Run under the server's budget, in one of its run slots; the run stops when its session
     goes away or it passes the wall-clock limit."""
-    config = web_config(json.loads(scenario_key))
-    config.engine.record = record           # full: the KV and request views need block and state events
+    parsed = web_config(json.loads(scenario_key))
+    # full: the KV and request views need block and state events
+    config = parsed.model_copy(update={"engine": parsed.engine.model_copy(update={"record": record})})
     chosen, alive = settings(), session_alive()
     check_budget(config, chosen.limits)     # a refusal costs no slot and no wait
     bar, shown = st.empty(), [time.perf_counter()]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer.state import ERROR_KEY, scenario, try_scenario
+from explorer.state import ERROR_KEY, scenario
+from explorer.widgets import replace_scenario
 from sim_core import SimCoreError
 from sim_core.config.share import decode_scenario, encode_scenario
 
@@ -24,7 +25,7 @@ def read_url() -> None:
     except SimCoreError as error:
         st.session_state[ERROR_KEY] = str(error)
         return
-    try_scenario(candidate, reset_widgets=True)
+    replace_scenario(candidate)
 
 
 def write_url() -> None:

@@ -4,7 +4,7 @@ meets the SLOs; cost, Pareto views, and any point in detail."""
 import streamlit as st
 import yaml
 
-from explorer.capacity_inputs import sweep_spec
+from explorer.capacity_inputs import PAGE, sweep_spec
 from explorer.capacity_jobs import (
     current_job,
     show_start_error,
@@ -12,10 +12,10 @@ from explorer.capacity_jobs import (
     stop_clicked,
 )
 from explorer.capacity_results import leave_if_opened, progress, results
-from explorer.entry import through_app
-from explorer.remember import remember
+from explorer.frame import through_app
 from explorer.server import settings
 from explorer.state import scenario, show_failure
+from explorer.widgets import page_value
 
 through_app()
 leave_if_opened()
@@ -33,10 +33,10 @@ with st.expander("Sweep spec (YAML), to run it with `python -m sim_core sweep --
 cols = st.columns([1, 2, 1, 1])
 clusters = list(settings().ray_addresses)      # chosen by whoever started the server, never typed in
 backend = cols[0].radio("Run on", ["local", "ray"] if clusters else ["local"], horizontal=True,
-                        **remember("cap_backend", "local"))
+                        **page_value(PAGE, "backend", "local"))
 if clusters:
     address = cols[1].selectbox("Ray cluster", clusters, disabled=backend == "local",
-                                **remember("cap_address", clusters[0]))
+                                **page_value(PAGE, "address", clusters[0]))
 else:
     address = ""
     cols[1].caption("Ray: whoever starts this server can allow clusters (SIM_EXPLORER_RAY_ADDRESSES).")

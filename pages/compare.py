@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from explorer.compare_inputs import variant_editors, variant_scenarios
-from explorer.entry import through_app
-from explorer.remember import remember
+from explorer.compare_inputs import PAGE, variant_editors, variant_scenarios
+from explorer.frame import through_app
 from explorer.safe_text import plain
 from explorer.state import result_of, scenario
+from explorer.widgets import page_value
 from sim_core.results.compare import comparison_table, difference_frame, diverging_requests
 from sim_core.viz.compare import (
     kv_overlay,
@@ -25,7 +25,7 @@ st.title("Compare")
 st.caption("A is the current scenario (change it in the sidebar); B and the others change only the "
            "fields set below. Every scenario runs the same workload, so request ids match.")
 base = scenario()
-count = st.number_input("Scenarios", 2, 6, **remember("cmp_count", 2))
+count = st.number_input("Scenarios", 2, 6, **page_value(PAGE, "count", 2))
 named, problems = variant_scenarios(base, variant_editors(base, int(count)))
 for problem in problems:
     st.warning(plain(problem, 400), icon=":material/warning:")
@@ -50,8 +50,8 @@ with right:
 
 st.subheader("Request timelines")
 cols = st.columns([2, 1])
-pick = cols[0].selectbox("Requests", list(PICKS), **remember("cmp_pick", "largest TTFT difference"))
-limit = cols[1].number_input("How many", 1, 100, **remember("cmp_rows", 15))
+pick = cols[0].selectbox("Requests", list(PICKS), **page_value(PAGE, "pick", "largest TTFT difference"))
+limit = cols[1].number_input("How many", 1, 100, **page_value(PAGE, "rows", 15))
 tables = {name: run.requests for name, run in runs.items()}
 column, first = PICKS[pick], next(iter(tables.values()))
 ids = diverging_requests(tables, column, int(limit)) if column else first["request_id"].head(int(limit)).tolist()

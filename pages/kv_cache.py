@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from explorer.entry import through_app
+from explorer.frame import through_app
 from explorer.state import result, selected_request
 from sim_core.viz.kv_map import MAX_CELLS, kv_layout, kv_map_figure
 from sim_core.viz.overview import blocks_text

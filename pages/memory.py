@@ -3,7 +3,7 @@
 import streamlit as st
 
 from explorer.bind import bound
-from explorer.entry import through_app
+from explorer.frame import through_app
 from explorer.safe_text import plain
 from explorer.state import scenario, show_failure, web_config
 from sim_core import SimCoreError

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from explorer.entry import through_app
+from explorer.frame import through_app
 from explorer.safe_text import plain
 from explorer.state import result
 from sim_core.viz.overview import (

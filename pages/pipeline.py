@@ -4,7 +4,7 @@ import json
 
 import streamlit as st
 
-from explorer.entry import through_app
+from explorer.frame import through_app
 from explorer.state import result, scenario, selected_request, web_config
 from sim_core.config import config_to_yaml
 from sim_core.export import chrome_trace

@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from explorer.entry import through_app
+from explorer.frame import through_app
 from explorer.safe_text import plain
 from explorer.state import scenario, show_failure, web_config
 from explorer.uploads import read_uploaded_profile

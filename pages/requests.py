@@ -3,8 +3,9 @@ highlight it on the KV-cache map and the pipeline Gantt."""
 
 import streamlit as st
 
-from explorer.entry import through_app
+from explorer.frame import through_app
 from explorer.state import SELECTED_KEY, result, selected_request
+from explorer.widgets import session_value
 from sim_core.viz.timeline import (
     SORTS,
     pick_requests,
@@ -33,11 +34,8 @@ picked = selected_from_event(event)
 if picked is not None and picked != st.session_state.get("rq_last_click"):
     st.session_state["rq_last_click"] = st.session_state[SELECTED_KEY] = picked
     st.rerun()
-if st.session_state.get("rq_pick") != selected_request():
-    st.session_state["rq_pick"] = selected_request()
 choice = st.number_input("Selected request id (highlighted on KV cache and Pipeline)", 0, len(requests) - 1,
-                         key="rq_pick", on_change=lambda: st.session_state.update(
-                             {SELECTED_KEY: st.session_state["rq_pick"]}))
+                         **session_value("rq", "pick", SELECTED_KEY))
 if choice is not None:
     st.dataframe(requests[requests["request_id"] == choice].T.astype(str), width="stretch")
 st.subheader("All requests")

@@ -3,9 +3,10 @@
 import streamlit as st
 
 from explorer.bind import bound, section
-from explorer.entry import through_app
+from explorer.frame import through_app
 from explorer.scenario_files import files_row, presets_row, trace_source
 from explorer.state import get_path, scenario, try_scenario, with_path
+from explorer.widgets import page_value
 from sim_core.catalog import DEVICES, MODELS
 
 through_app()
@@ -53,8 +54,8 @@ with tabs[3]:
     section("predictor")
 with tabs[4]:
     trace = get_path(current, "workload.trace_file")
-    source = st.radio("Requests from", ["synthetic generator", "trace file"], index=1 if trace else 0,
-                      horizontal=True, key="w:sc_source")
+    source = st.radio("Requests from", ["synthetic generator", "trace file"], horizontal=True, **page_value(
+        "sc", "source", "trace file" if trace else "synthetic generator", with_scenario=True))
     if source == "trace file":
         trace_source()
         section("workload", ["trace_format", "on_bad_rows", "drop_duplicates", "max_trace_requests",

@@ -4,12 +4,13 @@ import json
 
 import streamlit as st
 
-from explorer.entry import through_app
+from explorer.frame import through_app
 from explorer.safe_text import plain
 from explorer.server import public_text, settings
 from explorer.state import scenario, show_failure, try_scenario, web_config
 from explorer.uploads import check_trace
-from explorer.workload_inputs import WL, generator_spec
+from explorer.widgets import page_value
+from explorer.workload_inputs import PAGE, WL, generator_spec
 from sim_core import SimCoreError
 from sim_core.engine.budget import check_budget
 from sim_core.viz import (
@@ -23,7 +24,7 @@ from sim_core.workload import ReadOptions, build_workload_and_format
 through_app()
 
 FORMATS = ["auto", "canonical", "vidur", "vidur_lengths", "azure", "burstgpt", "mooncake"]
-LAST_TRACE = "wl_last_trace"
+LAST_TRACE, USED = "wl_last_trace", "wl_used"
 
 
 @st.cache_data(show_spinner="Reading the workload...", max_entries=4)
@@ -34,13 +35,21 @@ def preview(scenario_json: str):
     return build_workload_and_format(config)
 
 
+def use(candidate: dict, count: int) -> None:
+    """The Use button's callback: it runs before the script, so the sidebar shows the new
+    workload in the same run and no rerun can lose the click."""
+    if try_scenario(candidate):
+        st.session_state[USED] = count
+
+
 current = scenario()
 st.title("Workload")
-source = st.radio("Source", ["Generate", "Upload a trace"], horizontal=True, key="wl_source")
+source = st.radio("Source", ["Generate", "Upload a trace"], horizontal=True, **page_value(PAGE, "source", "Generate"))
 if source == "Upload a trace":
     upload = st.file_uploader("Trace file (CSV or JSON lines)", key="wl_upload", help=WL["trace_file"].description)
-    fmt = st.selectbox("Format", FORMATS, key="wl_format", help=WL["trace_format"].description)
-    skip = st.checkbox("Skip bad rows (and count them)", key="wl_skip", help=WL["on_bad_rows"].description)
+    fmt = st.selectbox("Format", FORMATS, help=WL["trace_format"].description, **page_value(PAGE, "format", FORMATS[0]))
+    skip = st.checkbox("Skip bad rows (and count them)", help=WL["on_bad_rows"].description,
+                       **page_value(PAGE, "skip", False))
     if upload is None:
         st.info("Upload a trace: Vidur, Azure (2023/2024), BurstGPT, Mooncake JSON lines or our canonical CSV.")
         st.stop()
@@ -70,5 +79,7 @@ st.plotly_chart(arrival_rate_figure(workload), key="wl_rate")
 left, right = st.columns(2)
 left.plotly_chart(length_histogram_figure(workload), key="wl_hist")
 right.plotly_chart(length_scatter_figure(workload), key="wl_scatter")
-if st.button("Use this workload for the scenario", type="primary", key="wl_use") and try_scenario(candidate):
-    st.success(f"The scenario now uses this workload ({len(workload):,} requests).")
+st.button("Use this workload for the scenario", type="primary", key="wl_use", on_click=use,
+          args=(candidate, len(workload)))
+if USED in st.session_state:
+    st.success(f"The scenario now uses this workload ({st.session_state.pop(USED):,} requests).")

@@ -92,3 +92,16 @@ def test_an_invalid_edit_is_reverted_and_explained_and_the_scenario_stays():
     assert app.session_state["scenario"] == before
     assert app.number_input(key="w:form:cluster.pipeline_parallel_size").value == 2
     assert has_widget(app, "number_input", "w:form:cluster.num_replicas")
+
+
+def test_a_deep_link_as_the_first_request_runs_the_page_inside_the_app():
+    """Streamlit starts in its pages-folder mode, where the first request for /kv_cache runs that
+    page script alone; the page reruns through app.py, so it has the sidebar knobs and the URL."""
+    app = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    app.session_state["scenario"] = copy.deepcopy(TINY)
+    app.switch_page("pages/kv_cache.py")              # before any run: the page is named by its file
+    app.run()
+    assert not app.exception
+    assert app.title[0].value == "KV cache"
+    assert app.sidebar.selectbox(key="w:side:scheduler.type").value == "vllm"
+    assert decode_scenario(app.query_params["s"]) == TINY

@@ -1,6 +1,7 @@
 """One real-browser test: a real `streamlit run` server on 127.0.0.1 and Debian's chromium
 driven by Playwright. It moves a slider, uploads a trace, plays the KV animation, switches pages,
-downloads the Chrome trace and parses it, and takes a screenshot of every view.
+downloads the Chrome trace and parses it, and takes a screenshot of every view. Another opens a
+fresh server on a deep link.
 
 Screenshots go to a temporary folder; with UPDATE_SCREENSHOTS=1 they replace the ones in
 assets/ that the README shows. Without a chromium on PATH the test skips, except in CI
@@ -95,5 +96,24 @@ def test_a_user_session_end_to_end(server, tmp_path):
         assert batches and all(e["dur"] > 0 for e in batches)
         assert sum(len(e["args"]["request_ids"]) for e in batches if e["tid"] == 0) >= 60
         assert {e["name"] for e in events if e["ph"] == "C"} == {"KV blocks", "Requests"}
+        expect(page.locator("[data-testid='stException']")).to_have_count(0)
+        browser.close()
+
+
+def test_a_deep_link_as_the_first_request_to_a_fresh_server_shows_the_sidebar_knobs():
+    """A new server starts in Streamlit's pages-folder mode, where /kv_cache would run the page
+    script alone; the page reruns through app.py: the sidebar has its knobs and the URL the scenario."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with streamlit_server() as url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium(), args=FLAGS, headless=True)
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        page.goto(f"{url}/kv_cache")
+        settle(page)
+        expect(page.get_by_role("heading", name="KV cache")).to_be_visible(timeout=60_000)
+        sidebar = page.get_by_test_id("stSidebar")
+        expect(sidebar.get_by_text("Replica scheduler")).to_be_visible(timeout=60_000)
+        expect(sidebar.get_by_role("slider").first).to_be_visible()
+        assert "/kv_cache" in page.url and "s=" in page.url
         expect(page.locator("[data-testid='stException']")).to_have_count(0)
         browser.close()
