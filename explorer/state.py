@@ -142,7 +142,8 @@ def _simulate(scenario_key: str, record: str):
     """Run under the server's budget, in one of its run slots; the run stops when its session
     goes away or it passes the wall-clock limit."""
     config = web_config(json.loads(scenario_key))
-    config.engine.record = record           # full: the KV and request views need block and state events
+    # full: the KV and request views need block and state events
+    config = config.model_copy(update={"engine": config.engine.model_copy(update={"record": record})})
     chosen, alive = settings(), session_alive()
     check_budget(config, chosen.limits)     # a refusal costs no slot and no wait
     bar, shown = st.empty(), [time.perf_counter()]

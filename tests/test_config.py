@@ -24,7 +24,7 @@ scheduler:
   num_blocks: 512
   watermark_blocks_fraction: 0.01
   max_tokens_in_batch: 4096
-  chunk_size: 256
+  chunk_size: 512         # knobs of other policies at their defaults (older files hold every knob)
   max_waiting_iters: 10
 predictor:
   type: linear
