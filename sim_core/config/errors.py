@@ -38,7 +38,7 @@ def _describe_one(err: ErrorDetails, root: type[BaseModel]) -> str:
     if allowed:
         parts.append(f"allowed {allowed}")
     if err["type"] == "extra_forbidden":
-        foreign = _other_policys_knob(err, root)
+        foreign = _knob_of_another_policy(err, root)
         if foreign:
             return foreign
         parts = [f"{loc}: unknown key"]
@@ -90,7 +90,7 @@ def error_location(root: type[BaseModel], err: ErrorDetails) -> tuple:
                  if not (part in policy_names() and _walk(root, loc[:index])[1] is SchedulerConfig))
 
 
-def _other_policys_knob(err: ErrorDetails, root: type[BaseModel]) -> str:
+def _knob_of_another_policy(err: ErrorDetails, root: type[BaseModel]) -> str:
     """For a knob of another scheduler policy: the value's own problem when it has one (as that
     policy sees it), else which policy does not read it and which do; '' for any other key."""
     loc = err["loc"]

@@ -8,7 +8,7 @@ A policy (one file in `sim_core/schedulers/`) declares two things next to its sc
   chunk, swap space, prefix caching, overlap, its own validation rules);
 * its `PolicyTraits` (the scheduler class's `traits`): the facts that do not depend on knobs.
 
-`sim_core.schedulers` registers every policy (`policies.add_policy`); the scenario then
+`sim_core.schedulers` registers every policy (`policies.add_policies`); the scenario then
 validates `scheduler` as the registered model its `type` names.
 """
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from sim_core.config.simulation import SimulationConfig
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)   # one per policy: compared (and hashed) by identity
 class PolicyTraits:
     """What the rest of the simulator may ask a policy instead of testing its name.
 
