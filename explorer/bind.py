@@ -16,8 +16,9 @@ from pydantic import BaseModel
 
 from explorer.state import get_path, scenario
 from explorer.widgets import scenario_field
-from sim_core.config import SimulationConfig
+from sim_core.config import SchedulerConfig, SimulationConfig
 from sim_core.config.applicability import applies
+from sim_core.config.policies import policy_config, section_fields
 from sim_core.schedulers import scheduler_label
 
 OPTION_LABELS = {"scheduler.type": scheduler_label}   # choices shown with what they mirror
@@ -34,10 +35,10 @@ def _shown(value):
 
 
 def field_info(path: str):
-    """The pydantic FieldInfo of a dotted scenario path."""
+    """The pydantic FieldInfo of a dotted scenario path (a scheduler knob: any policy's)."""
     model, info = SimulationConfig, None
     for part in path.split("."):
-        info = model.model_fields[part]
+        info = section_fields(model)[part]
         model = _model_of(info.annotation)
     return info
 
@@ -127,11 +128,13 @@ def bound(path: str, place: str = "form", label: str | None = None, options: lis
 
 def section(prefix: str, names: list[str] | None = None, place: str = "form", columns: int = 3) -> None:
     """Bound widgets for the scalar fields of one config section that apply to its current
-    discriminator (e.g. only sarathi's knobs when scheduler.type is sarathi)."""
+    discriminator (the scheduler section: the knobs of its current policy's config model)."""
     model = _model_of(field_info(prefix).annotation)
     values = get_path(scenario(), prefix, {}) or {}
+    if model is SchedulerConfig:
+        model = policy_config(values.get("type"))
     names = names or [n for n, f in model.model_fields.items() if _model_of(f.annotation) is None]
-    shown = [n for n in names if applies(prefix, n, values)]
+    shown = [n for n in names if n in model.model_fields and applies(prefix, n, values)]
     slots = st.columns(columns)
     for i, name in enumerate(shown):
         with slots[i % columns]:

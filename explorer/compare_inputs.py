@@ -29,7 +29,8 @@ def default_edits(base: dict, index: int) -> dict:
     other = "sarathi" if get_path(base, "scheduler.type", "vllm") != "sarathi" else "vllm"
     replicas, tp = get_path(base, "cluster.num_replicas", 1), get_path(base, "cluster.tensor_parallel_size", 1)
     choices = [{"scheduler.type": other}, {"cluster.num_replicas": replicas * 2},
-               {"cluster.tensor_parallel_size": min(tp * 2, 8)}, {"scheduler.type": other, "scheduler.chunk_size": 256},
+               {"cluster.tensor_parallel_size": min(tp * 2, 8)},
+               {"scheduler.type": "sarathi", "scheduler.chunk_size": 256},    # chunk_size is sarathi's
                {"cluster.global_scheduler": "lor"}]
     return dict(choices[(index - 1) % len(choices)])
 
@@ -77,10 +78,11 @@ def variant_scenarios(base: dict, edits: list[dict]) -> tuple[dict[str, dict], l
     for index, changes in enumerate(edits, start=1):
         candidate = base
         for path, value in changes.items():
+            implied = implied_changes(path, value, candidate)
             candidate = with_path(candidate, path, value)
-            for other, implied in implied_changes(path, value).items():
+            for other, other_value in implied.items():
                 if other not in changes:
-                    candidate = with_path(candidate, other, implied)
+                    candidate = with_path(candidate, other, other_value)
         letter = chr(65 + index)
         try:
             web_config(candidate)

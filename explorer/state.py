@@ -25,6 +25,7 @@ from explorer.safe_text import plain
 from explorer.server import confine, public_text, run_slots, session_alive, settings
 from sim_core import SimCoreError, parse_config, run_simulation
 from sim_core.config import SimulationConfig
+from sim_core.config.policies import policy_switch
 from sim_core.engine.budget import check_budget
 from sim_core.results.result import SimulationResult
 from sim_core.scenarios.defaults import DEFAULT_SCENARIO
@@ -95,12 +96,11 @@ def set_field(path: str, value) -> bool:
     return try_scenario(candidate)
 
 
-def implied_changes(path: str, value) -> dict:
-    """Fields that must change with this one for the scenario to stay valid."""
-    if path == "scheduler.type" and value == "lightllm":
-        return {"scheduler.block_size": 1, "cluster.pipeline_parallel_size": 1}
-    if path == "scheduler.type" and get_path(scenario(), "scheduler.block_size") == 1:
-        return {"scheduler.block_size": 16}
+def implied_changes(path: str, value, base: dict | None = None) -> dict:
+    """Fields that must change with this one for the scenario (`base`, default: the current
+    one) to stay valid; None removes a key (a knob the new policy does not read)."""
+    if path == "scheduler.type":
+        return policy_switch(scenario() if base is None else base, value)
     return {}
 
 

@@ -38,9 +38,9 @@ row[2].metric("TBT p90 (ms)", f"{summary['tbt_p90_s'] * 1e3:.0f}")
 row[3].metric("Scheduling delay p99 (s)", f"{summary['scheduling_delay_p99_s']:.2f}")
 row[4].metric("Rejected", f"{summary['num_rejected']:,}")
 row[5].metric("KV blocks / replica", blocks_text(run))
-if run.config.scheduler.type in ("vllm_v1", "sglang"):
+if run.config.scheduler.traits.has_prefix_cache:
     row = st.columns(6)
-    caching = run.config.scheduler.enable_prefix_caching
+    caching = run.config.scheduler.prefix_caching()
     row[0].metric("Prefix hit rate", f"{summary['prefix_hit_rate']:.0%}" if caching else "off",
                   help=f"{summary['prefix_cached_tokens']:,} prompt tokens served from the prefix cache "
                        "(not computed, still counted in prompt throughput)")

@@ -8,6 +8,7 @@ from explorer.scenario_files import files_row, presets_row, trace_source
 from explorer.state import get_path, scenario, try_scenario, with_path
 from explorer.widgets import page_value
 from sim_core.catalog import DEVICES, MODELS
+from sim_core.config.policies import policy_config
 
 through_app()
 
@@ -39,13 +40,8 @@ with tabs[0]:
     with cols[1]:
         bound("name")
 with tabs[1]:
-    section("scheduler", [n for n in ("type", "batch_size_cap", "block_size", "watermark_blocks_fraction",
-                                      "max_tokens_in_batch", "chunk_size", "max_waiting_iters", "max_num_seqs",
-                                      "max_num_batched_tokens", "enable_chunked_prefill", "preemption_mode",
-                                      "swap_space_gb", "long_prefill_token_threshold",
-                                      "prioritize_prefill", "scheduling_policy", "enable_prefix_caching",
-                                      "max_prefill_tokens", "chunked_prefill_size", "max_running_requests",
-                                      "cuda_graph_batch_sizes", "enable_overlap_schedule")])
+    knobs = policy_config(get_path(current, "scheduler.type")).model_fields   # the current policy's
+    section("scheduler", [n for n in knobs if n != "num_blocks"])          # (KV blocks: next tab)
 with tabs[2]:
     bound("scheduler.num_blocks", label="KV blocks per replica (empty: the planner decides)")
     section("memory")

@@ -16,6 +16,7 @@ sys.path.insert(0, str(ROOT))
 os.environ["SIM_EXPLORER_PROPAGATE_ERRORS"] = "1"
 
 from sim_core import parse_config, run_simulation  # noqa: E402
+from sim_core.config.policies import for_policy  # noqa: E402
 from sim_core.workload import Workload  # noqa: E402
 
 BASE_S, PER_TOKEN_S = 0.01, 0.001
@@ -29,11 +30,12 @@ def workload(*rows) -> Workload:
 
 
 def scenario(policy: str = "vllm", **overrides) -> dict:
-    """A scenario dict: linear cost 10 ms + 1 ms per token, explicit KV blocks, no watermark."""
+    """A scenario dict: linear cost 10 ms + 1 ms per token, explicit KV blocks, no watermark
+    (for the policies that keep one)."""
     base = {
         "max_model_len": 2048,
         "predictor": {"type": "linear", "base_s": BASE_S, "per_token_s": PER_TOKEN_S},
-        "scheduler": {"type": policy, "num_blocks": 100, "block_size": 16, "watermark_blocks_fraction": 0.0},
+        "scheduler": for_policy({"num_blocks": 100, "block_size": 16, "watermark_blocks_fraction": 0.0}, policy),
         "cluster": {"num_replicas": 1},
         "engine": {"record": "full"},
     }

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from run_agreement import assert_runs_agree
 
 from sim_core import parse_config, run_simulation
+from sim_core.config.policies import for_policy
 from sim_core.workload import Workload
 
 
@@ -42,7 +43,7 @@ def scenarios(draw):
         "cluster": {"num_replicas": draw(st.integers(1, 2)),
                     "pipeline_parallel_size": draw(st.sampled_from([1, 1, 2])),
                     "global_scheduler": draw(st.sampled_from(["round_robin", "lor"]))},
-        "scheduler": {"type": policy, "block_size": block_size,
+        "scheduler": for_policy({"type": policy, "block_size": block_size,   # the knobs the policy reads
                       "num_blocks": draw(st.integers(max(2, 64 // block_size), 300 // block_size + 8)),
                       "enable_prefix_caching": draw(st.booleans()),
                       "max_num_seqs": draw(st.integers(0, 8)),
@@ -54,7 +55,7 @@ def scenarios(draw):
                       "chunked_prefill_size": block_size * draw(st.integers(0, 64 // block_size + 1)),
                       "max_running_requests": draw(st.integers(0, 8)),
                       "cuda_graph_batch_sizes": draw(st.sampled_from([[], [1, 2, 4, 8], [3]])),
-                      "enable_overlap_schedule": draw(st.booleans())},
+                      "enable_overlap_schedule": draw(st.booleans())}, policy),
     }
     n = draw(st.integers(1, 20))
     arrivals = sorted(draw(st.lists(st.floats(0, 1, allow_nan=False), min_size=n, max_size=n)))

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from sim_core.config import SimulationConfig
 from sim_core.config.file_policy import PATH_FIELDS, confine_paths
+from sim_core.config.policies import section_fields
 from sim_core.errors import ConfigError
 
 TRACE_REFUSAL = ("link: workload.trace_file: only uploaded traces and the shipped sample traces can be used "
@@ -94,7 +95,7 @@ def test_the_policy_covers_every_field_of_the_scenario_that_names_a_file():
 
 
 def _path_like_fields(model: type[BaseModel], prefix: str):
-    for name, info in model.model_fields.items():
+    for name, info in section_fields(model).items():   # the scheduler section: every policy's knobs
         dotted = f"{prefix}{name}"
         if name.endswith(("_file", "_dir", "_path")):
             yield dotted

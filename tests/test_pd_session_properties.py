@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim_core import parse_config, run_simulation
+from sim_core.config.policies import for_policy
 from sim_core.workload import Workload
 
 POLICIES = ["vllm", "sarathi", "orca", "vllm_v0", "vllm_v1", "sglang"]
@@ -39,11 +40,11 @@ def scenarios(draw, disaggregated: bool | None = None, closed_loop: bool | None 
         "cluster": {"num_replicas": draw(st.integers(1, 3)),
                     "pipeline_parallel_size": draw(st.sampled_from([1, 2])),
                     "global_scheduler": draw(st.sampled_from(["round_robin", "lor", "random"]))},
-        "scheduler": {"type": policy, "block_size": block_size,
-                      "num_blocks": draw(st.integers(min_blocks, min_blocks + 60)),
-                      "batch_size_cap": draw(st.integers(2, 16)), "chunk_size": draw(st.integers(4, 64)),
-                      "watermark_blocks_fraction": draw(st.sampled_from([0.0, 0.1])),
-                      **draw(engine_knobs(policy, block_size))},
+        "scheduler": for_policy({"block_size": block_size,   # the knobs the policy reads
+                                 "num_blocks": draw(st.integers(min_blocks, min_blocks + 60)),
+                                 "batch_size_cap": draw(st.integers(2, 16)), "chunk_size": draw(st.integers(4, 64)),
+                                 "watermark_blocks_fraction": draw(st.sampled_from([0.0, 0.1])),
+                                 **draw(engine_knobs(policy, block_size))}, policy),
         "workload": {"sessions": {"closed_loop": closed_loop,
                                   "closed_loop_gap": draw(st.sampled_from(["workload", "think_time"])),
                                   "think_time_s": draw(st.sampled_from([0.0, 0.05]))}},

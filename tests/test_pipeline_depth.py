@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim_core import SimulationError, parse_config, run_simulation
-from sim_core.config.disaggregation import NOT_DISAGGREGATED
+from sim_core.config.policies import for_policy, policy_traits
 from sim_core.schedulers import SCHEDULERS
 from sim_core.workload import Workload
 
@@ -47,11 +47,11 @@ def scenarios(draw):
         "predictor": {"type": "linear", "base_s": draw(st.sampled_from([0.001, 0.004])),
                       "per_token_s": draw(st.sampled_from([0.0, 1e-4]))},
         "cluster": {"num_replicas": draw(st.integers(1, 2)), "pipeline_parallel_size": pp},
-        "scheduler": {"type": policy, "block_size": block_size, "batch_size_cap": draw(st.integers(4, 32)),
-                      "num_blocks": reserve * 4 if policy != "lightllm" else 2000,
-                      "chunk_size": draw(st.integers(8, 64))},
+        "scheduler": for_policy({"block_size": block_size, "batch_size_cap": draw(st.integers(4, 32)),
+                                 "num_blocks": reserve * 4 if policy != "lightllm" else 2000,
+                                 "chunk_size": draw(st.integers(8, 64))}, policy),   # the knobs it reads
     }
-    if policy not in NOT_DISAGGREGATED and draw(st.booleans()):
+    if policy_traits(policy).supports_disaggregation and draw(st.booleans()):
         config["disaggregation"] = {"enabled": True,
                                     "prefill": {"pipeline_parallel_size": draw(st.integers(1, 4))},
                                     "decode": {"pipeline_parallel_size": draw(st.integers(1, 4))}}

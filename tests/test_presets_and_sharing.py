@@ -85,10 +85,8 @@ def test_the_applicability_table_matches_the_field_descriptions(section):
             assert named == set(table.get(name, ())), f"{section}.{name}"
 
 
-def test_applies_hides_knobs_of_other_policies():
-    assert applies("scheduler", "chunk_size", {"type": "sarathi"})
-    assert not applies("scheduler", "chunk_size", {"type": "vllm"})
-    assert applies("scheduler", "batch_size_cap", {"type": "orca"})
+def test_applies_hides_knobs_of_other_choices():
+    assert applies("workload.arrival", "cv", {"process": "gamma"})
     assert not applies("workload.arrival", "cv", {})            # poisson is the default
     assert applies("cluster", "num_replicas", {})
 

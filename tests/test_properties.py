@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from run_agreement import assert_runs_agree
 
 from sim_core import SimulationError, parse_config, run_simulation
+from sim_core.config.policies import for_policy
 from sim_core.workload import Workload
 
 POLICIES = ["vllm", "sarathi", "orca", "faster_transformer", "lightllm", "vllm_v0"]
@@ -33,7 +34,8 @@ def scenarios(draw, policies=tuple(POLICIES)):
         "cluster": {"num_replicas": draw(st.integers(1, 3)), "tensor_parallel_size": draw(st.sampled_from([1, 2])),
                     "pipeline_parallel_size": 1 if lightllm else draw(st.sampled_from([1, 2])),
                     "global_scheduler": draw(st.sampled_from(["round_robin", "lor", "random"]))},
-        "scheduler": {"type": policy, "block_size": block_size, "num_blocks": num_blocks,
+        "scheduler": for_policy({  # the knobs the policy reads
+                      "block_size": block_size, "num_blocks": num_blocks,
                       "batch_size_cap": draw(st.integers(2, 16)), "chunk_size": draw(st.integers(4, 64)),
                       "max_waiting_iters": draw(st.integers(0, 4)),
                       "watermark_blocks_fraction": draw(st.sampled_from([0.0, 0.01, 0.1])),
@@ -41,7 +43,7 @@ def scenarios(draw, policies=tuple(POLICIES)):
                       "swap_space_gb": draw(st.sampled_from([0.0, 0.01, 0.05, 4.0])),  # 0 to hundreds of blocks
                       "enable_chunked_prefill": draw(st.booleans()),
                       "max_num_seqs": draw(st.sampled_from([0, 2, 5, 256])),
-                      "max_num_batched_tokens": draw(st.sampled_from([None, 24, 90, 256]))},
+                      "max_num_batched_tokens": draw(st.sampled_from([None, 24, 90, 256]))}, policy),
     }
     n = draw(st.integers(1, 25))
     arrivals = sorted(draw(st.lists(st.floats(0, 2, allow_nan=False), min_size=n, max_size=n)))

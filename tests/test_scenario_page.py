@@ -32,6 +32,19 @@ def test_scheduler_knobs_show_only_for_the_policies_that_read_them():
     assert help_text.startswith("sarathi: token budget of one iteration")
 
 
+def test_switching_the_policy_drops_the_knobs_the_new_one_does_not_read():
+    """From the Sarathi preset (chunk_size 512) to vllm: chunk_size leaves the scenario and its
+    widget the page; vllm's own knob appears with its default."""
+    app = open_app("pages/scenario.py")
+    app.selectbox(key="sc_preset").set_value("Chunked prefill smooths TBT (Sarathi)").run()
+    app.button(key="sc_load").click().run()
+    app.selectbox(key="w:form:scheduler.type").set_value("vllm").run()
+    assert not app.exception and "chunk_size" not in app.session_state["scenario"]["scheduler"]
+    assert app.session_state["scenario"]["scheduler"]["type"] == "vllm"
+    assert not has_widget(app, "number_input", "w:form:scheduler.chunk_size")
+    assert app.number_input(key="w:form:scheduler.max_tokens_in_batch").value == 4096
+
+
 def test_switching_to_lightllm_also_sets_what_it_requires():
     app = open_app("pages/scenario.py")
     app.selectbox(key="w:form:scheduler.type").set_value("lightllm").run()

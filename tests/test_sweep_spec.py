@@ -64,6 +64,30 @@ def test_combinations_that_do_not_validate_are_skipped_with_the_reason():
                               "lightllm needs 1 (got 16)"))]
 
 
+def test_a_point_of_another_policy_keeps_the_base_knobs_it_reads_and_drops_the_others():
+    """Base sarathi with chunk_size 256 and a batch cap of 8: its vllm point keeps the cap and the
+    watermark and leaves chunk_size out (vllm's own knob takes its default)."""
+    sweep, base = spec(base={**BASE, "scheduler": {"type": "sarathi", "chunk_size": 256, "batch_size_cap": 8}},
+                       vary={"scheduler.type": ["sarathi", "vllm"]})
+    points = build_grid(sweep, base).points
+    assert points[0].scenario["scheduler"]["chunk_size"] == 256
+    assert points[1].scenario["scheduler"] == {"type": "vllm", "batch_size_cap": 8, "block_size": 16,
+                                               "num_blocks": None, "watermark_blocks_fraction": 0.01,
+                                               "max_tokens_in_batch": 4096}
+
+
+def test_a_varied_knob_that_a_points_policy_does_not_read_skips_the_point():
+    """chunk_size is varied with the type: the sarathi point runs it, the vllm point is skipped."""
+    sweep, base = spec(vary={"scheduler.chunk_size": [256], "scheduler.type": ["vllm", "sarathi"]})
+    grid = build_grid(sweep, base)
+    assert [tuple(p.values.values()) for p in grid.points] == [(256, "sarathi")]
+    assert grid.skipped == [({"scheduler.chunk_size": 256, "scheduler.type": "vllm"},
+                             "point scheduler.chunk_size=256, scheduler.type=vllm: scheduler.chunk_size: got 256; "
+                             "vllm does not read it (read by: sarathi)")]
+    assert error_of(vary={"scheduler.chunk_size": [0]}) == (
+        "s.yaml: vary.scheduler.chunk_size[0]: scheduler.chunk_size: got 0; allowed range 1 .. 10000000")
+
+
 def test_a_grid_without_a_valid_point_is_an_error():
     sweep, base = spec(vary={"cluster.tensor_parallel_size": [3]})
     with pytest.raises(ConfigError, match="none of the 1 combination"):
@@ -71,13 +95,13 @@ def test_a_grid_without_a_valid_point_is_an_error():
 
 
 def test_unknown_vary_key_lists_the_fields_of_its_section():
-    from sim_core.config import SchedulerConfig
+    from sim_core.config.policies import scheduler_fields
 
-    # every field of the section, in declaration order (the list grows as policies add knobs)
+    # every policy's knobs, in registration order (the list grows as policies add knobs)
     assert error_of(vary={"scheduler.chunk": [1]}) == (
         "s.yaml: vary.scheduler.chunk: unknown key; fields of scheduler: type, batch_size_cap, block_size, "
         "num_blocks, watermark_blocks_fraction, max_tokens_in_batch, chunk_size, max_waiting_iters, "
-        + ", ".join(list(SchedulerConfig.model_fields)[8:]))
+        + ", ".join(list(scheduler_fields())[8:]))
     assert "fields of the scenario: seed, model, device" in error_of(vary={"replicas": [1]})
 
 

@@ -7,7 +7,7 @@ from conftest import cost, scenario
 from test_vllm_v0 import COPY, SWAP, run, timeline
 
 from sim_core import TraceError, parse_config, run_simulation
-from sim_core.config.applicability import applies
+from sim_core.config.policies import policy_config
 from sim_core.export.chrome_trace import KV_COPY_TID, chrome_trace
 from sim_core.export.files import write_outputs
 from sim_core.viz.gantt import pipeline_gantt
@@ -108,12 +108,12 @@ def test_outputs_include_the_kv_copies_and_the_new_request_columns(tmp_path):
     assert header[-2:] == ["n", "num_swaps"]
 
 
-def test_only_vllm_v0_shows_its_knobs_and_it_hides_batch_size_cap():
+def test_only_vllm_v0_reads_its_knobs():
+    v0, vidur = policy_config("vllm_v0").model_fields, policy_config("vllm").model_fields
     for knob in ("preemption_mode", "swap_space_gb", "enable_chunked_prefill", "max_num_seqs",
                  "max_num_batched_tokens"):
-        assert applies("scheduler", knob, {"type": "vllm_v0"}) and not applies("scheduler", knob, {"type": "vllm"})
-    assert not applies("scheduler", "batch_size_cap", {"type": "vllm_v0"})
-    assert applies("scheduler", "watermark_blocks_fraction", {"type": "vllm_v0"})
+        assert knob in v0 and knob not in vidur
+    assert "watermark_blocks_fraction" in v0 and "max_tokens_in_batch" not in v0
 
 
 def test_a_workload_without_n_runs_one_sequence_per_request():

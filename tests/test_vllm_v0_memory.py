@@ -61,16 +61,17 @@ def test_block_bytes_swap_blocks_and_copy_prices_follow_the_model_device_and_par
     """Llama-2-7B, 16-token blocks: 2 x 16 x 128 x 32 heads x 32 layers x 2 bytes = 8 MiB per
     GPU; TP 2 halves the heads, PP 2 the layers. 4 GiB of swap holds 512 such blocks. A100
     PCIe Gen4 moves one in 8 MiB / 32 GB/s; H100's Gen5 twice as fast; a copy reads and writes
-    it at the HBM bandwidth."""
-    config = parse_config({})
+    it at the HBM bandwidth. A policy without swap space (vllm) has no CPU blocks."""
+    config = parse_config({"scheduler": {"type": "vllm_v0"}})
     assert kv_block_bytes(config) == 8 * 1024**2 and num_swap_blocks(config) == 512
+    assert num_swap_blocks(parse_config({})) == 0
     split = parse_config({"cluster": {"tensor_parallel_size": 2, "pipeline_parallel_size": 2}})
     assert kv_block_bytes(split) == 2 * 1024**2
     cost_a100 = KvCopyCost.from_config(config)
     assert cost_a100.seconds(SWAP_IN, 10) == 10 * (8 * 1024**2 / 32e9)
     assert cost_a100.seconds(COPY, 1) == 2 * 8 * 1024**2 / 2039e9
     assert KvCopyCost.from_config(parse_config({"device": "h100-sxm"})).seconds(SWAP_IN, 1) == 8 * 1024**2 / 64e9
-    assert num_swap_blocks(parse_config({"scheduler": {"swap_space_gb": 0.0}})) == 0
+    assert num_swap_blocks(parse_config({"scheduler": {"type": "vllm_v0", "swap_space_gb": 0.0}})) == 0
 
 
 def test_a_swap_out_that_finds_the_swap_space_full_recomputes():

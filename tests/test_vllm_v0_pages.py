@@ -18,6 +18,8 @@ V0["workload"]["parallel_samples"] = 2
 
 
 def test_the_scenario_page_shows_vllm_v0_knobs_and_hides_vidur_ones():
+    """batch_size_cap is shared (the detailed planner's logits reserve reads it for every policy);
+    max_tokens_in_batch is vllm's and lightllm's alone."""
     app = open_app("pages/scenario.py")
     app.selectbox(key="w:form:scheduler.type").set_value("vllm_v0").run()
     assert not app.exception
@@ -25,7 +27,7 @@ def test_the_scenario_page_shows_vllm_v0_knobs_and_hides_vidur_ones():
     assert has_widget(app, "number_input", "w:form:scheduler.swap_space_gb")
     assert has_widget(app, "toggle", "w:form:scheduler.enable_chunked_prefill")
     assert has_widget(app, "number_input", "w:form:scheduler.max_num_seqs")
-    assert not has_widget(app, "number_input", "w:form:scheduler.batch_size_cap")
+    assert not has_widget(app, "number_input", "w:form:scheduler.max_tokens_in_batch")
     app.selectbox(key="w:form:scheduler.preemption_mode").set_value("swap").run()
     assert app.session_state["scenario"]["scheduler"]["preemption_mode"] == "swap"
 

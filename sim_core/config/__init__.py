@@ -2,14 +2,14 @@
 
 from sim_core.config.disaggregation import DisaggregationConfig, PoolConfig
 from sim_core.config.loading import config_to_yaml, load_config, parse_config
+from sim_core.config.scheduler import PolicyTraits, SchedulerConfig
 from sim_core.config.sections import (
                                       ClusterConfig,
                                       EngineConfig,
                                       MemoryConfig,
                                       PredictorConfig,
-                                      SchedulerConfig,
 )
-from sim_core.config.simulation import VIDUR_SCHEDULERS, SimulationConfig
+from sim_core.config.simulation import SimulationConfig
 from sim_core.config.workload import (
                                       ArrivalConfig,
                                       LengthConfig,
@@ -18,13 +18,13 @@ from sim_core.config.workload import (
 )
 
 __all__ = [
-                                      "VIDUR_SCHEDULERS",
                                       "ArrivalConfig",
                                       "ClusterConfig",
                                       "DisaggregationConfig",
                                       "EngineConfig",
                                       "LengthConfig",
                                       "MemoryConfig",
+                                      "PolicyTraits",
                                       "PoolConfig",
                                       "PredictorConfig",
                                       "SchedulerConfig",

@@ -1,9 +1,10 @@
 """Which knobs of a section apply under which choice of its discriminator.
 
-A section such as `scheduler` has a discriminator field (`type`) and knobs that only some of its
-values read (`chunk_size` is Sarathi's). The UI shows a knob only when it applies; a knob not
-listed here applies always. `tests/test_applicability.py` keeps this table in step with the
-field descriptions, which start with the values they apply to ("sarathi: ...").
+A section such as `predictor` has a discriminator field (`type`) and knobs that only some of its
+values read (`base_s` is the linear model's). The UI shows a knob only when it applies; a knob not
+listed here applies always. `tests/test_presets_and_sharing.py` keeps this table in step with the
+field descriptions, which start with the values they apply to ("linear: ..."). (The scheduler
+section needs no table: each policy's config model holds only its knobs, see policies.py.)
 """
 
 from __future__ import annotations
@@ -19,20 +20,6 @@ _LENGTH = ("distribution", {"value": ("fixed",), "min": _BOUNDED, "max": _BOUNDE
                             "mean": ("lognormal",), "sigma": ("lognormal",), "trace_file": ("empirical",)})
 
 APPLIES: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
-    "scheduler": ("type", {
-        "batch_size_cap": ("vllm", "sarathi", "orca", "faster_transformer", "lightllm"),
-        "watermark_blocks_fraction": ("vllm", "sarathi", "vllm_v0"),
-        "max_tokens_in_batch": ("vllm", "lightllm"),
-        "chunk_size": ("sarathi",),
-        "max_waiting_iters": ("lightllm",),
-        "max_num_seqs": ("vllm_v0", "vllm_v1"), "max_num_batched_tokens": ("vllm_v0", "vllm_v1"),
-        "enable_chunked_prefill": ("vllm_v0",), "preemption_mode": ("vllm_v0",), "swap_space_gb": ("vllm_v0",),
-        "long_prefill_token_threshold": ("vllm_v1",), "prioritize_prefill": ("vllm_v1",),
-        "scheduling_policy": ("vllm_v1",), "enable_prefix_caching": ("vllm_v1", "sglang"),
-        "max_prefill_tokens": ("sglang",), "chunked_prefill_size": ("sglang",),
-        "max_running_requests": ("sglang",), "cuda_graph_batch_sizes": ("sglang",),
-        "enable_overlap_schedule": ("sglang",),
-    }),
     "predictor": ("type", {
         "base_s": ("linear",), "per_token_s": ("linear",),
         "compute_efficiency": ("roofline",), "memory_efficiency": ("roofline",), "link_efficiency": ("roofline",),

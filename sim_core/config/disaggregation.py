@@ -6,9 +6,6 @@ from pydantic import BaseModel, Field
 
 from sim_core.config.sections import GlobalSchedulerType, Strict
 
-# policies that cannot take over a request mid-generation (see docs/design/disaggregation.md)
-NOT_DISAGGREGATED = ("faster_transformer", "lightllm")
-
 
 class PoolConfig(BaseModel):
     """One pool of identical replicas; sizes left empty follow the scenario's scheduler."""

@@ -9,6 +9,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
+from sim_core.config.policies import knob_readers, policy_config, policy_names, section_fields
+from sim_core.config.scheduler import SchedulerConfig
 from sim_core.errors import MAX_SHOWN, clipped, shown
 
 MAX_PROBLEMS = 10   # a list of 10,000 NaNs is one line, not 10,000 problems
@@ -25,7 +27,9 @@ def describe_validation_error(exc: ValidationError, root: type[BaseModel]) -> st
 
 
 def _describe_one(err: ErrorDetails, root: type[BaseModel]) -> str:
-    loc = ".".join(clipped(str(part), 60) for part in err["loc"])
+    if err["type"] == "union_tag_invalid":     # the scheduler section names no registered policy
+        err = {**err, "loc": (*err["loc"], "type"), "type": "literal_error", "input": _tag_of(err.get("input"))}
+    loc = ".".join(clipped(str(part), 60) for part in error_location(root, err))
     message = clipped(err["msg"].removeprefix("Value error, "), 2 * MAX_SHOWN)
     if err["type"] == "value_error" and not loc:
         return message
@@ -34,6 +38,9 @@ def _describe_one(err: ErrorDetails, root: type[BaseModel]) -> str:
     if allowed:
         parts.append(f"allowed {allowed}")
     if err["type"] == "extra_forbidden":
+        foreign = _knob_of_another_policy(err, root)
+        if foreign:
+            return foreign
         parts = [f"{loc}: unknown key"]
         known = _known_keys(root, err["loc"][:-1])
         if known:
@@ -48,15 +55,58 @@ def _short(value: object) -> str:
     return shown(value, 60)
 
 
-def _field_at(root: type[BaseModel], loc: tuple) -> FieldInfo | None:
+def _tag_of(section: object) -> object:
+    return section.get("type") if isinstance(section, dict) else section
+
+
+def _walk(root: type[BaseModel], loc: tuple) -> tuple[FieldInfo | None, type[BaseModel] | None]:
+    """(field at `loc`, its section model) walking `root`; in the scheduler section a loc part
+    that names a policy (pydantic's union tag) selects that policy's model."""
     model: type[BaseModel] | None = root
     field = None
     for part in loc:
-        if not (isinstance(model, type) and issubclass(model, BaseModel)) or part not in model.model_fields:
-            return None
-        field = model.model_fields[part]
+        if model is SchedulerConfig and part in policy_names():
+            model = policy_config(part)
+            continue
+        fields = section_fields(model) if isinstance(model, type) and issubclass(model, BaseModel) else {}
+        if part not in fields:
+            return None, None
+        field = fields[part]
         model = _model_of(field.annotation)
-    return field
+    return field, model
+
+
+def _field_at(root: type[BaseModel], loc: tuple) -> FieldInfo | None:
+    return _walk(root, loc)[0]
+
+
+def error_location(root: type[BaseModel], err: ErrorDetails) -> tuple:
+    """The field an error is about, as the scenario spells it: without the union tag (a policy
+    name) pydantic inserts after `scheduler`; an unknown policy is an error of `scheduler.type`."""
+    loc = err["loc"]
+    if err["type"] == "union_tag_invalid":
+        loc = (*loc, "type")
+    return tuple(part for index, part in enumerate(loc)
+                 if not (part in policy_names() and _walk(root, loc[:index])[1] is SchedulerConfig))
+
+
+def _knob_of_another_policy(err: ErrorDetails, root: type[BaseModel]) -> str:
+    """For a knob of another scheduler policy: the value's own problem when it has one (as that
+    policy sees it), else which policy does not read it and which do; '' for any other key."""
+    loc = err["loc"]
+    if len(loc) < 3 or loc[-2] not in policy_names() or _walk(root, loc[:-2])[1] is not SchedulerConfig:
+        return ""
+    knob, readers = str(loc[-1]), knob_readers(str(loc[-1]))
+    reader = policy_config(readers[0]) if readers else None
+    if reader is None:
+        return ""
+    try:
+        reader.model_validate({knob: err.get("input")})
+    except ValidationError as exc:
+        own = exc.errors(include_url=False, include_context=False)[0]
+        return _describe_one({**own, "loc": (*loc[:-2], readers[0], *own["loc"])}, root)
+    shown_loc = ".".join(clipped(str(part), 60) for part in (*loc[:-2], knob))
+    return f"{shown_loc}: got {_short(err.get('input'))}; {loc[-2]} does not read it (read by: {', '.join(readers)})"
 
 
 def _model_of(annotation: object) -> type[BaseModel] | None:
@@ -69,8 +119,7 @@ def _model_of(annotation: object) -> type[BaseModel] | None:
 def _known_keys(root: type[BaseModel], loc: tuple) -> list[str]:
     if not loc:
         return list(root.model_fields)
-    field = _field_at(root, loc)
-    model = _model_of(field.annotation) if field else None
+    model = _walk(root, loc)[1]
     return list(model.model_fields) if model else []
 
 

@@ -70,15 +70,21 @@ def parse_config(data: dict[str, Any], base_dir: str | Path | None = None,
         config = SimulationConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{source}: {describe_validation_error(exc, SimulationConfig)}") from None
-    if base_dir is not None:
-        spec = config.workload
-        for section in (spec, spec.arrival, spec.prompt_tokens, spec.output_tokens):
-            if section.trace_file and not Path(section.trace_file).is_absolute():
-                section.trace_file = str((Path(base_dir) / section.trace_file).resolve())
-        profiles = config.predictor.profiles_dir
-        if profiles and not Path(profiles).is_absolute():
-            config.predictor.profiles_dir = str((Path(base_dir) / profiles).resolve())
-    return config
+    return _anchored(config, Path(base_dir)) if base_dir is not None else config
+
+
+def _anchored(config: SimulationConfig, base_dir: Path) -> SimulationConfig:
+    """The scenario with its relative trace and profile paths resolved against `base_dir`."""
+    def resolved(section: Any, name: str) -> Any:
+        path = getattr(section, name)
+        if not path or Path(path).is_absolute():
+            return section
+        return section.model_copy(update={name: str((base_dir / path).resolve())})
+
+    spec = config.workload
+    spec = resolved(spec, "trace_file").model_copy(update={
+        part: resolved(getattr(spec, part), "trace_file") for part in ("arrival", "prompt_tokens", "output_tokens")})
+    return config.model_copy(update={"workload": spec, "predictor": resolved(config.predictor, "profiles_dir")})
 
 
 def _import_hf_models(data: dict[str, Any], base_dir: str | Path | None, source: str) -> dict[str, Any]:

@@ -1,23 +1,20 @@
-"""Scenario sections: cluster shape, replica scheduler, memory planning, cost model, engine."""
+"""Scenario sections: cluster shape, memory planning, cost model, engine (the replica scheduler's
+section is in scheduler.py and policies.py)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-# Unknown keys are errors; numbers are finite. (Booleans and strings are not numbers either:
-# SimulationConfig checks that before validating, see coercion.py.)
-Strict = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+# Unknown keys are errors; numbers are finite; a validated config never changes (build a new one
+# with model_copy(update=...)). (Booleans and strings are not numbers either: SimulationConfig
+# checks that before validating, see coercion.py.)
+Strict = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 GlobalSchedulerType = Literal["round_robin", "lor", "random"]
-ReplicaSchedulerType = Literal["vllm", "sarathi", "orca", "faster_transformer", "lightllm", "vllm_v0", "vllm_v1",
-                              "sglang"]
 
 CPU_PHASES = ("schedule", "prepare_inputs", "sample", "process_outputs")  # PredictorConfig.cpu_<phase>_s
-
-# SGLang v0.4's default CUDA-graph capture sizes (cuda_graph_max_bs 160)
-SGLANG_GRAPH_SIZES = (1, 2, 4, 8, *range(16, 161, 8))
 
 
 class ClusterConfig(BaseModel):
@@ -35,95 +32,6 @@ class ClusterConfig(BaseModel):
     global_scheduler: GlobalSchedulerType = Field("round_robin", description=(
         "Request router: round_robin (i-th request to replica i mod n), lor (fewest waiting "
         "requests, ties to the lowest id) or random (seeded)."))
-
-
-class SchedulerConfig(BaseModel):
-    """The per-replica batching policy and its knobs (names follow Vidur)."""
-
-    model_config = Strict
-
-    type: ReplicaSchedulerType = Field("vllm", description=(
-        "Batching policy: vllm (prefill-first continuous batching, paged KV), sarathi (chunked "
-        "prefill mixed with decodes), orca (iteration-level, reserves max_model_len per request), "
-        "faster_transformer (static batches), lightllm (token-level KV, separate prefill/decode) "
-        "(these five as Vidur models them); vllm_v0 (vLLM v0.6's V0-engine scheduler: waiting, running "
-        "and swapped queues, swap or recompute preemption, parallel samples, optional chunked prefill), "
-        "vllm_v1 (vLLM V1 engine: one token budget for decodes and prompt chunks, prefix caching), "
-        "sglang (SGLang: prefill batch else decode batch, radix prefix cache, CUDA-graph padding)."))
-    batch_size_cap: int = Field(128, ge=1, le=65536, description=(
-        "vllm/sarathi/orca/faster_transformer/lightllm: most requests holding KV memory at once; a "
-        "batch holds at most batch_size_cap // PP."))
-    block_size: int = Field(16, ge=1, le=4096, description=(
-        "Tokens per KV-cache block (lightllm requires 1: one block per token)."))
-    num_blocks: int | None = Field(None, ge=1, le=1_000_000_000, description=(
-        "KV-cache blocks per replica; when absent the memory planner derives it from the model, "
-        "device and max_model_len."))
-    watermark_blocks_fraction: float = Field(0.01, ge=0.0, le=0.9, description=(
-        "vllm/sarathi/vllm_v0: keep int(fraction * num_blocks) blocks free when admitting a new request "
-        "(vllm_v0: also when swapping one back in), headroom for running requests to grow."))
-    max_tokens_in_batch: int = Field(4096, ge=1, le=10_000_000, description=(
-        "vllm: batch size x longest prompt must stay within this; lightllm: sum of prompt tokens "
-        "in a prefill batch."))
-    chunk_size: int = Field(512, ge=1, le=10_000_000, description=(
-        "sarathi: token budget of one iteration shared by decodes and prefill chunks."))
-    max_waiting_iters: int = Field(10, ge=0, le=1_000_000, description=(
-        "lightllm: decode iterations after which a prefill batch is tried even while requests run."))
-    max_num_seqs: int = Field(256, ge=0, le=1_000_000, description=(
-        "vllm_v0/vllm_v1: most sequences running at once (vLLM's --max-num-seqs, default 256; a "
-        "vllm_v0 request with n parallel samples counts n; vllm_v1 checks it only when admitting a "
-        "request, never against one already running); 0 = unbounded."))
-    max_num_batched_tokens: int | None = Field(None, ge=1, le=10_000_000, description=(
-        "vllm_v0/vllm_v1: tokens one iteration may process, shared by running decodes (1 token "
-        "each) and prompt chunks (vLLM's --max-num-batched-tokens); empty: the engine's default "
-        "(vllm_v1: 2048; vllm_v0: max(max_model_len, 2048), or 512 with chunked prefill). vllm_v0 "
-        "without chunked prefill ignores a prompt longer than min(this, max_model_len)."))
-    enable_chunked_prefill: bool = Field(False, description=(
-        "vllm_v0: decodes first, then swapped requests, then prompt chunks, all under one token "
-        "budget (vLLM's --enable-chunked-prefill); off: an iteration is either prompts only "
-        "(whole prompts) or decodes only."))
-    preemption_mode: Literal["recompute", "swap"] = Field("recompute", description=(
-        "vllm_v0: what a running request gives up when KV blocks run out: recompute (its blocks are "
-        "freed; it re-joins the waiting queue's front and its tokens are prefilled again) or swap "
-        "(its blocks are copied to CPU swap space over PCIe and copied back before it resumes). A "
-        "request with several parallel samples is swapped in both modes, as vLLM does."))
-    swap_space_gb: float = Field(4.0, ge=0.0, le=100_000.0, description=(
-        "vllm_v0: CPU swap space per GPU in GiB (vLLM's --swap-space, default 4); a swap-out that "
-        "does not fit falls back to recompute (vLLM aborts the engine there)."))
-    long_prefill_token_threshold: int = Field(0, ge=0, le=10_000_000, description=(
-        "vllm_v1: most prompt tokens one request may run in one iteration (longer prompts are "
-        "chunked; 0 = only the token budget limits them)."))
-    prioritize_prefill: bool = Field(False, description=(
-        "vllm_v1: hand the budget to prompt work first (running chunks, then new requests) and "
-        "let decodes fill what is left; lower TTFT, higher TBT."))
-    scheduling_policy: Literal["fcfs", "priority"] = Field("fcfs", description=(
-        "vllm_v1: fcfs (arrival order) or priority (the workload's priority column, smaller "
-        "first, ties by arrival): the admission order and, in reverse, the preemption victim."))
-    enable_prefix_caching: bool = Field(True, description=(
-        "vllm_v1/sglang: reuse the KV blocks of an identical prompt prefix (vllm_v1: hashed full "
-        "blocks kept after they are freed; sglang: a radix tree); cached tokens are not computed."))
-    max_prefill_tokens: int = Field(16384, ge=1, le=10_000_000, description=(
-        "sglang: prompt-token budget of one prefill batch (the first request may exceed it)."))
-    chunked_prefill_size: int = Field(8192, ge=0, le=10_000_000, description=(
-        "sglang: most prompt tokens in one prefill batch; a longer prompt runs in chunks over "
-        "consecutive prefill batches (0 = no chunking)."))
-    max_running_requests: int = Field(0, ge=0, le=1_000_000, description=(
-        "sglang: request slots: most requests decoding at once (0 = SGLang's default, "
-        "min(KV tokens // 2, 4096))."))
-    cuda_graph_batch_sizes: list[int] = Field(default_factory=lambda: list(SGLANG_GRAPH_SIZES), max_length=512,
-                                              description=(
-        "sglang: decode batch sizes with a captured CUDA graph; a decode batch runs (and is priced) "
-        "padded up to the next size, larger ones unpadded (empty = no CUDA graphs)."))
-    enable_overlap_schedule: bool = Field(True, description=(
-        "sglang: schedule the next batch and process the last one's outputs on the CPU while the "
-        "GPU runs, hiding that CPU time (pipeline_parallel_size 1; the linear cost model has no "
-        "CPU time)."))
-
-    @field_validator("cuda_graph_batch_sizes")
-    @classmethod
-    def _graph_sizes(cls, sizes: list[int]) -> list[int]:
-        if any(size < 1 or size > 65536 for size in sizes):
-            raise ValueError("batch sizes must be between 1 and 65536")
-        return sorted(set(sizes))
 
 
 class MemoryConfig(BaseModel):

@@ -9,23 +9,15 @@ from pydantic import BaseModel, Field, StringConstraints, model_validator
 
 from sim_core.catalog import DEVICES, MODELS, DeviceSpec, ModelSpec
 from sim_core.config.coercion import refuse_coercion
-from sim_core.config.disaggregation import NOT_DISAGGREGATED, DisaggregationConfig
+from sim_core.config.disaggregation import DisaggregationConfig
 from sim_core.config.limits import MIN_DEVICE_RATE, MIN_STAGE_S
-from sim_core.config.sections import (
-    ClusterConfig,
-    EngineConfig,
-    MemoryConfig,
-    PredictorConfig,
-    SchedulerConfig,
-    Strict,
-)
+from sim_core.config.policies import SchedulerSection, default_scheduler, policy_names, policy_traits
+from sim_core.config.sections import ClusterConfig, EngineConfig, MemoryConfig, PredictorConfig, Strict
 from sim_core.config.workload import WorkloadConfig
 from sim_core.errors import MAX_SHOWN, clipped
 
 MAX_ID_CHARS, MAX_NAME_CHARS = 100, 200     # ids and names are shown in the app: keep them short
 CatalogId = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
-
-VIDUR_SCHEDULERS = ("vllm", "sarathi", "orca", "faster_transformer", "lightllm")
 
 
 class SimulationConfig(BaseModel):
@@ -42,7 +34,8 @@ class SimulationConfig(BaseModel):
         "clipped as Vidur does (sglang instead cuts the output where a request reaches it). Orca "
         "and FasterTransformer reserve max_model_len // block_size blocks per request."))
     cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="Replicas and parallelism.")
-    scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig, description="Replica scheduler.")
+    scheduler: SchedulerSection = Field(default_factory=default_scheduler, description=(
+        "Replica scheduler: the policy (`type`) and its knobs."))
     memory: MemoryConfig = Field(default_factory=MemoryConfig, description="KV-capacity planning.")
     predictor: PredictorConfig = Field(default_factory=PredictorConfig, description="Batch cost model.")
     workload: WorkloadConfig = Field(default_factory=WorkloadConfig, description="Requests to serve.")
@@ -72,7 +65,7 @@ class SimulationConfig(BaseModel):
         _check_catalog_ids(self)
         _check_devices(self)
         _check_parallelism(self)
-        _check_scheduler(self)
+        self.scheduler.check_scenario(self)
         _check_disaggregation(self)
         _check_linear_cost(self.predictor)
         if self.predictor.type == "learned" and not self.predictor.profiles_dir:
@@ -124,32 +117,14 @@ def _check_parallelism(config: SimulationConfig) -> None:
                          f"the model's {spec.num_q_heads} query heads")
 
 
-def _check_scheduler(config: SimulationConfig) -> None:
-    sched = config.scheduler
-    if sched.type == "lightllm":
-        if sched.block_size != 1:
-            raise ValueError(f"scheduler.block_size: lightllm needs 1 (got {sched.block_size})")
-        if config.cluster.pipeline_parallel_size != 1:
-            raise ValueError("cluster.pipeline_parallel_size: lightllm supports only 1 "
-                             f"(got {config.cluster.pipeline_parallel_size})")
-    if sched.type == "sglang" and sched.chunked_prefill_size % sched.block_size:
-        raise ValueError(f"scheduler.chunked_prefill_size: sglang needs a multiple of block_size "
-                         f"({sched.block_size}, SGLang's page size) or 0; got {sched.chunked_prefill_size}")
-    if sched.block_size > config.max_model_len:
-        raise ValueError(f"scheduler.block_size: {sched.block_size} exceeds max_model_len {config.max_model_len}")
-    reserve = config.max_model_len // sched.block_size
-    if sched.type in ("orca", "faster_transformer") and sched.num_blocks is not None and sched.num_blocks < reserve:
-        raise ValueError(f"scheduler.num_blocks: {sched.type} reserves max_model_len // block_size = {reserve} "
-                         f"blocks per request, more than num_blocks = {sched.num_blocks}")
-
-
 def _check_disaggregation(config: SimulationConfig) -> None:
     pd = config.disaggregation
     if not pd.enabled:
         return
-    if config.scheduler.type in NOT_DISAGGREGATED:
+    if not config.scheduler.traits.supports_disaggregation:
+        unsupported = [name for name in policy_names() if not policy_traits(name).supports_disaggregation]
         raise ValueError(f"disaggregation.enabled: scheduler.type {config.scheduler.type} cannot hand requests "
-                         f"between pools (not supported: {', '.join(NOT_DISAGGREGATED)})")
+                         f"between pools (not supported: {', '.join(unsupported)})")
     spec = config.model_spec()
     for name, pool in (("prefill", pd.prefill), ("decode", pd.decode)):
         if spec.num_layers % pool.pipeline_parallel_size:

@@ -60,8 +60,6 @@ POOL_BLOCK_BYTES = 48      # a block id the pool has handed out: owner/ref/key e
 TRACE_ROW_BYTES = 200      # reading one trace row (one text chunk plus parsed columns)
 SAMPLE_REQUESTS = 4096     # synthetic workloads: lengths are estimated from this many generated requests
 UNCHUNKED = 1 << 62        # a prompt runs in one iteration
-V1_BATCHED_TOKENS = 2048   # vllm_v1's default max_num_batched_tokens (sim_core/schedulers/vllm_v1.py)
-V0_CHUNKED_TOKENS = 512    # vllm_v0's default with chunked prefill (sim_core/schedulers/vllm_v0.py)
 MIB, GIB = 1024**2, 1024**3
 
 
@@ -237,7 +235,7 @@ def _sample_lengths(config: SimulationConfig) -> tuple[np.ndarray, np.ndarray, n
         columns = generate_columns(sample, np.random.default_rng(config.seed if spec.seed is None else spec.seed))
     prompt = np.maximum(np.floor(columns["num_prefill_tokens"] * spec.prefill_scale_factor), 1)
     output = np.maximum(np.floor(columns["num_decode_tokens"] * spec.decode_scale_factor), 1)
-    if config.scheduler.type != "sglang":
+    if config.scheduler.traits.clips_prompts:
         prompt = np.maximum(prompt - np.maximum(prompt + output - config.max_model_len, 0), 1)
     return prompt, output, columns.get("n")
 
@@ -245,32 +243,17 @@ def _sample_lengths(config: SimulationConfig) -> tuple[np.ndarray, np.ndarray, n
 def _totals(config: SimulationConfig, prompt: np.ndarray, output: np.ndarray, n: np.ndarray | None,
             blocks_per_replica: int, scale: float) -> _Tokens:
     """Totals over per-request lengths (clipped to max_model_len as Vidur does), times `scale`."""
-    sched = config.scheduler
+    sched, traits = config.scheduler, config.scheduler.traits
     prompt, output = np.asarray(prompt, dtype=np.float64), np.asarray(output, dtype=np.float64)
-    if sched.type == "sglang":   # sglang cuts the output where a request reaches its limit
+    if not traits.clips_prompts:   # (sglang) the output is cut where a request reaches its limit
         limit = min(config.max_model_len, blocks_per_replica * sched.block_size - 1)
         output = np.clip(np.minimum(output, limit - prompt), 0, None)
-    samples = np.asarray(n, dtype=np.float64) if n is not None and sched.type == "vllm_v0" else 1.0
-    steps = np.ceil(prompt / _prefill_chunk(config)) + output
+    samples = np.asarray(n, dtype=np.float64) if n is not None and traits.serves_parallel_samples else 1.0
+    steps = np.ceil(prompt / (sched.prefill_chunk() or UNCHUNKED)) + output
     prompt_blocks = np.ceil(prompt / sched.block_size)
     blocks = prompt_blocks + samples * np.ceil(output / sched.block_size)
     return _Tokens(round(len(prompt) * scale), *(int(ceil(float(values.sum()) * scale))
                                                  for values in (prompt, output, steps, blocks, prompt_blocks)))
-
-
-def _prefill_chunk(config: SimulationConfig) -> int:
-    """Most prompt tokens one iteration runs (a longer prompt takes several batches)."""
-    sched = config.scheduler
-    if sched.type == "sarathi":
-        return sched.chunk_size
-    if sched.type == "vllm_v1":
-        budget = sched.max_num_batched_tokens or V1_BATCHED_TOKENS
-        return min(budget, sched.long_prefill_token_threshold or budget)
-    if sched.type == "sglang":
-        return sched.chunked_prefill_size or UNCHUNKED
-    if sched.type == "vllm_v0" and sched.enable_chunked_prefill:
-        return sched.max_num_batched_tokens or V0_CHUNKED_TOKENS
-    return UNCHUNKED
 
 
 # ---- limits ---------------------------------------------------------------------------------------

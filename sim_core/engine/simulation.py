@@ -10,6 +10,7 @@ from sim_core.cluster.handoff import Disaggregation, kv_bytes_per_token
 from sim_core.cluster.pools import PoolView, pool_views
 from sim_core.cluster.sessions import build_chains, session_notes
 from sim_core.config import SimulationConfig
+from sim_core.config.policies import policy_names, policy_traits
 from sim_core.engine.budget import Limits, StopCheck, check_budget
 from sim_core.engine.routing import ROUTERS
 from sim_core.engine.simulator import Simulator
@@ -134,7 +135,8 @@ def _stop_check(limits: Limits | None, should_stop: Callable[[], bool] | None,
 
 def _limits(config: SimulationConfig) -> tuple[MemoryPlan | None, ReplicaLimits]:
     sched = config.scheduler
-    needs_planner = sched.num_blocks is None or sched.type in ("orca", "faster_transformer")
+    reserves = sched.traits.reserves_max_model_len   # its batch limit is the planner's max batch size
+    needs_planner = sched.num_blocks is None or reserves
     try:
         plan = plan_memory(config)
     except ConfigError:
@@ -148,10 +150,10 @@ def _limits(config: SimulationConfig) -> tuple[MemoryPlan | None, ReplicaLimits]
         num_blocks = plan.num_blocks
     max_batch = min(plan.max_batch_size, sched.batch_size_cap) if plan else sched.batch_size_cap
     reserve = config.max_model_len // sched.block_size
-    if sched.type in ("orca", "faster_transformer") and num_blocks < reserve:
+    if reserves and num_blocks < reserve:
         raise ConfigError(f"scheduler.num_blocks: {sched.type} reserves {reserve} blocks per request "
                           f"but the replica has {num_blocks}")
-    swap_blocks = num_swap_blocks(config) if sched.type == "vllm_v0" else 0
+    swap_blocks = num_swap_blocks(config)
     return plan, ReplicaLimits(num_blocks, max_batch, reserve, config.max_model_len, swap_blocks)
 
 
@@ -176,8 +178,9 @@ def _policy_notes(schedulers: list[ReplicaScheduler], workload: Workload, reject
     ignored = {rid: reason for s in schedulers for rid, reason in s.ignored.items()}
     rejected.update(ignored)
     notes = [f"{len(ignored)} request(s) ignored by {schedulers[0].config.type}: see reject_reason"] if ignored else []
-    if workload.n is not None and (workload.n > 1).any() and not schedulers[0].serves_parallel_samples:
-        notes.append(f"the workload's n column (parallel samples) is read only by vllm_v0; "
+    if workload.n is not None and (workload.n > 1).any() and not schedulers[0].traits.serves_parallel_samples:
+        readers = [name for name in policy_names() if policy_traits(name).serves_parallel_samples]
+        notes.append(f"the workload's n column (parallel samples) is read only by {', '.join(readers)}; "
                      f"{schedulers[0].config.type} serves one sequence per request")
     return notes
 

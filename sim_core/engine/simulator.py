@@ -64,11 +64,11 @@ class Simulator:
         self._num_arrived = 0
         self.single_stage = all(s.num_stages == 1 for s in schedulers)
         self.fast = FastForward(self) if fast_forward and self.single_stage else None
-        overlapping = any(getattr(s, "overlap_schedule", False) for s in schedulers)
-        self.overlap = OverlapClock(predictors) if overlapping else None
+        self.overlapping = [s.config.overlap_schedule(s.num_stages) for s in schedulers]   # per replica
+        self.overlap = OverlapClock(predictors) if any(self.overlapping) else None
         self.kv_copy_cost = kv_copy_cost  # prices the KV swaps / copies a batch runs first (vllm_v0)
         # parallel samples per request, for policies that serve them (the others serve one each)
-        self.num_seqs = workload.n if workload.n is not None and schedulers[0].serves_parallel_samples else None
+        self.num_seqs = workload.n if workload.n is not None and schedulers[0].traits.serves_parallel_samples else None
 
     def run(self, sessions: SessionChains, after_event: Callable[[Simulator], None] | None = None,
             progress: Callable[[float], None] | None = None, poll: Callable[[float], None] | None = None) -> None:
@@ -251,7 +251,7 @@ class Simulator:
         runs first included)."""
         shape = batch.shape
         assert shape is not None, "set when the batch is formed"
-        if self.overlap is not None and self.schedulers[replica].overlap_schedule:
+        if self.overlap is not None and self.overlapping[replica]:
             return self.overlap.iteration_time(replica, shape, self.kernel.now) + batch.cache_seconds
         return self.predictors[replica].stage_time(shape, stage) + batch.cache_seconds
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from math import ceil
 
 from sim_core.catalog import DeviceSpec, ModelSpec
-from sim_core.config import VIDUR_SCHEDULERS, SimulationConfig
+from sim_core.config import SimulationConfig
 from sim_core.errors import ConfigError
 
 BYTES_PER_VALUE = 2  # fp16 / bf16 weights and KV
@@ -42,14 +42,14 @@ class MemoryPlan:
 
 
 def plan_memory(config: SimulationConfig) -> MemoryPlan:
-    """Run the configured planner (`auto` picks `vidur` for Vidur-named schedulers).
+    """Run the configured planner (`auto` picks the policy's: `vidur` for the policies Vidur models).
 
     Raises:
         ConfigError: the model's weights leave no room for even one request's KV cache.
     """
     name = config.memory.planner
     if name == "auto":
-        name = "vidur" if config.scheduler.type in VIDUR_SCHEDULERS else "detailed"
+        name = config.scheduler.traits.memory_planner
     plan = (vidur_plan if name == "vidur" else detailed_plan)(config)
     if plan.max_batch_size < 1 or plan.num_blocks < 1:
         raise ConfigError(
@@ -116,8 +116,7 @@ def stage_weight_bytes(model: ModelSpec, tp: int, pp: int, stage: int) -> float:
 def activation_bytes(config: SimulationConfig, model: ModelSpec, tp: int) -> float:
     """Peak activation memory of the largest iteration the scheduler can form (one GPU)."""
     sched = config.scheduler
-    tokens = {"vllm": sched.max_tokens_in_batch, "lightllm": sched.max_tokens_in_batch,
-              "sarathi": sched.chunk_size + sched.batch_size_cap}.get(sched.type, config.max_model_len)
+    tokens = sched.activation_tokens(config.max_model_len)
     e, hd = model.embedding_dim, model.head_dim
     per_token = (4 * e + hd * (model.num_q_heads + 2 * model.num_kv_heads) / tp
                  + 3 * model.mlp_hidden_dim * model.num_experts_per_token / tp)

@@ -29,8 +29,9 @@ def kv_block_bytes(config: SimulationConfig) -> int:
 
 
 def num_swap_blocks(config: SimulationConfig) -> int:
-    """CPU blocks that `scheduler.swap_space_gb` GiB per GPU hold (vLLM: swap bytes // block bytes)."""
-    return int(config.scheduler.swap_space_gb * GIB // kv_block_bytes(config))
+    """CPU blocks that the policy's swap space per GPU holds (vllm_v0: `scheduler.swap_space_gb`
+    GiB; vLLM: swap bytes // block bytes); 0 for a policy that does not swap."""
+    return int(config.scheduler.swap_space_gib() * GIB // kv_block_bytes(config))
 
 
 class SwapSpace:

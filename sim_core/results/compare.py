@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from sim_core.config.policies import knob_default
+
 if TYPE_CHECKING:
     from sim_core.results.result import SimulationResult
 
@@ -92,10 +94,19 @@ def format_comparison(table: pd.DataFrame) -> str:
 
 
 def describe_changes(base: dict, variant: dict) -> str:
-    """The leaf keys whose values differ, as 'key=value' (last part of the dotted key)."""
+    """The leaf keys whose values differ, as 'key=value' (last part of the dotted key). A scheduler
+    knob at its default that only one of the two has (its policy's, the other's does not read it)
+    follows from the type and is not listed."""
     old, new = _leaves(base), _leaves(variant)
-    changed = [(key, new.get(key)) for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
+    changed = [(key, new.get(key)) for key in sorted(set(old) | set(new))
+               if old.get(key) != new.get(key) and not _policy_default(key, old, new)]
     return ", ".join(f"{key.split('.')[-1]}={value}" for key, value in changed) or "unchanged"
+
+
+def _policy_default(key: str, old: dict, new: dict) -> bool:
+    if not key.startswith("scheduler.") or (key in old) == (key in new):
+        return False
+    return (old if key in old else new)[key] == knob_default(key.removeprefix("scheduler."))
 
 
 def _leaves(data: dict, prefix: str = "") -> dict:

@@ -34,8 +34,8 @@ def format_summary(result: SimulationResult) -> str:
     swaps = f", {s['num_swap_outs']} by swapping" if s.get("num_swap_outs") else ""
     lines.append(f"preemptions: {s['num_preemptions']}{swaps} ({s['num_requests_preempted']} requests) | "
                  f"KV utilization: mean {s['kv_utilization_mean']:.1%}, peak {s['kv_utilization_peak']:.1%}")
-    if c.scheduler.type in ("vllm_v1", "sglang"):
-        hits = f"{s['prefix_hit_rate']:.1%}" if c.scheduler.enable_prefix_caching else "off"
+    if c.scheduler.traits.has_prefix_cache:
+        hits = f"{s['prefix_hit_rate']:.1%}" if c.scheduler.prefix_caching() else "off"
         lines.append(f"prefix cache: hit rate {hits} ({s['prefix_cached_tokens']} cached prompt tokens) | "
                      f"prompt {s['prompt_tokens_per_s']:.1f} tok/s | truncated: {s['num_truncated']}")
     if not result.operator_times.empty:

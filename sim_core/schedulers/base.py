@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import MutableSequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from sim_core.config import SchedulerConfig
+from sim_core.config import PolicyTraits, SchedulerConfig
 from sim_core.entities import Batch, Request, RequestStatus
 from sim_core.memory import BlockPool, CountingBlockPool
 from sim_core.memory.kv_pool import BlockHolder, KvPool
@@ -40,11 +40,12 @@ UNBOUNDED = 1 << 62
 
 
 class SchedulerFactory(Protocol):
-    """What the registry holds: a policy class (or a function-like object) with a UI label."""
+    """What the registry holds: a policy class (or a function-like object) with its traits;
+    `config` is an instance of the policy's own config model (`traits.config`)."""
 
-    label: str
+    traits: PolicyTraits
 
-    def __call__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
+    def __call__(self, replica_id: int, num_stages: int, config: Any, limits: ReplicaLimits,
                  recorder: Recorder) -> ReplicaScheduler: ...
 
 
@@ -54,6 +55,8 @@ def arrival_time(request: Request) -> float:
 
 class ReplicaScheduler:
     """Base of the batching policies of one replica (policy only: no clock, no cost model)."""
+
+    traits: ClassVar[PolicyTraits]   # what the rest of the simulator may ask the policy (its config model...)
 
     def __init__(self, replica_id: int, num_stages: int, config: SchedulerConfig,
                  limits: ReplicaLimits, recorder: Recorder) -> None:
@@ -111,9 +114,6 @@ class ReplicaScheduler:
     def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
         """Why a request of this size can never be served here, or None if it can."""
         return None
-
-    serves_parallel_samples = False  # reads the workload's `n` column (else one sequence each)
-    overlap_schedule = False  # sglang: host work of iteration i hides behind the GPU work of i-1
 
     def check_integrity(self, holders: list[Request] | None = None) -> None:
         """Assert the policy's memory accounting is whole (`holders`: requests holding blocks)."""

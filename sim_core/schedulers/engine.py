@@ -13,22 +13,36 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
+from pydantic import Field
 
+from sim_core.config import SchedulerConfig
 from sim_core.entities import Batch, Request, RequestStatus
 from sim_core.memory.prefix_keys import PrefixKeys
 from sim_core.schedulers.base import ReplicaScheduler
 
 if TYPE_CHECKING:
-    from sim_core.config import SchedulerConfig
     from sim_core.results.record import Recorder
     from sim_core.schedulers.base import ReplicaLimits
     from sim_core.workload.model import Workload
 
 
+class PrefixCachingConfig(SchedulerConfig):
+    """The knob both engines (vllm_v1, sglang) read besides their own."""
+
+    enable_prefix_caching: bool = Field(True, description=(
+        "vllm_v1/sglang: reuse the KV blocks of an identical prompt prefix (vllm_v1: hashed full "
+        "blocks kept after they are freed; sglang: a radix tree); cached tokens are not computed."))
+
+    def prefix_caching(self) -> bool:
+        return self.enable_prefix_caching
+
+
 class EngineScheduler(ReplicaScheduler):
     """Base of vllm_v1 and sglang: ordered running list, busy set, keys, hit accounting."""
 
-    def __init__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
+    config: PrefixCachingConfig
+
+    def __init__(self, replica_id: int, num_stages: int, config: PrefixCachingConfig, limits: ReplicaLimits,
                  recorder: Recorder) -> None:
         super().__init__(replica_id, num_stages, config, limits, recorder)
         self.busy: set[int] = set()

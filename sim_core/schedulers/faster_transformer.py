@@ -13,19 +13,30 @@ blocks are freed when its static batch finishes.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
+from pydantic import Field
+
+from sim_core.config import PolicyTraits, SchedulerConfig
 from sim_core.entities import Batch, Request
 from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
 
 if TYPE_CHECKING:
-    from sim_core.config import SchedulerConfig
     from sim_core.results.record import Recorder
     from sim_core.schedulers.base import ReplicaLimits
 
 
+class FasterTransformerConfig(SchedulerConfig):
+    """FasterTransformer reads only the shared knobs."""
+
+    type: Literal["faster_transformer"] = Field("faster_transformer", description=(
+        "static batches, as Vidur models it"))
+
+
 class FasterTransformerScheduler(ReplicaScheduler):
-    label = "FasterTransformer (static batching) as modelled by Vidur"
+    # a static batch cannot take over a request mid-generation: no P/D disaggregation
+    traits = PolicyTraits(FasterTransformerConfig, "FasterTransformer (static batching) as modelled by Vidur",
+                          memory_planner="vidur", reserves_max_model_len=True, supports_disaggregation=False)
 
     def __init__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
                  recorder: Recorder) -> None:

@@ -10,16 +10,41 @@ max_waiting_iters decode batches have run since the last prefill try.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
+from pydantic import Field
+
+from sim_core.config import PolicyTraits, SchedulerConfig
+from sim_core.config.scheduler import MaxTokensInBatch
 from sim_core.entities import Batch, Request
 from sim_core.errors import SimulationError
 from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
 
 if TYPE_CHECKING:
-    from sim_core.config import SchedulerConfig
+    from sim_core.config import SimulationConfig
     from sim_core.results.record import Recorder
     from sim_core.schedulers.base import ReplicaLimits
+
+
+class LightLLMConfig(SchedulerConfig):
+    """The knobs lightllm reads; its KV blocks are tokens and it has no pipeline parallelism."""
+
+    type: Literal["lightllm"] = Field("lightllm", description=(
+        "token-level KV, separate prefill/decode, as Vidur models it"))
+    max_tokens_in_batch: MaxTokensInBatch
+    max_waiting_iters: int = Field(10, ge=0, le=1_000_000, description=(
+        "lightllm: decode iterations after which a prefill batch is tried even while requests run."))
+
+    def check_scenario(self, scenario: SimulationConfig) -> None:
+        if self.block_size != 1:
+            raise ValueError(f"scheduler.block_size: lightllm needs 1 (got {self.block_size})")
+        if scenario.cluster.pipeline_parallel_size != 1:
+            raise ValueError("cluster.pipeline_parallel_size: lightllm supports only 1 "
+                             f"(got {scenario.cluster.pipeline_parallel_size})")
+        super().check_scenario(scenario)
+
+    def activation_tokens(self, max_model_len: int) -> int:
+        return self.max_tokens_in_batch
 
 
 def usage_tuple(request: Request) -> tuple[int, int]:
@@ -40,10 +65,14 @@ def projected_peak(usages: list[tuple[int, int]]) -> int:
 
 
 class LightLLMScheduler(ReplicaScheduler):
-    label = "LightLLM as modelled by Vidur"
+    # no preemption, so a request cannot be taken over mid-generation: no P/D disaggregation
+    traits = PolicyTraits(LightLLMConfig, "LightLLM as modelled by Vidur", memory_planner="vidur",
+                          supports_disaggregation=False,
+                          implied_changes={"scheduler.block_size": 1, "cluster.pipeline_parallel_size": 1})
+    config: LightLLMConfig
     running: list[Request]
 
-    def __init__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
+    def __init__(self, replica_id: int, num_stages: int, config: LightLLMConfig, limits: ReplicaLimits,
                  recorder: Recorder) -> None:
         super().__init__(replica_id, num_stages, config, limits, recorder)
         assert self.block_size == 1 and self.num_stages == 1

@@ -8,12 +8,25 @@ batch. No preemption; blocks are freed when a request finishes.
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field
+
+from sim_core.config import PolicyTraits, SchedulerConfig
 from sim_core.entities import Batch, Request
 from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
 
 
+class OrcaConfig(SchedulerConfig):
+    """Orca reads only the shared knobs."""
+
+    type: Literal["orca"] = Field("orca", description=(
+        "iteration-level batching, reserves max_model_len per request, as Vidur models it"))
+
+
 class OrcaScheduler(ReplicaScheduler):
-    label = "Orca as modelled by Vidur"
+    traits = PolicyTraits(OrcaConfig, "Orca as modelled by Vidur", memory_planner="vidur",
+                          reserves_max_model_len=True)
     running: list[Request]
 
     def steady_past_completions(self, batch: Batch) -> bool:

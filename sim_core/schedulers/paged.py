@@ -11,24 +11,32 @@ from __future__ import annotations
 from math import ceil
 from typing import TYPE_CHECKING
 
+from sim_core.config import SchedulerConfig
+from sim_core.config.scheduler import WatermarkFraction
 from sim_core.entities import Request
 from sim_core.memory import BlockPool, CountingBlockPool
 from sim_core.schedulers.base import ReplicaScheduler
 
 if TYPE_CHECKING:
-    from sim_core.config import SchedulerConfig
     from sim_core.results.record import Recorder
     from sim_core.schedulers.base import ReplicaLimits
+
+
+class PagedConfig(SchedulerConfig):
+    """Knobs of the paged policies (vllm, sarathi) besides their own."""
+
+    watermark_blocks_fraction: WatermarkFraction
 
 
 class PagedScheduler(ReplicaScheduler):
     """Base of vllm and sarathi: watermark admission, one-block growth (in take_decodes, the
     only place requests grow), LIFO restarts."""
 
+    config: PagedConfig
     pool: BlockPool | CountingBlockPool
     running: list[Request]
 
-    def __init__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
+    def __init__(self, replica_id: int, num_stages: int, config: PagedConfig, limits: ReplicaLimits,
                  recorder: Recorder) -> None:
         super().__init__(replica_id, num_stages, config, limits, recorder)
         self.watermark_blocks = int(self.config.watermark_blocks_fraction * self.limits.num_blocks)

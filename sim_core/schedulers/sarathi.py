@@ -15,13 +15,34 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field
+
+from sim_core.config import PolicyTraits
 from sim_core.entities import Batch
 from sim_core.schedulers.base import UNBOUNDED, arrival_time
-from sim_core.schedulers.paged import PagedScheduler
+from sim_core.schedulers.paged import PagedConfig, PagedScheduler
+
+
+class SarathiConfig(PagedConfig):
+    """The knobs sarathi reads."""
+
+    type: Literal["sarathi"] = Field("sarathi", description=(
+        "chunked prefill mixed with decodes, as Vidur models it"))
+    chunk_size: int = Field(512, ge=1, le=10_000_000, description=(
+        "sarathi: token budget of one iteration shared by decodes and prefill chunks."))
+
+    def activation_tokens(self, max_model_len: int) -> int:
+        return self.chunk_size + self.batch_size_cap
+
+    def prefill_chunk(self) -> int | None:
+        return self.chunk_size
 
 
 class SarathiScheduler(PagedScheduler):
-    label = "Sarathi-Serve as modelled by Vidur"
+    traits = PolicyTraits(SarathiConfig, "Sarathi-Serve as modelled by Vidur", memory_planner="vidur")
+    config: SarathiConfig
 
     def next_batch(self) -> Batch | None:
         chunk = self.config.chunk_size

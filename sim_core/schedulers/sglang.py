@@ -17,9 +17,14 @@ Each iteration (`Scheduler.get_next_batch_to_run`):
 from __future__ import annotations
 
 from math import ceil
+from typing import TYPE_CHECKING, Literal
 
+from pydantic import Field, field_validator
+
+from sim_core.config import PolicyTraits
 from sim_core.entities import Batch, Request
 from sim_core.schedulers.cuda_graph import padded_size
+from sim_core.schedulers.engine import PrefixCachingConfig
 from sim_core.schedulers.sglang_prefill import SglangPrefill
 from sim_core.schedulers.sglang_retract import (
     INIT_NEW_TOKEN_RATIO,
@@ -29,9 +34,58 @@ from sim_core.schedulers.sglang_retract import (
     retract_order,
 )
 
+if TYPE_CHECKING:
+    from sim_core.config import SimulationConfig
+
+# SGLang v0.4's default CUDA-graph capture sizes (cuda_graph_max_bs 160)
+SGLANG_GRAPH_SIZES = (1, 2, 4, 8, *range(16, 161, 8))
+
+
+class SglangConfig(PrefixCachingConfig):
+    """The knobs sglang reads."""
+
+    type: Literal["sglang"] = Field("sglang", description=(
+        "SGLang: prefill batch else decode batch, radix prefix cache, CUDA-graph padding"))
+    max_prefill_tokens: int = Field(16384, ge=1, le=10_000_000, description=(
+        "sglang: prompt-token budget of one prefill batch (the first request may exceed it)."))
+    chunked_prefill_size: int = Field(8192, ge=0, le=10_000_000, description=(
+        "sglang: most prompt tokens in one prefill batch; a longer prompt runs in chunks over "
+        "consecutive prefill batches (0 = no chunking)."))
+    max_running_requests: int = Field(0, ge=0, le=1_000_000, description=(
+        "sglang: request slots: most requests decoding at once (0 = SGLang's default, "
+        "min(KV tokens // 2, 4096))."))
+    cuda_graph_batch_sizes: list[int] = Field(default_factory=lambda: list(SGLANG_GRAPH_SIZES), max_length=512,
+                                              description=(
+        "sglang: decode batch sizes with a captured CUDA graph; a decode batch runs (and is priced) "
+        "padded up to the next size, larger ones unpadded (empty = no CUDA graphs)."))
+    enable_overlap_schedule: bool = Field(True, description=(
+        "sglang: schedule the next batch and process the last one's outputs on the CPU while the "
+        "GPU runs, hiding that CPU time (pipeline_parallel_size 1; the linear cost model has no "
+        "CPU time)."))
+
+    @field_validator("cuda_graph_batch_sizes")
+    @classmethod
+    def _graph_sizes(cls, sizes: list[int]) -> list[int]:
+        if any(size < 1 or size > 65536 for size in sizes):
+            raise ValueError("batch sizes must be between 1 and 65536")
+        return sorted(set(sizes))
+
+    def check_scenario(self, scenario: SimulationConfig) -> None:
+        if self.chunked_prefill_size % self.block_size:
+            raise ValueError(f"scheduler.chunked_prefill_size: sglang needs a multiple of block_size "
+                             f"({self.block_size}, SGLang's page size) or 0; got {self.chunked_prefill_size}")
+        super().check_scenario(scenario)
+
+    def prefill_chunk(self) -> int | None:
+        return self.chunked_prefill_size or None
+
+    def overlap_schedule(self, num_stages: int) -> bool:
+        return self.enable_overlap_schedule and num_stages == 1
+
 
 class SglangScheduler(SglangPrefill):
-    label = "SGLang (v0.4)"
+    # a request over max_model_len keeps its prompt: its output is cut where it reaches the limit
+    traits = PolicyTraits(SglangConfig, "SGLang (v0.4)", clips_prompts=False, has_prefix_cache=True)
 
     def next_batch(self) -> Batch | None:
         while True:   # a decode step that retracted everyone tries the queue again at once

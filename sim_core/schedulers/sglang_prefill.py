@@ -35,9 +35,9 @@ from sim_core.schedulers.sglang_retract import INIT_NEW_TOKEN_RATIO
 
 if TYPE_CHECKING:
     from sim_core.cluster.handoff import KvHandle
-    from sim_core.config import SchedulerConfig
     from sim_core.results.record import Recorder
     from sim_core.schedulers.base import ReplicaLimits
+    from sim_core.schedulers.sglang import SglangConfig
 
 MAX_DEFAULT_RUNNING = 4096
 RESERVED_DECODE_TOKENS = 512   # SGLANG_NUM_RESERVED_DECODE_TOKENS: KV a PD decode server keeps per request
@@ -46,10 +46,11 @@ RESERVED_DECODE_TOKENS = 512   # SGLANG_NUM_RESERVED_DECODE_TOKENS: KV a PD deco
 class SglangPrefill(EngineScheduler):
     """SGLang's state, admission into prefill batches, caching into the tree, finishing."""
 
+    config: SglangConfig
     pool: RadixKvPool
     waiting: deque[Request]
 
-    def __init__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
+    def __init__(self, replica_id: int, num_stages: int, config: SglangConfig, limits: ReplicaLimits,
                  recorder: Recorder) -> None:
         super().__init__(replica_id, num_stages, config, limits, recorder)
         cfg = self.config
@@ -58,7 +59,6 @@ class SglangPrefill(EngineScheduler):
         self.max_running = cfg.max_running_requests or max(1, min(tokens // 2, MAX_DEFAULT_RUNNING))
         self.chunk_tokens = cfg.chunked_prefill_size or None
         self.graph_sizes = cfg.cuda_graph_batch_sizes
-        self.overlap_schedule = cfg.enable_overlap_schedule and self.num_stages == 1
         self.chunked: Request | None = None
         self.batch_is_full = False
         self.new_token_ratio = INIT_NEW_TOKEN_RATIO

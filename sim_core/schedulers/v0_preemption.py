@@ -20,17 +20,17 @@ from sim_core.results.record import IGNORED, SWAPPED_OUT
 from sim_core.schedulers.seq_group import recompute_group, restart_from_prompt
 
 if TYPE_CHECKING:
-    from sim_core.config import SchedulerConfig
     from sim_core.memory.shared_blocks import RefCountedBlockPool, RefCountedCountingPool
     from sim_core.results.record import Recorder
     from sim_core.schedulers.v0_blocks import V0BlockManager
+    from sim_core.schedulers.vllm_v0 import VllmV0Config
 
 
 class V0Preemption:
     """Preempting and ignoring requests, for VllmV0Scheduler."""
 
     # what VllmV0Scheduler (and its base) provide
-    config: SchedulerConfig
+    config: VllmV0Config
     recorder: Recorder
     replica_id: int
     pool: RefCountedBlockPool | RefCountedCountingPool

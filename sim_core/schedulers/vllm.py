@@ -11,13 +11,31 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field
+
+from sim_core.config import PolicyTraits
+from sim_core.config.scheduler import MaxTokensInBatch
 from sim_core.entities import Batch, Request
 from sim_core.schedulers.base import UNBOUNDED, arrival_time
-from sim_core.schedulers.paged import PagedScheduler
+from sim_core.schedulers.paged import PagedConfig, PagedScheduler
+
+
+class VllmConfig(PagedConfig):
+    """The knobs vllm reads."""
+
+    type: Literal["vllm"] = Field("vllm", description=(
+        "prefill-first continuous batching, paged KV, as Vidur models it"))
+    max_tokens_in_batch: MaxTokensInBatch
+
+    def activation_tokens(self, max_model_len: int) -> int:
+        return self.max_tokens_in_batch
 
 
 class VllmScheduler(PagedScheduler):
-    label = "vLLM v0 as modelled by Vidur"
+    traits = PolicyTraits(VllmConfig, "vLLM v0 as modelled by Vidur", memory_planner="vidur")
+    config: VllmConfig
 
     def next_batch(self) -> Batch | None:
         return self._prefill_batch() or self._decode_batch()

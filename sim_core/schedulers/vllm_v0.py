@@ -18,8 +18,12 @@ restored as a whole (see seq_group.py and v0_blocks.py).
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
+from pydantic import Field
+
+from sim_core.config import PolicyTraits, SchedulerConfig
+from sim_core.config.scheduler import MaxNumBatchedTokens, MaxNumSeqs, WatermarkFraction
 from sim_core.entities import Batch, Request
 from sim_core.memory.cache_ops import CacheOps
 from sim_core.memory.shared_blocks import RefCountedBlockPool, RefCountedCountingPool
@@ -34,20 +38,50 @@ from sim_core.schedulers.v0_preemption import V0Preemption
 Scheduled = list[tuple[Request, int]]   # (request, tokens it runs this step), in queue order
 
 if TYPE_CHECKING:
-    from sim_core.config import SchedulerConfig
     from sim_core.results.record import Recorder
     from sim_core.schedulers.base import ReplicaLimits
 
+V0_CHUNKED_TOKENS = 512   # max_num_batched_tokens when empty, with chunked prefill (vLLM v0's default)
+
+
+class VllmV0Config(SchedulerConfig):
+    """The knobs vllm_v0 reads."""
+
+    type: Literal["vllm_v0"] = Field("vllm_v0", description=(
+        "vLLM v0.6's V0-engine scheduler: waiting, running and swapped queues, swap or recompute "
+        "preemption, parallel samples, optional chunked prefill"))
+    watermark_blocks_fraction: WatermarkFraction
+    max_num_seqs: MaxNumSeqs
+    max_num_batched_tokens: MaxNumBatchedTokens
+    enable_chunked_prefill: bool = Field(False, description=(
+        "vllm_v0: decodes first, then swapped requests, then prompt chunks, all under one token "
+        "budget (vLLM's --enable-chunked-prefill); off: an iteration is either prompts only "
+        "(whole prompts) or decodes only."))
+    preemption_mode: Literal["recompute", "swap"] = Field("recompute", description=(
+        "vllm_v0: what a running request gives up when KV blocks run out: recompute (its blocks are "
+        "freed; it re-joins the waiting queue's front and its tokens are prefilled again) or swap "
+        "(its blocks are copied to CPU swap space over PCIe and copied back before it resumes). A "
+        "request with several parallel samples is swapped in both modes, as vLLM does."))
+    swap_space_gb: float = Field(4.0, ge=0.0, le=100_000.0, description=(
+        "vllm_v0: CPU swap space per GPU in GiB (vLLM's --swap-space, default 4); a swap-out that "
+        "does not fit falls back to recompute (vLLM aborts the engine there)."))
+
+    def prefill_chunk(self) -> int | None:
+        return (self.max_num_batched_tokens or V0_CHUNKED_TOKENS) if self.enable_chunked_prefill else None
+
+    def swap_space_gib(self) -> float:
+        return self.swap_space_gb
+
 
 class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
-    label = "vLLM v0.6 (V0 engine)"
-    serves_parallel_samples = True
+    traits = PolicyTraits(VllmV0Config, "vLLM v0.6 (V0 engine)", serves_parallel_samples=True)
+    config: VllmV0Config
     growth = "paged"
     pool: RefCountedBlockPool | RefCountedCountingPool
     running: deque[Request]
     waiting: deque[Request]
 
-    def __init__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
+    def __init__(self, replica_id: int, num_stages: int, config: VllmV0Config, limits: ReplicaLimits,
                  recorder: Recorder) -> None:
         super().__init__(replica_id, num_stages, config, limits, recorder)
         cfg, limits = self.config, self.limits
@@ -58,7 +92,8 @@ class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
         self.running = deque()
         self.swapped: deque[Request] = deque()
         self.chunked = cfg.enable_chunked_prefill
-        self.token_budget = cfg.max_num_batched_tokens or (512 if self.chunked else max(limits.max_model_len, 2048))
+        self.token_budget = cfg.max_num_batched_tokens or (V0_CHUNKED_TOKENS if self.chunked
+                                                           else max(limits.max_model_len, 2048))
         self.max_num_seqs = cfg.max_num_seqs or UNBOUNDED
         self.prompt_limit = limits.max_model_len if self.chunked else min(limits.max_model_len, self.token_budget)
         self.pending_ops = CacheOps()          # copies of steps that formed no batch

@@ -18,19 +18,18 @@ from sim_core.memory.kv_pool import BlockHolder
 from sim_core.memory.shared_blocks import RefCountedBlockPool, RefCountedCountingPool
 from sim_core.results.record import Recorder
 from sim_core.schedulers.base import ReplicaLimits, ReplicaScheduler
-from sim_core.schedulers.vllm_v0 import VllmV0Scheduler
+from sim_core.schedulers.vllm_v0 import VllmV0Config, VllmV0Scheduler
 
 if TYPE_CHECKING:
     from sim_core.cluster.handoff import KvHandle
-    from sim_core.config import SchedulerConfig
 
 
 class VllmV0Factory:
     """The vllm_v0 policy of one replica: one scheduler (PP = 1) or PP virtual engines."""
 
-    label = VllmV0Scheduler.label  # the UI labels policies by engine and version
+    traits = VllmV0Scheduler.traits
 
-    def __call__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
+    def __call__(self, replica_id: int, num_stages: int, config: VllmV0Config, limits: ReplicaLimits,
                  recorder: Recorder) -> ReplicaScheduler:
         if num_stages == 1:
             return VllmV0Scheduler(replica_id, 1, config, limits, recorder)
@@ -101,10 +100,10 @@ class PoolsView:
 class VllmV0Pipeline(ReplicaScheduler):
     """PP virtual engines behind one replica; each forms its own batches."""
 
-    label = VllmV0Scheduler.label
-    serves_parallel_samples = True
+    traits = VllmV0Scheduler.traits
+    config: VllmV0Config
 
-    def __init__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
+    def __init__(self, replica_id: int, num_stages: int, config: VllmV0Config, limits: ReplicaLimits,
                  recorder: Recorder) -> None:
         super().__init__(replica_id, num_stages, config, limits, recorder)
         if limits.num_blocks < num_stages:

@@ -27,27 +27,53 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from math import ceil
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
+from pydantic import Field
+
+from sim_core.config import PolicyTraits
+from sim_core.config.scheduler import MaxNumBatchedTokens, MaxNumSeqs
 from sim_core.entities import Batch, Request, RequestStatus
 from sim_core.memory.block_hash_cache import HashedBlockPool
 from sim_core.schedulers.base import UNBOUNDED
-from sim_core.schedulers.engine import EngineScheduler
+from sim_core.schedulers.engine import EngineScheduler, PrefixCachingConfig
 from sim_core.schedulers.step import Step
 from sim_core.schedulers.waiting import PriorityQueue
 
 if TYPE_CHECKING:
-    from sim_core.config import SchedulerConfig
     from sim_core.results.record import Recorder
     from sim_core.schedulers.base import ReplicaLimits
 
 V1_BATCHED_TOKENS = 2048  # max_num_batched_tokens when the scenario leaves it empty (vLLM V1's default)
 
 
-class VllmV1Scheduler(EngineScheduler):
-    label = "vLLM V1 engine (v0.8+)"
+class VllmV1Config(PrefixCachingConfig):
+    """The knobs vllm_v1 reads."""
 
-    def __init__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
+    type: Literal["vllm_v1"] = Field("vllm_v1", description=(
+        "vLLM V1 engine: one token budget for decodes and prompt chunks, prefix caching"))
+    max_num_seqs: MaxNumSeqs
+    max_num_batched_tokens: MaxNumBatchedTokens
+    long_prefill_token_threshold: int = Field(0, ge=0, le=10_000_000, description=(
+        "vllm_v1: most prompt tokens one request may run in one iteration (longer prompts are "
+        "chunked; 0 = only the token budget limits them)."))
+    prioritize_prefill: bool = Field(False, description=(
+        "vllm_v1: hand the budget to prompt work first (running chunks, then new requests) and "
+        "let decodes fill what is left; lower TTFT, higher TBT."))
+    scheduling_policy: Literal["fcfs", "priority"] = Field("fcfs", description=(
+        "vllm_v1: fcfs (arrival order) or priority (the workload's priority column, smaller "
+        "first, ties by arrival): the admission order and, in reverse, the preemption victim."))
+
+    def prefill_chunk(self) -> int | None:
+        budget = self.max_num_batched_tokens or V1_BATCHED_TOKENS
+        return min(budget, self.long_prefill_token_threshold or budget)
+
+
+class VllmV1Scheduler(EngineScheduler):
+    traits = PolicyTraits(VllmV1Config, "vLLM V1 engine (v0.8+)", has_prefix_cache=True)
+    config: VllmV1Config
+
+    def __init__(self, replica_id: int, num_stages: int, config: VllmV1Config, limits: ReplicaLimits,
                  recorder: Recorder) -> None:
         super().__init__(replica_id, num_stages, config, limits, recorder)
         cfg = self.config

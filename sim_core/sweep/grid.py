@@ -12,7 +12,7 @@ from pathlib import Path
 from sim_core.cluster.pools import num_gpus
 from sim_core.config import parse_config
 from sim_core.errors import ConfigError
-from sim_core.sweep.spec import SweepSpec, set_path
+from sim_core.sweep.spec import SweepSpec, with_value
 
 SEARCH_VERSION = 1   # bump when the search's decisions change: old journal entries stop matching
 
@@ -57,8 +57,8 @@ def build_grid(spec: SweepSpec, base: dict) -> Grid:
     for combo in itertools.product(*spec.vary.values()):
         values = dict(zip(keys, combo))
         scenario = base
-        for key, value in values.items():
-            scenario = set_path(scenario, key, value)
+        for key, value in sorted(values.items(), key=lambda item: item[0] != "scheduler.type"):
+            scenario = with_value(scenario, key, value)   # the policy first: it keeps the knobs varied with it
         try:
             config = parse_config(scenario, source=_label(values))
         except ConfigError as error:

@@ -95,9 +95,9 @@ def _trace_workload(spec: WorkloadConfig, rng: np.random.Generator) -> tuple[Wor
 
 
 def clip(config: SimulationConfig, workload: Workload) -> Workload:
-    """Vidur's rule: prompts of requests over max_model_len are shortened (and counted). Not
-    for sglang, which cuts the output where a request reaches max_model_len instead."""
-    if config.scheduler.type == "sglang":
+    """Vidur's rule: prompts of requests over max_model_len are shortened (and counted). Not for
+    a policy that cuts the output where a request reaches max_model_len instead (sglang)."""
+    if not config.scheduler.traits.clips_prompts:
         return workload
     prefill, decode, num_clipped, bad = clip_to_max_model_len(
         workload.num_prefill_tokens, workload.num_decode_tokens, config.max_model_len)
