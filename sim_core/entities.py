@@ -112,6 +112,24 @@ class Request:
         self.completed_at = time
         self.status = RequestStatus.FINISHED
 
+    def on_decode_run(self, num_tokens: int, last_token_at: float, widest_gap: float, finished: bool) -> None:
+        """Account `num_tokens` decode iterations advanced in one step (fast-forward): the last
+        one ended at `last_token_at`, the widest gap between two of its tokens in the run was
+        `widest_gap`, and `finished` says its last output token was among them."""
+        if widest_gap > self.max_token_gap:
+            self.max_token_gap = widest_gap
+        self.num_processed_tokens += num_tokens
+        self.last_token_at = last_token_at
+        if finished:
+            self.finish(last_token_at)
+
+    def hand_over_blocks(self) -> tuple[int, list[int]]:
+        """Give its KV blocks to a stand-in holder (a P/D hand-off's handle): returns how many
+        it held and their ids; it holds none afterwards."""
+        held = self.num_blocks, self.blocks
+        self.num_blocks, self.blocks = 0, []
+        return held
+
     @property
     def num_known_tokens(self) -> int:
         """Tokens whose ids exist now: the prompt, plus the outputs once decoding."""

@@ -36,21 +36,21 @@ class FifoScheduler(ReplicaScheduler):
     traits = PolicyTraits(FifoConfig, "a FIFO static-batch toy")
     config: FifoConfig
 
-    def next_batch(self) -> Batch | None:
+    def _next_batch(self) -> Batch | None:
         requests, self.running = list(self.running), []     # the static batch's unfinished members
         if not requests:                                    # it has finished: admit the next one
             requests = self._admit()
-        return self.make_batch(requests, [self.next_num_tokens(r) for r in requests])
+        return self._make_batch(requests, [self._next_num_tokens(r) for r in requests])
 
     def _admit(self) -> list:
         admitted = []
         while self.waiting and len(admitted) < self.config.batch_size:
             request = self.waiting[0]
-            blocks = ceil((request.num_prefill_tokens + request.num_decode_tokens) / self.block_size)
+            blocks = ceil((request.num_prefill_tokens + request.num_decode_tokens) / self._block_size)
             if not self.pool.can_allocate(blocks):
                 break
             self.waiting.popleft()
-            self.allocate(request, blocks)
+            self._allocate(request, blocks)
             admitted.append(request)
         return admitted
 

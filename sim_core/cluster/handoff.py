@@ -23,6 +23,9 @@ Replica ids: the prefill pool is 0..P-1, the decode pool P..P+D-1. A request's l
 
 Blocks are therefore held twice while a transfer is in flight. Preempted on the decode replica,
 a request is recomputed there (its prompt and tokens so far), as engines do.
+
+Each replica takes part through its scheduler's `endpoint` (schedulers/endpoint.py), which
+applies its policy's rules; this module owns the inboxes, the links and the transfers.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ if TYPE_CHECKING:
     from sim_core.config import DisaggregationConfig
     from sim_core.engine.routing import Router
     from sim_core.engine.simulator import Simulator
-    from sim_core.schedulers import ReplicaScheduler
+    from sim_core.schedulers.endpoint import ReplicaEndpoint
 
 HANDOFF_PHASE, DISPATCH_PHASE = 1, 2   # end-of-instant keys: after released session turns (0)
 TRANSFER_COLUMNS = ("request_id", "source_replica", "target_replica", "num_tokens", "num_bytes",
@@ -93,14 +96,14 @@ class Link:
 class DecodeView:
     """A decode replica as its router sees it: waiting requests include its inbox."""
 
-    __slots__ = ("inbox", "scheduler")
+    __slots__ = ("endpoint", "inbox")
 
-    def __init__(self, scheduler: ReplicaScheduler, inbox: deque[Transfer]) -> None:
-        self.scheduler, self.inbox = scheduler, inbox
+    def __init__(self, endpoint: ReplicaEndpoint, inbox: deque[Transfer]) -> None:
+        self.endpoint, self.inbox = endpoint, inbox
 
     @property
     def num_waiting(self) -> int:
-        return self.scheduler.num_waiting + len(self.inbox)
+        return self.endpoint.num_waiting + len(self.inbox)
 
 
 class Disaggregation:
@@ -111,9 +114,10 @@ class Disaggregation:
         self.sim = simulator
         self.num_prefill = num_prefill
         self.router = router
-        decode = simulator.schedulers[num_prefill:]
+        self.endpoints = [s.endpoint for s in simulator.schedulers]
+        decode = self.endpoints[num_prefill:]
         self.inboxes: list[deque[Transfer]] = [deque() for _ in decode]
-        self.views = [DecodeView(s, inbox) for s, inbox in zip(decode, self.inboxes)]
+        self.views = [DecodeView(endpoint, inbox) for endpoint, inbox in zip(decode, self.inboxes)]
         self.links = [Link() for _ in range(num_prefill)]
         self.bytes_per_token = bytes_per_token
         self.bytes_per_s = config.link_bandwidth_gb_s * 1e9
@@ -124,6 +128,10 @@ class Disaggregation:
     def is_prefill(self, replica: int) -> bool:
         return replica < self.num_prefill
 
+    def has_inbox(self, replica: int) -> bool:
+        """Whether hand-offs wait in this (decode) replica's inbox."""
+        return not self.is_prefill(replica) and bool(self.inboxes[replica - self.num_prefill])
+
     def handles(self, replica: int) -> list[KvHandle]:
         """Holders of a prefill replica's blocks that belong to handed-off requests."""
         return [t.handle for t in self.in_flight.values() if t.source == replica]
@@ -133,12 +141,11 @@ class Disaggregation:
     def on_prefill_batch_end(self, replica: int, batch: Batch) -> None:
         """Requests whose prompt this batch completed leave the prefill replica."""
         sim = self.sim
-        scheduler, now = sim.schedulers[replica], sim.kernel.now
+        endpoint, now = self.endpoints[replica], sim.kernel.now
         for request in batch.requests:
             if request.is_prefill_complete and not request.completed:
-                scheduler.hand_off(request)
-                handle = KvHandle(request.id, replica, request.num_blocks, request.blocks)
-                request.num_blocks, request.blocks = 0, []
+                endpoint.hand_off(request)
+                handle = KvHandle(request.id, replica, *request.hand_over_blocks())
                 transfer = Transfer(request, replica, handle, now)
                 self.in_flight[request.id] = transfer
                 sim.kernel.at_instant_end((HANDOFF_PHASE, request.id), self._route, transfer)
@@ -147,7 +154,7 @@ class Disaggregation:
         index = self.router.route(self.views)
         target = self.num_prefill + index
         request = transfer.request
-        self.sim.schedulers[target].expect_transfer(request)
+        self.endpoints[target].expect_transfer(request)
         if request.num_processed_tokens >= request.total_tokens:
             self._finish_unmoved(transfer)
             return
@@ -163,11 +170,10 @@ class Disaggregation:
         and its KV never moves."""
         sim, source, request = self.sim, transfer.source, transfer.request
         del self.in_flight[request.id]
-        prefill = sim.schedulers[source]
-        prefill.release_handoff(transfer.handle)
+        self.endpoints[source].release_handoff(transfer.handle)
         request.finish(sim.kernel.now)
         sim.on_request_done(source, request)
-        sim.record_replica(prefill)
+        sim.record_replica(sim.schedulers[source])
         sim.kernel.soon(sim.on_replica_schedule, source)
 
     # ---- 3. accept ---------------------------------------------------------------------------
@@ -175,18 +181,18 @@ class Disaggregation:
     def pull(self, replica: int) -> None:
         """A decode replica about to form batches accepts what it can from its inbox head."""
         inbox = self.inboxes[replica - self.num_prefill]
-        scheduler, now = self.sim.schedulers[replica], self.sim.kernel.now
+        endpoint, now = self.endpoints[replica], self.sim.kernel.now
         accepted = False
-        while inbox and scheduler.can_accept_transfer(inbox[0].request):
+        while inbox and endpoint.can_accept_transfer(inbox[0].request):
             transfer = inbox.popleft()
-            transfer.num_tokens = scheduler.accept_transfer(transfer.request)
+            transfer.num_tokens = endpoint.accept_transfer(transfer.request)
             transfer.num_bytes = transfer.num_tokens * self.bytes_per_token
             transfer.accepted_at = now
             heappush(self.links[transfer.source].queue, (now, transfer.request.id, transfer))
             self._want_dispatch(transfer.source)
             accepted = True
         if accepted:
-            self.sim.record_replica(scheduler)
+            self.sim.record_replica(self.sim.schedulers[replica])
 
     # ---- 4. transfer -------------------------------------------------------------------------
 
@@ -217,10 +223,9 @@ class Disaggregation:
     def _on_transfer_end(self, transfer: Transfer) -> None:
         sim, source, target, request = self.sim, transfer.source, transfer.target, transfer.request
         self.links[source].busy = False
-        prefill = sim.schedulers[source]
-        prefill.release_handoff(transfer.handle)
-        sim.record_replica(prefill)
-        sim.schedulers[target].on_transfer_done(request)
+        self.endpoints[source].release_handoff(transfer.handle)
+        sim.record_replica(sim.schedulers[source])
+        self.endpoints[target].on_transfer_done(request)
         del self.in_flight[request.id]
         self._record(transfer)
         if sim.fast is not None:

@@ -1,12 +1,12 @@
 """Advance runs of decode iterations in one step (pipeline parallelism 1 only).
 
 When a replica forms a decode-only batch that its policy promises to re-form (minus finished
-requests) at every following iteration (`steady_decode_limit`), the iterations up to the next
-thing that can change a decision are known in advance:
+requests) at every following iteration (`ReplicaScheduler.steady_decode`, schedulers/steady.py),
+the iterations up to the next thing that can change a decision are known in advance:
 
 * a member finishes at the end of iteration `total - processed - 1`; the run goes on without
-  it when the policy says nothing else can join (`steady_past_completions`: e.g. an empty
-  queue), else it ends there;
+  it when the policy says nothing else can join (`past_completions`: e.g. an empty queue), else
+  it ends there;
 * KV blocks run short: the run stops before any formation that might find no spare block
   (`paged`: a member takes a block when its tokens outgrow its blocks; `per_token`: one block
   per member per iteration), counting blocks that finished members free;
@@ -21,6 +21,10 @@ Most runs are cut by an arrival long before their limit, so end times are comput
 chunk of iterations and extended (by twice as many) at the chunk's end only when the run gets
 there uncut; the sequential sums are the same as if computed at once.
 The last iteration then ends through the ordinary stage-end handler.
+
+Everything a run changes outside this module goes through methods of the objects it advances:
+the stage (`start`, `begin_iteration`), the requests (`on_decode_run`), the pool (its
+allocate / free calls), the policy (`SteadyDecode.resume`) and the recorder.
 """
 
 from __future__ import annotations
@@ -31,17 +35,16 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from sim_core.entities import Batch, Request, RequestStatus
+from sim_core.entities import Batch, Request
 from sim_core.memory.block_hash_cache import HashedBlockPool
 from sim_core.memory.block_pool import BlockPool, CountingBlockPool
-from sim_core.results.record import FINISHED
 
 if TYPE_CHECKING:
     from sim_core.engine.simulator import Simulator
     from sim_core.memory.kv_pool import KvPool
     from sim_core.predictor.shape import Predictor
     from sim_core.results.record import Recorder
-    from sim_core.schedulers.base import ReplicaScheduler
+    from sim_core.schedulers.steady import SteadyDecode
 
 # finished members as (formation, member, freed block ids, how many), and the allocations as
 # (formations, members, block ids, blocks taken per formation): the id pools fill the first
@@ -58,6 +61,7 @@ class DecodeRun:
     """A planned run: iteration j of the batch's live members ends at `ends[j]`."""
 
     first: Batch
+    promise: SteadyDecode       # the policy's, for `first`
     started_at: float
     ends: np.ndarray            # end times of iterations 0..planned-1 (planned <= num_iterations)
     context: np.ndarray         # KV tokens the live members hold at the start of each iteration
@@ -77,18 +81,19 @@ class FastForward:
         self.runs: dict[int, DecodeRun] = {}
         self._tokens = 0
 
-    def try_start(self, replica: int, batch: Batch, preempted: bool) -> bool:
-        """Start a run for a just-formed batch; False leaves it to the ordinary path."""
+    def try_start(self, replica: int, batch: Batch) -> bool:
+        """Start a run for a just-formed batch on the idle stage; False leaves it to the
+        ordinary path."""
         scheduler = self.sim.schedulers[replica]
-        limit = min(scheduler.steady_decode_limit(batch, preempted), MAX_RUN)
-        if limit < 2:
+        promise = scheduler.steady_decode(batch)
+        if promise is None or promise.limit < 2:
             return False
         requests = batch.requests
         remaining = [r.total_tokens - r.num_processed_tokens for r in requests]
-        through = scheduler.steady_past_completions(batch) and not self._completion_matters(replica, requests)
-        limit = min(limit, max(remaining) if through else min(remaining))
+        through = promise.past_completions and not self._completion_matters(replica, requests)
+        limit = min(promise.limit, MAX_RUN, max(remaining) if through else min(remaining))
         if limit >= 2:
-            limit = growth_limit(scheduler, requests, remaining, limit)
+            limit = growth_limit(promise, scheduler.pool, requests, remaining, limit)
         if limit < 2:
             return False
         now = self.sim.kernel.now
@@ -96,11 +101,10 @@ class FastForward:
         order, suffix = _members(batch, remaining, predictor.needs_context)
         ends, context = _end_times(predictor, order, suffix, 0, min(limit, FIRST_CHUNK), now)
         self._tokens += 1
-        run = DecodeRun(batch, now, ends, context, remaining, order, suffix, limit, self._tokens,
-                        len(scheduler.waiting))
+        run = DecodeRun(batch, promise, now, ends, context, remaining, order, suffix, limit, self._tokens,
+                        scheduler.endpoint.num_waiting)
         self.runs[replica] = run
-        stage = self.sim.stages[replica][0]
-        stage.busy, stage.started_at = True, now
+        self.sim.stages[replica][0].start(now)
         self._schedule_next(replica, run)
         return True
 
@@ -127,8 +131,7 @@ class FastForward:
         sim = self.sim
         if sim.sessions.closed_loop and any(sim.sessions.follower(r.id) >= 0 for r in requests):
             return True
-        return sim.handoff is not None and not sim.handoff.is_prefill(replica) \
-            and bool(sim.handoff.inboxes[replica - sim.handoff.num_prefill])
+        return sim.handoff is not None and sim.handoff.has_inbox(replica)
 
     def on_request_routed(self, replica: int) -> None:
         """A request joined the replica's queues: end the run at the first iteration ending at or
@@ -160,34 +163,32 @@ class FastForward:
         if run is None or run.token != token:
             return  # superseded by a cut
         del self.runs[replica]
-        last = self._apply(replica, run) if run.num_iterations > 1 else run.first
-        stage = self.sim.stages[replica][0]
-        stage.started_at = run.started_at if run.num_iterations == 1 else float(run.ends[run.num_iterations - 2])
+        if run.num_iterations > 1:
+            last = self._apply(replica, run)
+            self.sim.stages[replica][0].begin_iteration(float(run.ends[run.num_iterations - 2]))
+        else:
+            last = run.first
         self.sim.on_stage_end(replica, 0, last)
 
     def _apply(self, replica: int, run: DecodeRun) -> Batch:
         """Apply iterations 0..k-2 in bulk; return the batch of the last iteration, k-1."""
-        sim, k, first = self.sim, run.num_iterations, run.first
-        scheduler = sim.schedulers[replica]
+        sim, k, first, promise = self.sim, run.num_iterations, run.first, run.promise
+        pool = sim.schedulers[replica].pool
         members = first.requests
         live_last = [m for m, left in zip(members, run.remaining) if left >= k]
-        used_before = scheduler.pool.num_used
-        if scheduler.pool.tracks_ids:
-            events = _ordered_events(scheduler, members, run.remaining, k)
+        used_before = pool.num_used
+        if pool.tracks_ids:
+            events = _ordered_events(promise, members, run.remaining, k)
             self._advance_tokens(members, run.remaining, run.ends[:k], sim.recorder)
-            changes = self._replay(scheduler, members, events)
+            changes = self._replay(pool, promise.frees_on_completion, members, events)
         else:
-            counts, taken = allocation_counts(scheduler, members, run.remaining, k)
+            counts, taken = allocation_counts(promise, members, run.remaining, k)
             self._advance_tokens(members, run.remaining, run.ends[:k], sim.recorder)
-            changes = self._count(scheduler, members, run.remaining, k, counts, taken)
-        ends = run.ends[:k].tolist()
-        scheduler.num_batches += k - 2  # ids of the skipped iterations' batches
-        last = scheduler.make_batch(live_last, [1] * len(live_last), 0)
-        assert last is not None, "the last iteration has live members"
+            changes = self._count(pool, promise.frees_on_completion, members, run.remaining, k, counts, taken)
+        last = promise.resume(first, live_last, k)
         last.shape = sim.batch_shape(last)
-        last.formed_at = ends[k - 2]
+        last.formed_at = float(run.ends[k - 2])
         self._record(replica, run, changes, used_before)
-        scheduler.on_steady_decode(first, last, k)
         return last
 
     @staticmethod
@@ -204,23 +205,16 @@ class FastForward:
             append_gap(gap)
             last = left - 1 if left < k else k - 2     # last skipped iteration it takes part in
             widest = running_max[last - 1] if last >= 1 and running_max[last - 1] > gap else gap
-            if widest > request.max_token_gap:
-                request.max_token_gap = widest
-            request.num_processed_tokens += last + 1
-            request.last_token_at = end_list[last]
-            if left < k:
-                request.completed, request.completed_at = True, end_list[last]
-                request.status = RequestStatus.FINISHED
+            request.on_decode_run(last + 1, end_list[last], widest, left < k)
         if len(steps):
             alive = len(remaining) - np.searchsorted(np.sort(remaining), np.arange(1, k - 1), side="right")
             recorder.weighted_gaps.append((steps, alive))
 
     @staticmethod
-    def _replay(scheduler: ReplicaScheduler, members: list[Request], events: list[tuple[int, int, int]]) -> Changes:
-        """Apply block frees and allocations in stepwise order. Returns the finished members as
-        (formation, member, freed block ids, how many) and the allocations as (formations,
-        members, block ids)."""
-        pool, frees = scheduler.pool, scheduler.frees_on_completion
+    def _replay(pool: KvPool, frees: bool, members: list[Request], events: list[tuple[int, int, int]]) -> Changes:
+        """Apply block frees (`frees`: finished members free theirs) and allocations in stepwise
+        order. Returns the finished members as (formation, member, freed block ids, how many)
+        and the allocations as (formations, members, block ids)."""
         finished: Finished = []
         formations: list[int] = []
         takers: list[int] = []
@@ -242,11 +236,10 @@ class FastForward:
         return finished, (formations, takers, blocks, None)
 
     @staticmethod
-    def _count(scheduler: ReplicaScheduler, members: list[Request], remaining: list[int], k: int, counts: list[int],
+    def _count(pool: KvPool, frees: bool, members: list[Request], remaining: list[int], k: int, counts: list[int],
                taken: list[int]) -> Changes:
         """The counting-pool version of _replay: per-member block counts, then the frees.
         Returns the finished members and (None, None, None, blocks taken per formation)."""
-        pool, frees = scheduler.pool, scheduler.frees_on_completion
         assert isinstance(pool, CountingBlockPool), "only counting pools are bulk-counted"
         finished: Finished = []
         for request, count in zip(members, counts):
@@ -269,12 +262,9 @@ class FastForward:
         freed_at, done_at = [0] * (k + 1), [0] * (k + 1)
         for formation, member, released, count in finished:
             if recorder.keeps_blocks:
-                recorder.now = float(run.ends[formation - 1])
-                recorder.on_state(replica, members[member].id, FINISHED)
-                recorder.on_free(replica, members[member].id, released)
+                recorder.on_finished_at(float(run.ends[formation - 1]), replica, members[member].id, released)
             freed_at[formation] += count
             done_at[formation] += 1 if count else 0
-        recorder.now = self.sim.kernel.now
         freed, done = np.asarray(freed_at, dtype=np.int64), np.asarray(done_at, dtype=np.int64)
         ends = run.ends[: k - 1]
         if recorder.keeps_blocks and blocks:
@@ -314,26 +304,26 @@ class FastForward:
             start = boundary
 
 
-def _ordered_events(scheduler: ReplicaScheduler, members: list[Request], remaining: list[int],
+def _ordered_events(promise: SteadyDecode, members: list[Request], remaining: list[int],
                     k: int) -> list[tuple[int, int, int]]:
     """(formation, kind, member) of formations 1..k-1 in stepwise order: at each formation the
     members that finished at the end of the previous iteration go first (kind 0, batch order),
     then block allocations (kind 1, batch order)."""
     events = [(left, 0, m) for m, left in enumerate(remaining) if left <= k - 1]
-    events += [(j, 1, m) for j, m in planned_allocations(scheduler, members, remaining, k)]
+    events += [(j, 1, m) for j, m in planned_allocations(promise, members, remaining, k)]
     events.sort()
     return events
 
 
-def allocation_counts(scheduler: ReplicaScheduler, members: list[Request], remaining: list[int],
+def allocation_counts(promise: SteadyDecode, members: list[Request], remaining: list[int],
                       k: int) -> tuple[list[int], list[int]]:
     """Blocks each member takes at formations 1..k-1 while live, and how many blocks are taken
     at each formation 0..k-1; the counting pool needs no order, only how many and when."""
     taken = [0] * k
-    if scheduler.growth is None:
+    if promise.growth is None:
         return [0] * len(members), taken
-    per_token = scheduler.growth == "per_token"
-    step = 1 if per_token else scheduler.block_size
+    per_token = promise.growth == "per_token"
+    step = 1 if per_token else promise.block_size
     counts: list[int] = []
     for request, left in zip(members, remaining):
         first = 1 if per_token else step * request.num_blocks + 1 - request.num_processed_tokens
@@ -369,23 +359,25 @@ def _end_times(predictor: Predictor, order: np.ndarray, suffix: np.ndarray | Non
     return np.cumsum(durations), context
 
 
-def growth_limit(scheduler: ReplicaScheduler, requests: list[Request], remaining: list[int], limit: int) -> int:
-    """Shorten `limit` so that every formation keeps one KV block spare (each member's check
-    needs a free block even when it takes none); blocks of finished members count as free."""
-    pool, n = scheduler.pool, len(requests)
+def growth_limit(promise: SteadyDecode, pool: KvPool, requests: list[Request], remaining: list[int],
+                 limit: int) -> int:
+    """Shorten `limit` so that every formation keeps one KV block spare in `pool` (each
+    member's check needs a free block even when it takes none); blocks of finished members count
+    as free."""
+    n = len(requests)
     free = pool.num_free
-    if scheduler.growth is None:
+    if promise.growth is None:
         return limit
     if free < 1:
         return 1
-    if scheduler.growth == "per_token":
+    if promise.growth == "per_token":
         return min(limit, free // n + 1)  # conservative: as if nobody finished
-    if n * ((limit - 1) // scheduler.block_size + 1) <= free - 1:
+    if n * ((limit - 1) // promise.block_size + 1) <= free - 1:
         return limit  # even if every member grew as often as possible, one block stays spare
-    allocations = planned_allocations(scheduler, requests, remaining, limit)
+    allocations = planned_allocations(promise, requests, remaining, limit)
     taken = np.bincount([j for j, _ in allocations], minlength=limit + 1)[: limit + 1]
     freed = np.zeros(limit + 1, dtype=np.int64)
-    if scheduler.frees_on_completion:
+    if promise.frees_on_completion:
         grown = np.bincount([m for _, m in allocations], minlength=n)
         for member, left in enumerate(remaining):
             if left < limit:
@@ -395,20 +387,20 @@ def growth_limit(scheduler: ReplicaScheduler, requests: list[Request], remaining
     return min(limit, int(short[0]) + 1) if len(short) else limit
 
 
-def planned_allocations(scheduler: ReplicaScheduler, requests: list[Request], remaining: list[int],
+def planned_allocations(promise: SteadyDecode, requests: list[Request], remaining: list[int],
                         num_iterations: int) -> list[tuple[int, int]]:
     """(formation, member index) of the blocks members take at formations 1..num_iterations-1
     while they are live, sorted as the stepwise path takes them (formation, then batch order)."""
-    if scheduler.growth is None:
+    if promise.growth is None:
         return []
     plan: list[tuple[int, int]]
-    if scheduler.growth == "per_token":
+    if promise.growth == "per_token":
         plan = []
         for member, left in enumerate(remaining):
             plan.extend(zip(range(1, min(left, num_iterations)), repeat(member)))
         plan.sort()
         return plan
-    size = scheduler.block_size
+    size = promise.block_size
     plan = []
     for member, (request, left) in enumerate(zip(requests, remaining)):
         first = size * request.num_blocks + 1 - request.num_processed_tokens

@@ -5,7 +5,8 @@ Vidur keys events by (time, creation id). Two consequences define the order here
 * an event created while time t is being processed has a larger id than every event that
   existed before, so zero-delay follow-ups run after all events already due at t, in creation
   order. A FIFO holds them; only future events (stage ends) go on the heap, whose `seq` is a
-  per-kernel counter.
+  per-kernel counter. When the clock moves to an instant the FIFO is empty, so the events of
+  the heap due then are moved into it, in order, and every handler is dispatched from one loop.
 Stage times must be > 0 (a zero-delay future event would break this argument). Validation
 keeps them >= 1e-6 s and arrivals before 1e9 s (sim_core/config/limits.py); below CLOCK_LIMIT_S
 such a delay always advances the float64 clock, and an event past it (a cost or bandwidth so
@@ -27,6 +28,7 @@ events than stepwise simulation), so both are ordered by a caller's key instead 
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TypeVarTuple, Unpack
@@ -60,6 +62,7 @@ class EventKernel:
         self._seq = 0
         self._arrivals: list[tuple[float, tuple, Handler, tuple]] = []   # created during the run
         self._late: list[tuple[tuple, Handler, tuple]] = []   # due at the end of the current instant
+        self._next_arrival = 0   # index of the next pre-created arrival (during `run`)
         self.late_phase = False
 
     def at(self, time: float, handler: Callable[[Unpack[Ts]], None], *args: *Ts) -> None:
@@ -98,52 +101,40 @@ class EventKernel:
         """Process everything. `arrival_times` is sorted; `on_arrival(i)` handles the i-th
         arrival; `on_time(t)` is told the time before any handler at t runs; `after_event()`,
         if given, runs after every handler (invariant checks in tests)."""
-        heap, soon, pop, created = self._heap, self._soon, heapq.heappop, self._arrivals
-        times = arrival_times
-        num_arrivals, i = len(times), 0
-        while heap or i < num_arrivals or created:
-            if i < num_arrivals and (not heap or times[i] <= heap[0][0]):
-                now = times[i]
-            else:
-                now = heap[0][0] if heap else created[0][0]
-            if created and created[0][0] < now:
-                now = created[0][0]
-            self.now = now
-            self.late_phase = False
-            on_time(now)
-            while i < num_arrivals and times[i] == now:
-                on_arrival(i)
+        heap, soon, created, pop = self._heap, self._soon, self._arrivals, heapq.heappop
+        times, num_arrivals, i = arrival_times, len(arrival_times), 0
+        now = math.nan   # equal to nothing: the first pass moves the clock to the first instant
+        while True:
+            # The next handler due now. Pre-created arrivals go first; `soon` then holds, in
+            # order, the created arrivals and stage ends due now (queued when the clock moved:
+            # `soon` is always empty then) followed by the zero-delay events made since.
+            if i < num_arrivals and times[i] == now:
+                handler, args = on_arrival, (i,)
                 i += 1
-                if after_event is not None:
-                    after_event()
-            while created and created[0][0] == now:
-                _, _, handler, args = pop(created)
-                handler(*args)
-                if after_event is not None:
-                    after_event()
-            while heap and heap[0][0] == now:
-                _, _, handler, args = pop(heap)
-                handler(*args)
-                if after_event is not None:
-                    after_event()
-            while soon:
+            elif soon:
                 handler, args = soon.popleft()
-                handler(*args)
-                if after_event is not None:
-                    after_event()
-            while self._late:
+            elif self._late:   # the end of the instant: a batch in key order, then what it creates
                 self.late_phase = True
-                due, self._late = sorted(self._late, key=_key), []
-                for _, handler, args in due:
-                    handler(*args)
-                    if after_event is not None:
-                        after_event()
-                self._drain(after_event)
-
-    def _drain(self, after_event: Callable[[], None] | None) -> None:
-        soon = self._soon
-        while soon:
-            handler, args = soon.popleft()
+                soon.extend([(handler, args) for _, handler, args in sorted(self._late, key=_key)])
+                self._late = []
+                continue
+            elif heap or i < num_arrivals or created:   # the next instant
+                now = times[i] if i < num_arrivals and (not heap or times[i] <= heap[0][0]) else \
+                    heap[0][0] if heap else math.inf
+                if created and created[0][0] < now:
+                    now = created[0][0]
+                self.now = now
+                self.late_phase = False
+                while created and created[0][0] == now:   # in key order
+                    _, _, handler, args = pop(created)
+                    soon.append((handler, args))
+                while heap and heap[0][0] == now:   # in creation order
+                    _, _, handler, args = pop(heap)
+                    soon.append((handler, args))
+                on_time(now)
+                continue
+            else:
+                return
             handler(*args)
             if after_event is not None:
                 after_event()

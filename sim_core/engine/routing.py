@@ -9,7 +9,7 @@ import numpy as np
 
 
 class Queued(Protocol):
-    """What a router sees of a replica (a scheduler, or a decode replica with its inbox)."""
+    """What a router sees of a replica (its scheduler's endpoint, or a decode replica with its inbox)."""
 
     @property
     def num_waiting(self) -> int: ...
@@ -39,8 +39,8 @@ class LeastOutstandingRouter:
 
     def route(self, replicas: Sequence[Queued]) -> int:
         best, best_waiting = 0, None
-        for index, scheduler in enumerate(replicas):
-            waiting = scheduler.num_waiting
+        for index, replica in enumerate(replicas):
+            waiting = replica.num_waiting
             if best_waiting is None or waiting < best_waiting:
                 best, best_waiting = index, waiting
         return best

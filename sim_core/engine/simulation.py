@@ -59,9 +59,7 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
     views = pool_views(config)
     sized = [(view, *_limits(view.config)) for view in views]   # (view, plan, limits) per pool
     recorder = Recorder(config.engine.record, sum(v.num_replicas for v in views))
-    schedulers, predictors = _replicas(config, sized, recorder)
-    for scheduler in schedulers:
-        scheduler.attach_workload(workload, config.max_model_len)
+    schedulers, predictors = _replicas(config, sized, recorder, workload)
     rejected = _rejections(views, schedulers, workload)
     stop()
     rng = np.random.default_rng(config.seed)
@@ -102,9 +100,10 @@ def _budgeted_workload(config: SimulationConfig, workload: Workload | None, limi
     return workload
 
 
-def _replicas(config: SimulationConfig, sized: list, recorder: Recorder) -> tuple[list[ReplicaScheduler],
-                                                                                   list[Predictor]]:
-    """One scheduler per replica of every pool, in replica-id order, and the predictor of its pool."""
+def _replicas(config: SimulationConfig, sized: list, recorder: Recorder,
+              workload: Workload) -> tuple[list[ReplicaScheduler], list[Predictor]]:
+    """One scheduler per replica of every pool, in replica-id order, joined to its pool and the
+    workload, and the predictor of its pool."""
     schedulers: list[ReplicaScheduler] = []
     predictors: list[Predictor] = []
     for view, _, pool_limits in sized:
@@ -112,7 +111,7 @@ def _replicas(config: SimulationConfig, sized: list, recorder: Recorder) -> tupl
         for r in view.replica_ids:
             scheduler = SCHEDULERS[config.scheduler.type](r, view.config.cluster.pipeline_parallel_size,
                                                           view.config.scheduler, pool_limits, recorder)
-            scheduler.join_pool(view.name)
+            scheduler.endpoint.join(view.name, workload)
             schedulers.append(scheduler)
             predictors.append(predictor)
     return schedulers, predictors
@@ -159,13 +158,12 @@ def _limits(config: SimulationConfig) -> tuple[MemoryPlan | None, ReplicaLimits]
 
 def _rejections(views: list[PoolView], schedulers: list[ReplicaScheduler], workload: Workload) -> dict[int, str]:
     """Requests no replica of some pool could ever serve (a prefill replica only holds the prompt)."""
-    checks = [(f"{v.name} pool: " if len(views) > 1 else "", schedulers[v.first_replica], v.name == "prefill")
-              for v in views]
+    checks = [(f"{v.name} pool: " if len(views) > 1 else "", schedulers[v.first_replica].endpoint) for v in views]
     reasons = {}
     for rid, (prefill, decode) in enumerate(zip(workload.num_prefill_tokens.tolist(),
                                                 workload.num_decode_tokens.tolist())):
-        for label, scheduler, prompt_only in checks:
-            reason = scheduler.rejection_reason(prefill, 1 if prompt_only else decode)
+        for label, endpoint in checks:
+            reason = endpoint.rejection_reason(prefill, decode)
             if reason:
                 reasons[rid] = f"can never be served: {label}{reason}"
                 break
@@ -175,7 +173,7 @@ def _rejections(views: list[PoolView], schedulers: list[ReplicaScheduler], workl
 def _policy_notes(schedulers: list[ReplicaScheduler], workload: Workload, rejected: dict[int, str]) -> list[str]:
     """Requests the policy ignored (their reasons join the reject reasons), and an `n` column the
     policy does not read."""
-    ignored = {rid: reason for s in schedulers for rid, reason in s.ignored.items()}
+    ignored = {rid: reason for s in schedulers for rid, reason in s.endpoint.ignored.items()}
     rejected.update(ignored)
     notes = [f"{len(ignored)} request(s) ignored by {schedulers[0].config.type}: see reject_reason"] if ignored else []
     if workload.n is not None and (workload.n > 1).any() and not schedulers[0].traits.serves_parallel_samples:
@@ -186,6 +184,6 @@ def _policy_notes(schedulers: list[ReplicaScheduler], workload: Workload, reject
 
 
 def _stuck_reason(request: Request, scheduler: ReplicaScheduler) -> str:
-    where = scheduler.stuck_location(request)
+    where = scheduler.endpoint.stuck_location(request)
     return (f"never finished: still {where} of replica {request.replica_id} when nothing else could "
             f"run (prompt now {request.num_prefill_tokens} tokens after {request.num_restarts} restart(s))")

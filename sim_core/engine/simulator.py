@@ -51,7 +51,7 @@ class Simulator:
         0..num_entry-1 (default: all); `kv_copy_cost` prices vllm_v0's KV swaps and copies."""
         self.kernel = EventKernel()
         self.schedulers = schedulers
-        self.entry = schedulers if num_entry is None else schedulers[:num_entry]
+        self.entry = [s.endpoint for s in (schedulers if num_entry is None else schedulers[:num_entry])]
         self.stages = [[Stage(s.replica_id, k, k == s.num_stages - 1) for k in range(s.num_stages)]
                        for s in schedulers]
         self.router, self.predictors, self.workload, self.recorder = router, predictors, workload, recorder
@@ -86,10 +86,11 @@ class Simulator:
     def _reporting_clock(self, progress: Callable[[float], None] | None,
                          poll: Callable[[float], None] | None) -> Callable[[float], None]:
         steps = 0
+        set_time = self._set_time
 
         def on_time(now: float) -> None:
             nonlocal steps
-            self.recorder.now = now
+            set_time(now)
             steps += 1
             if steps % PROGRESS_STEPS == 0:
                 if poll is not None:
@@ -99,6 +100,8 @@ class Simulator:
         return on_time
 
     def _set_time(self, now: float) -> None:
+        """The kernel's clock moved to `now`: records made from here on carry it (the only writer
+        of `Recorder.now`)."""
         self.recorder.now = now
 
     # ---- tier 1: arrivals and routing ------------------------------------------------------
@@ -156,11 +159,9 @@ class Simulator:
         if self.handoff is not None and scheduler.num_running_batches < scheduler.num_stages \
                 and not self.handoff.is_prefill(replica):
             self.handoff.pull(replica)
-        preemptions = scheduler.num_preemptions
         batches = scheduler.on_schedule()
         if not batches:
             return
-        preempted = scheduler.num_preemptions != preemptions
         now, record = self.kernel.now, self.recorder
         for batch in batches:
             batch.formed_at = now
@@ -172,7 +173,7 @@ class Simulator:
                     record.on_state(replica, request.id, ADMITTED)
                 request.on_batch_schedule(now)
             record.on_batch(batch)
-            if self.fast is not None and self.fast.try_start(replica, batch, preempted):
+            if self.fast is not None and self.fast.try_start(replica, batch):
                 continue
             if self.single_stage:
                 self._start_stage(replica, self.stages[replica][0], batch)
@@ -224,7 +225,7 @@ class Simulator:
     def record_replica(self, scheduler: ReplicaScheduler) -> None:
         """Record a replica's KV blocks in use and queue lengths, now."""
         self.recorder.on_replica_state(scheduler.replica_id, scheduler.pool.num_used,
-                                       scheduler.num_waiting, scheduler.pool.num_holders)
+                                       scheduler.endpoint.num_waiting, scheduler.pool.num_holders)
 
     # ---- tier 3: pipeline stages -----------------------------------------------------------
 
@@ -243,7 +244,7 @@ class Simulator:
         """PP = 1: the only stage is idle whenever a batch forms; run the batch on it now."""
         assert not state.busy
         now = self.kernel.now
-        state.busy, state.started_at = True, now
+        state.start(now)
         self.kernel.at(now + self.stage_time(replica, batch, 0), self.on_stage_end, replica, 0, batch)
 
     def stage_time(self, replica: int, batch: Batch, stage: int) -> float:

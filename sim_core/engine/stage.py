@@ -26,8 +26,18 @@ class Stage:
         """Take the next queued batch if the stage is idle (the caller prices and ends it)."""
         if self.busy or not self.queue:
             return None
-        self.busy, self.started_at = True, now
+        self.start(now)
         return self.queue.popleft()
+
+    def start(self, now: float) -> None:
+        """The stage runs a batch from `now` (the caller checked it was idle)."""
+        self.busy, self.started_at = True, now
+
+    def begin_iteration(self, time: float) -> None:
+        """The busy stage's current iteration began at `time` (a fast-forwarded run's last
+        iteration: the iterations before it were advanced in one step)."""
+        assert self.busy, "only a running stage is in an iteration"
+        self.started_at = time
 
     def finish(self) -> None:
         self.busy = False

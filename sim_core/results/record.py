@@ -67,7 +67,8 @@ def _chunk_column(values: list, lengths: np.ndarray, dtype: DTypeLike) -> np.nda
 
 
 class Recorder:
-    """Collects records; `now` is set by the event kernel before each handler runs."""
+    """Collects records; `now` is set before each handler runs, by the simulator's clock only
+    (records of an earlier time pass it explicitly: `on_finished_at`)."""
 
     def __init__(self, level: str, num_replicas: int) -> None:
         self.now = 0.0
@@ -97,7 +98,7 @@ class Recorder:
         # cheapest call on the hot path); setattr, since type checkers refuse assigning to methods
         if not self.keeps_blocks:
             for name in ("on_allocate", "on_allocate_one", "on_free", "on_cache", "on_state", "on_restart",
-                         "on_refs"):
+                         "on_refs", "on_finished_at"):
                 setattr(self, name, self._skip)
         if not self.keeps_batches:
             for name in ("on_batch", "on_batch_row", "on_stage", "_series_row", "on_cache_op"):
@@ -141,6 +142,20 @@ class Recorder:
         cols["replica"].append(replica)
         cols["request"].append(request)
         cols["state"].append(state)
+
+    def on_finished_at(self, time: float, replica: int, request: int, blocks: list[int]) -> None:
+        """A request finished at `time`, earlier than now (inside a fast-forwarded run), letting
+        go of `blocks`: on_state(FINISHED) and on_free as they would have been made then."""
+        states, n, cols = self.states.columns, len(blocks), self.blocks.columns
+        states["time"].append(time)
+        states["replica"].append(replica)
+        states["request"].append(request)
+        states["state"].append(FINISHED)
+        cols["time"].extend([time] * n)
+        cols["replica"].extend([replica] * n)
+        cols["request"].extend([request] * n)
+        cols["block"].extend(blocks)
+        cols["delta"].extend([-1] * n)
 
     def on_restart(self, replica: int, request: int) -> None:
         self.on_state(replica, request, RESTARTED)

@@ -1,9 +1,14 @@
-"""What every replica scheduler shares: queues, the block pool, pipeline micro-batch slots.
+"""What every replica scheduler shares: queues, admission, batch formation, block allocation.
 
 Naming (Vidur's in brackets): `waiting` [request_queue] holds requests without KV blocks, in
 FIFO order (restarted requests go to its front); `running` [preempted_requests] holds requests
-that own KV blocks and are not in a batch right now. A policy implements `next_batch()`; the
+that own KV blocks and are not in a batch right now. A policy implements `_next_batch()`; the
 base fills up to `num_stages` batches in flight.
+
+Public members are what the simulator calls; `_`-prefixed ones are the policies' extension
+points and helpers. Two companions carry the rest: `endpoint` (schedulers/endpoint.py) is the
+replica as the cluster sees it (the run's entry point, the routers, the P/D hand-off), and
+`steady_decode` returns the promise fast-forward relies on (schedulers/steady.py).
 """
 
 from __future__ import annotations
@@ -18,10 +23,11 @@ from sim_core.entities import Batch, Request, RequestStatus
 from sim_core.memory import BlockPool, CountingBlockPool
 from sim_core.memory.kv_pool import BlockHolder, KvPool
 from sim_core.results.record import Recorder
+from sim_core.schedulers.endpoint import ReplicaEndpoint
 from sim_core.schedulers.waiting import WaitingQueue
 
 if TYPE_CHECKING:
-    from sim_core.cluster.handoff import KvHandle
+    from sim_core.schedulers.steady import SteadyDecode
     from sim_core.workload.model import Workload
 
 
@@ -63,149 +69,107 @@ class ReplicaScheduler:
         self.replica_id = replica_id
         self.num_stages = num_stages
         self.config = config
-        self.limits = limits
-        self.block_size = config.block_size
-        self.micro_batch_cap = config.batch_size_cap // num_stages
-        self.pool: KvPool = (BlockPool if recorder.keeps_blocks else CountingBlockPool)(limits.num_blocks)
-        self.recorder = recorder
+        self._limits = limits
+        self._block_size = config.block_size
+        self._micro_batch_cap = config.batch_size_cap // num_stages
+        self._recorder = recorder
+        self.pool: KvPool = self._make_pool()
         self.waiting: WaitingQueue = deque()
         self.running: MutableSequence[Request] = []
         self.num_running_batches = 0
         self.num_batches = 0  # batch ids are per replica: (replica_id, batch id) is unique
-        self.num_preemptions = 0
-        self.ignored: dict[int, str] = {}  # request id -> why the policy dropped it while queued
-        self.incoming: dict[int, Request] = {}  # P/D decode replica: accepted, KV still on its way
+        self._num_preemptions = 0
+        self._preemptions_before = 0  # _num_preemptions when the current formation started
+        self.endpoint = self._make_endpoint()
 
-    # ---- lifecycle -------------------------------------------------------------------------
+    def _make_pool(self) -> KvPool:
+        """The replica's KV block pool (a policy with its own kind of pool overrides this): ids
+        are tracked only when the record level keeps block events. Called by the base's
+        constructor: it may read only what the base has set before (the config, limits, block
+        size, recorder and replica id)."""
+        return (BlockPool if self._recorder.keeps_blocks else CountingBlockPool)(self._limits.num_blocks)
+
+    def _make_endpoint(self) -> ReplicaEndpoint:
+        """The replica's cluster-facing side (a policy whose hand-off differs overrides this)."""
+        return ReplicaEndpoint(self)
+
+    # ---- lifecycle (the simulator's calls) ---------------------------------------------------
 
     def add_request(self, request: Request) -> None:
+        """A request routed to this replica joins the back of its queue."""
         request.replica_id = self.replica_id
         request.status = RequestStatus.WAITING
         self.waiting.append(request)
 
-    def attach_workload(self, workload: Workload, max_model_len: int) -> None:
-        """Called once before the run: policies that read optional workload columns (priority,
-        prefix keys) or max_model_len keep what they need."""
-        return
-
     def on_schedule(self) -> list[Batch]:
         """Form batches until `num_stages` are in flight or the policy has nothing to run."""
+        self._preemptions_before = self._num_preemptions
         batches = []
         while self.num_running_batches < self.num_stages:
-            batch = self.next_batch()
+            batch = self._next_batch()
             if batch is None:
                 break
             batches.append(batch)
             self.num_running_batches += 1
         return batches
 
-    def next_batch(self) -> Batch | None:
-        raise NotImplementedError
-
     def on_batch_end(self, batch: Batch) -> None:
         """Finished requests free their blocks; the others wait for their next batch."""
         self.num_running_batches -= 1
         for request in batch.requests:
             if request.completed:
-                self.release(request)
+                self._release(request)
             else:
                 self.running.append(request)
 
-    def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
-        """Why a request of this size can never be served here, or None if it can."""
-        return None
 
     def check_integrity(self, holders: list[Request] | None = None) -> None:
         """Assert the policy's memory accounting is whole (`holders`: requests holding blocks)."""
         self.pool.check_integrity(holders)
 
-    def stuck_location(self, request: Request) -> str:
-        """Where an unfinished request was left when the run ended (for its reject reason)."""
-        return "waiting in the queue" if not request.num_blocks else "holding KV blocks"
+    def steady_decode(self, batch: Batch) -> SteadyDecode | None:
+        """Whether the decode batch just formed will re-form unchanged (see steady.py): the
+        policy's promise for fast-forward, or None."""
+        return self._steady_decode(batch, self._num_preemptions != self._preemptions_before)
 
-    # ---- steady decode (fast-forward) hooks --------------------------------------------------
-    # A "steady" decode batch is one the policy will form again, unchanged, at every following
-    # iteration until one of its requests finishes, a request arrives, or (per `growth`) KV
-    # blocks run short. The simulator then advances those iterations in one step.
+    # ---- the policy's hooks ------------------------------------------------------------------
 
-    growth: str | None = None  # how members take blocks while decoding: "paged", "per_token" or None
-    frees_on_completion = True  # a finished request's blocks return to the pool at its batch end
+    def _next_batch(self) -> Batch | None:
+        """The policy's next batch, or None when it has nothing to run now."""
+        raise NotImplementedError
 
-    def steady_past_completions(self, batch: Batch) -> bool:
-        """Whether, after a member of a steady batch finishes, the next formation is surely the
-        same batch without it (nobody else could join); False ends a run at the first finish."""
-        return False
-
-    def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
-        """Upper bound on iterations, the one just formed included, that will re-form `batch`
-        exactly if no request arrives (completions and block growth are checked by the caller);
-        0 when the policy cannot promise it."""
-        return 0
-
-    def on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
-        """Policy bookkeeping after `num_iterations` identical decode iterations ran in one step;
-        `last` is the batch object of the final iteration (still in flight)."""
+    def _attach_workload(self, workload: Workload) -> None:
+        """Called once before the run: policies that read optional workload columns (priority,
+        prefix keys) keep what they need."""
         return
 
-    # ---- P/D disaggregation ----------------------------------------------------------------
-    # A prefill replica lets a request go once its prompt is done (`hand_off`; its blocks stay,
-    # held by a handle, until the KV transfer ends: `release_handoff`). A decode replica takes it
-    # over: it allocates blocks for the prompt's KV when it accepts the request, before the
-    # transfer (`incoming` until then), and the request decodes like any running one once the KV
-    # has arrived (`on_transfer_done`).
+    def _rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
+        """Why a request of this size can never be served here, or None if it can."""
+        return None
 
-    role = "replicas"   # "prefill" or "decode" in a disaggregated run (set by `join_pool`)
+    def _steady_decode(self, batch: Batch, preempted: bool) -> SteadyDecode | None:
+        """The promise for `batch` (`preempted`: this formation preempted someone); None when
+        the policy cannot promise anything."""
+        return None
 
-    def join_pool(self, role: str) -> None:
-        """Called once before the run with this replica's pool ("replicas", "prefill", "decode")."""
-        self.role = role
+    def _resume_steady(self, first: Batch, live: list[Request], num_iterations: int) -> Batch:
+        """After a fast-forwarded run of `first` (see SteadyDecode.resume): the skipped
+        iterations' batch ids, then the last iteration's batch."""
+        self.num_batches += num_iterations - 2
+        last = self._make_batch(live, [1] * len(live), 0)
+        assert last is not None, "the last iteration has live members"
+        self._on_steady_decode(first, last, num_iterations)
+        return last
 
-    def hand_off(self, request: Request) -> None:
-        """Forget a request whose prompt this (prefill) replica has just completed."""
-        self.running.remove(request)
-
-    def release_handoff(self, handle: KvHandle) -> None:
-        """The KV of a handed-off request has left: free the blocks its `handle` holds."""
-        self._free_holder(handle)   # not a policy's release: that one books a live request
-
-    def expect_transfer(self, request: Request) -> None:
-        """A hand-off was routed to this (decode) replica and waits in its inbox."""
+    def _on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
+        """Policy bookkeeping after `num_iterations` identical decode iterations ran in one step
+        (their tokens and blocks already applied); `last` is the final iteration's batch."""
         return
-
-    def transfer_blocks(self, request: Request) -> int:
-        """Blocks a decode replica allocates for a handed-off request's prompt KV."""
-        return -(-request.num_prefill_tokens // self.block_size)
-
-    def can_accept_transfer(self, request: Request) -> bool:
-        """Whether this (decode) replica can allocate a handed-off request's blocks now."""
-        return (self.pool.num_holders < self.config.batch_size_cap
-                and self.pool.can_allocate(self.transfer_blocks(request)))
-
-    def accept_transfer(self, request: Request) -> int:
-        """Allocate the blocks the request's KV will be written to (caller checked
-        can_accept_transfer); returns the prompt tokens whose KV must cross the link."""
-        request.replica_id = self.replica_id
-        self.incoming[request.id] = request
-        return self.take_transfer(request)
-
-    def take_transfer(self, request: Request) -> int:
-        """The policy's allocation for an accepted hand-off (see accept_transfer)."""
-        self.allocate(request, self.transfer_blocks(request))
-        return request.num_prefill_tokens
-
-    def on_transfer_done(self, request: Request) -> None:
-        """The request's KV has arrived: it decodes from the next formation on."""
-        del self.incoming[request.id]
-        self.running.append(request)
-
-    @property
-    def num_waiting(self) -> int:
-        return len(self.waiting)
 
     # ---- shared mechanics ------------------------------------------------------------------
 
-    def make_batch(self, requests: list[Request], num_tokens: list[int],
-                   num_prefill_tokens: int | None = None) -> Batch | None:
+    def _make_batch(self, requests: list[Request], num_tokens: list[int],
+                    num_prefill_tokens: int | None = None) -> Batch | None:
         """A new batch (None when empty); pass `num_prefill_tokens` when known (0 for decodes)."""
         if not requests:
             return None
@@ -215,28 +179,29 @@ class ReplicaScheduler:
         return Batch(self.num_batches - 1, self.replica_id, requests, num_tokens, num_prefill_tokens)
 
     @staticmethod
-    def next_num_tokens(request: Request) -> int:
+    def _next_num_tokens(request: Request) -> int:
         """Whole remaining prompt for a request in prefill, else one decode token."""
         return 1 if request.is_prefill_complete else request.num_prefill_tokens
 
-    def allocate(self, request: Request, num_blocks: int) -> None:
+    def _allocate(self, request: Request, num_blocks: int) -> None:
         if not request.num_blocks:
             request.status = RequestStatus.RUNNING
         blocks = self.pool.allocate(request, num_blocks)
-        self.recorder.on_allocate(self.replica_id, request.id, blocks)
+        self._recorder.on_allocate(self.replica_id, request.id, blocks)
 
-    def release(self, request: Request) -> None:
+    def _release(self, request: Request) -> None:
         self._free_holder(request)
 
     def _free_holder(self, holder: BlockHolder) -> None:
+        """Free and record a holder's blocks (a request, or a P/D hand-off's handle)."""
         blocks = self.pool.free(holder)
-        self.recorder.on_free(self.replica_id, holder.id, blocks)
+        self._recorder.on_free(self.replica_id, holder.id, blocks)
 
-    def preempt(self, request: Request) -> None:
+    def _restart(self, request: Request) -> None:
         """Recompute preemption: restart the request, free its blocks, queue it at the front."""
         request.restart()
-        self.num_preemptions += 1
-        self.release(request)
+        self._num_preemptions += 1
+        self._release(request)
         request.status = RequestStatus.WAITING
         self.waiting.appendleft(request)
-        self.recorder.on_restart(self.replica_id, request.id)
+        self._recorder.on_restart(self.replica_id, request.id)

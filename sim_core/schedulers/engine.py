@@ -19,6 +19,7 @@ from sim_core.config import SchedulerConfig
 from sim_core.entities import Batch, Request, RequestStatus
 from sim_core.memory.prefix_keys import PrefixKeys
 from sim_core.schedulers.base import ReplicaScheduler
+from sim_core.schedulers.endpoint import ReplicaEndpoint
 
 if TYPE_CHECKING:
     from sim_core.results.record import Recorder
@@ -52,11 +53,11 @@ class EngineScheduler(ReplicaScheduler):
         self._priority: np.ndarray | None = None
         self.max_model_len = 0
 
-    def attach_workload(self, workload: Workload, max_model_len: int) -> None:
+    def _attach_workload(self, workload: Workload) -> None:
         self._priority = workload.priority
-        self.max_model_len = max_model_len
+        self.max_model_len = self._limits.max_model_len
         if self.caching:
-            self.prefix = PrefixKeys(workload, self.block_size)
+            self.prefix = PrefixKeys(workload, self._block_size)
 
     def add_request(self, request: Request) -> None:
         if self._priority is not None:
@@ -84,7 +85,7 @@ class EngineScheduler(ReplicaScheduler):
         return [r for r in self.running if r.id not in busy] if busy else list(self.running)
 
     def launch(self, requests: list[Request], num_tokens: list[int], num_padding: int = 0) -> Batch | None:
-        batch = self.make_batch(requests, num_tokens)
+        batch = self._make_batch(requests, num_tokens)
         if batch is not None:
             batch.num_padding = num_padding
             self.busy.update(r.id for r in requests)
@@ -102,11 +103,11 @@ class EngineScheduler(ReplicaScheduler):
         or at the back). A request admitted in the step being formed, which never ran, is simply
         taken back (no restart, its cache lookup undone)."""
         self.running.remove(request)
-        self.release(request)
+        self._release(request)
         if request.scheduled:
             request.recompute()
-            self.num_preemptions += 1
-            self.recorder.on_restart(self.replica_id, request.id)
+            self._num_preemptions += 1
+            self._recorder.on_restart(self.replica_id, request.id)
         else:
             if self.caching:
                 request.num_cached_tokens -= request.num_processed_tokens
@@ -120,7 +121,7 @@ class EngineScheduler(ReplicaScheduler):
 
     def finish(self, request: Request) -> None:
         self.running.remove(request)
-        self.release(request)
+        self._release(request)
         self._keys.pop(request.id, None)
 
     # ---- lifecycle ---------------------------------------------------------------------------
@@ -136,7 +137,7 @@ class EngineScheduler(ReplicaScheduler):
             if request.completed:
                 self.finish(request)
 
-    def on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
+    def _on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
         # fast-forward freed the blocks of members that finished inside the run
         for request in first.requests:
             if request.completed and request not in last.requests:
@@ -144,14 +145,22 @@ class EngineScheduler(ReplicaScheduler):
                 self.busy.discard(request.id)
                 self._keys.pop(request.id, None)
 
-    # ---- P/D disaggregation ------------------------------------------------------------------
+    def _make_endpoint(self) -> EngineEndpoint:
+        return EngineEndpoint(self)
+
+
+class EngineEndpoint(ReplicaEndpoint):
+    """P/D for the engines: a hand-off forgets the request's block keys too; a request whose KV
+    has arrived joins the tail of running, as an admission would."""
+
+    scheduler: EngineScheduler
 
     def hand_off(self, request: Request) -> None:
-        self.running.remove(request)
-        self._keys.pop(request.id, None)
+        super().hand_off(request)
+        self.scheduler._keys.pop(request.id, None)
 
     def on_transfer_done(self, request: Request) -> None:
-        super().on_transfer_done(request)   # joins the tail of running, as an admission would
+        super().on_transfer_done(request)
         request.status = RequestStatus.RUNNING
 
 

@@ -20,6 +20,7 @@ from pydantic import Field
 from sim_core.config import PolicyTraits, SchedulerConfig
 from sim_core.entities import Batch, Request
 from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
+from sim_core.schedulers.steady import SteadyDecode
 
 if TYPE_CHECKING:
     from sim_core.results.record import Recorder
@@ -49,24 +50,23 @@ class FasterTransformerScheduler(ReplicaScheduler):
         members = self.members.pop(batch.id)
         if all(request.completed for request in batch.requests):
             for request in members:
-                self.release(request)
+                self._release(request)
         else:
             self.unfinished.append(batch)
             self.members[batch.id] = members
 
-    frees_on_completion = False  # blocks return when the whole static batch finishes
+    def _steady_decode(self, batch: Batch, preempted: bool) -> SteadyDecode | None:
+        # A static batch re-runs its unfinished members: unchanged until one of them finishes,
+        # and it only loses members until it is done. Blocks return when the whole static batch
+        # finishes.
+        if batch.num_prefill_tokens or self.num_stages > 1:
+            return None
+        return SteadyDecode(self, UNBOUNDED, past_completions=True, frees_on_completion=False)
 
-    def steady_past_completions(self, batch: Batch) -> bool:
-        return True  # a static batch only loses members until it is done
-
-    def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
-        # A static batch re-runs its unfinished members: unchanged until one of them finishes.
-        return 0 if batch.num_prefill_tokens or self.num_stages > 1 else UNBOUNDED
-
-    def on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
+    def _on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
         self.members[last.id] = self.members.pop(first.id)
 
-    def next_batch(self) -> Batch | None:
+    def _next_batch(self) -> Batch | None:
         if self.unfinished:
             previous = self.unfinished.popleft()
             members = self.members.pop(previous.id)
@@ -74,16 +74,16 @@ class FasterTransformerScheduler(ReplicaScheduler):
         else:
             requests = self._new_requests()
             members = requests
-        batch = self.make_batch(requests, [self.next_num_tokens(r) for r in requests])
+        batch = self._make_batch(requests, [self._next_num_tokens(r) for r in requests])
         if batch is not None:
             self.members[batch.id] = members
         return batch
 
     def _new_requests(self) -> list:
-        limit, reserve = self.limits.max_batch_size, self.limits.max_blocks_per_request
+        limit, reserve = self._limits.max_batch_size, self._limits.max_blocks_per_request
         requests: list[Request] = []
         while self.waiting and len(requests) < limit and self.pool.can_allocate(reserve):
             request = self.waiting.popleft()
-            self.allocate(request, reserve)
+            self._allocate(request, reserve)
             requests.append(request)
         return requests

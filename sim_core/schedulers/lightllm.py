@@ -19,6 +19,7 @@ from sim_core.config.scheduler import MaxTokensInBatch
 from sim_core.entities import Batch, Request
 from sim_core.errors import SimulationError
 from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
+from sim_core.schedulers.steady import SteadyDecode
 
 if TYPE_CHECKING:
     from sim_core.config import SimulationConfig
@@ -75,11 +76,11 @@ class LightLLMScheduler(ReplicaScheduler):
     def __init__(self, replica_id: int, num_stages: int, config: LightLLMConfig, limits: ReplicaLimits,
                  recorder: Recorder) -> None:
         super().__init__(replica_id, num_stages, config, limits, recorder)
-        assert self.block_size == 1 and self.num_stages == 1
+        assert self._block_size == 1 and self.num_stages == 1
         self.num_waiting_iters = 0
         self._steady_with_waiting = False
 
-    def next_batch(self) -> Batch | None:
+    def _next_batch(self) -> Batch | None:
         if not self.running:
             batch = self._prefill_batch()
             if batch is not None:
@@ -98,22 +99,16 @@ class LightLLMScheduler(ReplicaScheduler):
         self.num_waiting_iters += 1
         return self._decode_batch()
 
-    growth = "per_token"
-
-    def steady_past_completions(self, batch: Batch) -> bool:
-        return not self.waiting
-
-    def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
+    def _steady_decode(self, batch: Batch, preempted: bool) -> SteadyDecode | None:
         # Decode batches of all running requests recur; a prefill try happens only when the
         # waiting counter reaches max_waiting_iters, and matters only if someone is waiting.
         if batch.num_prefill_tokens:
-            return 0
+            return None
         self._steady_with_waiting = bool(self.waiting)  # arrivals cut a run, so this holds throughout
-        if self.waiting:
-            return max(0, self.config.max_waiting_iters - self.num_waiting_iters + 1)
-        return UNBOUNDED
+        limit = max(0, self.config.max_waiting_iters - self.num_waiting_iters + 1) if self.waiting else UNBOUNDED
+        return SteadyDecode(self, limit, past_completions=not self.waiting, growth="per_token")
 
-    def on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
+    def _on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
         limit, formations = self.config.max_waiting_iters, num_iterations - 1
         if self._steady_with_waiting:
             self.num_waiting_iters += formations
@@ -130,33 +125,33 @@ class LightLLMScheduler(ReplicaScheduler):
         cap, waiting = self.config.batch_size_cap, self.waiting
         while waiting:
             request = waiting[0]
-            tokens = self.next_num_tokens(request)
+            tokens = self._next_num_tokens(request)
             if total + tokens > self.config.max_tokens_in_batch:
                 break
-            if self.pool.num_holders == cap or len(requests) == self.micro_batch_cap:
+            if self.pool.num_holders == cap or len(requests) == self._micro_batch_cap:
                 break
             usages.append(usage_tuple(request))
-            if projected_peak(usages) >= self.limits.num_blocks:
+            if projected_peak(usages) >= self._limits.num_blocks:
                 break
             waiting.popleft()
-            self.allocate(request, request.num_prefill_tokens)
+            self._allocate(request, request.num_prefill_tokens)
             requests.append(request)
             num_tokens.append(tokens)
             total += tokens
-        return self.make_batch(requests, num_tokens, total)
+        return self._make_batch(requests, num_tokens, total)
 
     def _decode_batch(self) -> Batch | None:
         requests, self.running = self.running, []
         for request in requests:
-            self.allocate(request, 1)
-        return self.make_batch(requests, [1] * len(requests), 0)
+            self._allocate(request, 1)
+        return self._make_batch(requests, [1] * len(requests), 0)
 
-    def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
+    def _rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
         if num_prefill_tokens > self.config.max_tokens_in_batch:
             return (f"its prompt of {num_prefill_tokens} tokens exceeds max_tokens_in_batch "
                     f"{self.config.max_tokens_in_batch}")
         alone = (num_prefill_tokens + 1) + max(0, num_decode_tokens - 2)
-        if alone >= self.limits.num_blocks:
+        if alone >= self._limits.num_blocks:
             return (f"LightLLM's admission estimate for it alone is {alone} tokens, not below the "
-                    f"{self.limits.num_blocks}-token pool")
+                    f"{self._limits.num_blocks}-token pool")
         return None

@@ -15,6 +15,8 @@ from pydantic import Field
 from sim_core.config import PolicyTraits, SchedulerConfig
 from sim_core.entities import Batch, Request
 from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
+from sim_core.schedulers.endpoint import ReplicaEndpoint
+from sim_core.schedulers.steady import SteadyDecode
 
 
 class OrcaConfig(SchedulerConfig):
@@ -29,29 +31,37 @@ class OrcaScheduler(ReplicaScheduler):
                           reserves_max_model_len=True)
     running: list[Request]
 
-    def steady_past_completions(self, batch: Batch) -> bool:
-        return not self.waiting
-
-    def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
+    def _steady_decode(self, batch: Batch, preempted: bool) -> SteadyDecode | None:
         # Orca reserves memory up front, so a decode-only batch with nobody left out recurs
         # until a request finishes (admission stays blocked: free memory does not change).
-        return 0 if batch.num_prefill_tokens or self.running else UNBOUNDED
+        if batch.num_prefill_tokens or self.running:
+            return None
+        return SteadyDecode(self, UNBOUNDED, past_completions=not self.waiting)
 
-    def transfer_blocks(self, request: Request) -> int:
-        return self.limits.max_blocks_per_request  # the same worst-case reservation as admission
+    def _make_endpoint(self) -> OrcaEndpoint:
+        return OrcaEndpoint(self)
 
-    def can_accept_transfer(self, request: Request) -> bool:
-        return self.pool.can_allocate(self.limits.max_blocks_per_request)
-
-    def next_batch(self) -> Batch | None:
-        limit, reserve = self.limits.max_batch_size, self.limits.max_blocks_per_request
+    def _next_batch(self) -> Batch | None:
+        limit, reserve = self._limits.max_batch_size, self._limits.max_blocks_per_request
         requests = self.running[:limit]
         self.running = self.running[limit:]
-        num_tokens = [self.next_num_tokens(r) for r in requests]
+        num_tokens = [self._next_num_tokens(r) for r in requests]
         waiting = self.waiting
         while waiting and len(requests) < limit and self.pool.can_allocate(reserve):
             request = waiting.popleft()
-            self.allocate(request, reserve)
+            self._allocate(request, reserve)
             requests.append(request)
-            num_tokens.append(self.next_num_tokens(request))
-        return self.make_batch(requests, num_tokens)
+            num_tokens.append(self._next_num_tokens(request))
+        return self._make_batch(requests, num_tokens)
+
+
+class OrcaEndpoint(ReplicaEndpoint):
+    """A hand-off takes the same worst-case reservation as an admission."""
+
+    scheduler: OrcaScheduler
+
+    def can_accept_transfer(self, request: Request) -> bool:
+        return self.scheduler.pool.can_allocate(self._transfer_blocks(request))
+
+    def _transfer_blocks(self, request: Request) -> int:
+        return self.scheduler._limits.max_blocks_per_request

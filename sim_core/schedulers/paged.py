@@ -16,6 +16,7 @@ from sim_core.config.scheduler import WatermarkFraction
 from sim_core.entities import Request
 from sim_core.memory import BlockPool, CountingBlockPool
 from sim_core.schedulers.base import ReplicaScheduler
+from sim_core.schedulers.endpoint import ReplicaEndpoint
 
 if TYPE_CHECKING:
     from sim_core.results.record import Recorder
@@ -39,20 +40,19 @@ class PagedScheduler(ReplicaScheduler):
     def __init__(self, replica_id: int, num_stages: int, config: PagedConfig, limits: ReplicaLimits,
                  recorder: Recorder) -> None:
         super().__init__(replica_id, num_stages, config, limits, recorder)
-        self.watermark_blocks = int(self.config.watermark_blocks_fraction * self.limits.num_blocks)
+        self.watermark_blocks = int(self.config.watermark_blocks_fraction * self._limits.num_blocks)
 
     def prompt_blocks(self, request: Request) -> int:
-        return ceil(request.num_prefill_tokens / self.block_size)
+        return ceil(request.num_prefill_tokens / self._block_size)
 
     def can_admit(self, request: Request) -> bool:
         return self.pool.num_free - self.prompt_blocks(request) >= self.watermark_blocks
 
-    def can_accept_transfer(self, request: Request) -> bool:
-        """A handed-off request is admitted like a new one (prompt blocks above the watermark)."""
-        return self.pool.num_holders < self.config.batch_size_cap and self.can_admit(request)
-
     def admit(self, request: Request) -> None:
-        self.allocate(request, self.prompt_blocks(request))
+        self._allocate(request, self.prompt_blocks(request))
+
+    def _make_endpoint(self) -> PagedEndpoint:
+        return PagedEndpoint(self)
 
     def take_decodes(self, order: list[Request], limit: int) -> tuple[list[Request], list[Request], list[Request]]:
         """Walk `order` taking decoding requests (1 token each) while fewer than `limit` are
@@ -65,8 +65,8 @@ class PagedScheduler(ReplicaScheduler):
         taken: list[Request] = []
         partial: list[Request] = []
         i, end = 0, len(order)
-        pool, size = self.pool, self.block_size
-        record, replica = self.recorder.on_allocate_one, self.replica_id
+        pool, size = self.pool, self._block_size
+        record, replica = self._recorder.on_allocate_one, self.replica_id
         free = pool.num_free
         request: Request | None   # None once the candidate restarted itself
         while i < end and len(taken) < limit:
@@ -79,9 +79,9 @@ class PagedScheduler(ReplicaScheduler):
                 while not pool.num_free:
                     if end > i:
                         end -= 1
-                        self.preempt(order[end])
+                        self._restart(order[end])
                     else:
-                        self.preempt(request)
+                        self._restart(request)
                         request = None
                         break
                 free = pool.num_free
@@ -93,13 +93,23 @@ class PagedScheduler(ReplicaScheduler):
             taken.append(request)
         return taken, partial, order[i:end]
 
-    def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
-        blocks, usable = ceil(num_prefill_tokens / self.block_size), self.limits.num_blocks - self.watermark_blocks
+    def _rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
+        blocks, usable = ceil(num_prefill_tokens / self._block_size), self._limits.num_blocks - self.watermark_blocks
         if blocks > usable:
             return (f"its prompt needs {blocks} KV blocks but at most {usable} can be admitted "
-                    f"({self.limits.num_blocks} blocks minus a watermark of {self.watermark_blocks})")
-        peak = ceil(max(num_prefill_tokens, num_prefill_tokens + num_decode_tokens - 2) / self.block_size)
-        if num_decode_tokens >= 2 and peak > self.limits.num_blocks - 1:
+                    f"({self._limits.num_blocks} blocks minus a watermark of {self.watermark_blocks})")
+        peak = ceil(max(num_prefill_tokens, num_prefill_tokens + num_decode_tokens - 2) / self._block_size)
+        if num_decode_tokens >= 2 and peak > self._limits.num_blocks - 1:
             return (f"it grows to {peak} KV blocks while decoding and a decode step needs one more "
-                    f"free block, but the replica has {self.limits.num_blocks}")
+                    f"free block, but the replica has {self._limits.num_blocks}")
         return None
+
+
+class PagedEndpoint(ReplicaEndpoint):
+    """A handed-off request is admitted like a new one (prompt blocks above the watermark)."""
+
+    scheduler: PagedScheduler
+
+    def can_accept_transfer(self, request: Request) -> bool:
+        scheduler = self.scheduler
+        return scheduler.pool.num_holders < scheduler.config.batch_size_cap and scheduler.can_admit(request)

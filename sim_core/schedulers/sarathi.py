@@ -23,6 +23,7 @@ from sim_core.config import PolicyTraits
 from sim_core.entities import Batch
 from sim_core.schedulers.base import UNBOUNDED, arrival_time
 from sim_core.schedulers.paged import PagedConfig, PagedScheduler
+from sim_core.schedulers.steady import SteadyDecode
 
 
 class SarathiConfig(PagedConfig):
@@ -44,9 +45,9 @@ class SarathiScheduler(PagedScheduler):
     traits = PolicyTraits(SarathiConfig, "Sarathi-Serve as modelled by Vidur", memory_planner="vidur")
     config: SarathiConfig
 
-    def next_batch(self) -> Batch | None:
+    def _next_batch(self) -> Batch | None:
         chunk = self.config.chunk_size
-        requests, partial, remaining = self.take_decodes(self.running, self.micro_batch_cap)
+        requests, partial, remaining = self.take_decodes(self.running, self._micro_batch_cap)
         num_tokens = [1] * len(requests)
         decodes = budget_used = len(requests)
         skipped = []
@@ -60,25 +61,20 @@ class SarathiScheduler(PagedScheduler):
             num_tokens.append(tokens)
         self.running = sorted(skipped + remaining, key=arrival_time)
         budget_used = self._admit_new(requests, num_tokens, budget_used)
-        return self.make_batch(requests, num_tokens, budget_used - decodes)
+        return self._make_batch(requests, num_tokens, budget_used - decodes)
 
-    growth = "paged"
-
-    def steady_past_completions(self, batch: Batch) -> bool:
-        return not self.waiting
-
-    def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
+    def _steady_decode(self, batch: Batch, preempted: bool) -> SteadyDecode | None:
         # Steady when every running request decodes in this batch (no prompt chunks, no
         # leftovers to rotate in) and admission of new requests is blocked by memory or caps.
         if preempted or batch.num_prefill_tokens or self.running:
-            return 0
-        return UNBOUNDED
+            return None
+        return SteadyDecode(self, UNBOUNDED, past_completions=not self.waiting, growth="paged")
 
     def _admit_new(self, requests: list, num_tokens: list, budget_used: int) -> int:
         """Admit new requests' first chunks; returns the tokens used of the chunk budget."""
         waiting, chunk = self.waiting, self.config.chunk_size
         while waiting:
-            if self.pool.num_holders == self.config.batch_size_cap or len(requests) == self.micro_batch_cap:
+            if self.pool.num_holders == self.config.batch_size_cap or len(requests) == self._micro_batch_cap:
                 break
             request = waiting[0]
             if not self.can_admit(request):

@@ -87,11 +87,11 @@ class SglangScheduler(SglangPrefill):
     # a request over max_model_len keeps its prompt: its output is cut where it reaches the limit
     traits = PolicyTraits(SglangConfig, "SGLang (v0.4)", clips_prompts=False, has_prefix_cache=True)
 
-    def next_batch(self) -> Batch | None:
+    def _next_batch(self) -> Batch | None:
         while True:   # a decode step that retracted everyone tries the queue again at once
-            retracted = self.num_preemptions
+            retracted = self._num_preemptions
             batch = self._prefill_batch() or self._decode_batch()
-            if batch is not None or self.num_preemptions == retracted:
+            if batch is not None or self._num_preemptions == retracted:
                 break
         if batch is None and not self.busy:
             self.new_token_ratio = INIT_NEW_TOKEN_RATIO   # idle
@@ -118,7 +118,7 @@ class SglangScheduler(SglangPrefill):
 
     def _decode_blocks(self, requests: list[Request]) -> int:
         """Blocks the next decode step takes: one per request whose next token starts a block."""
-        size = self.block_size
+        size = self._block_size
         return sum(1 for r in requests if r.num_processed_tokens > size * r.num_blocks)
 
     def _retract(self, requests: list[Request]) -> list[Request]:
@@ -140,8 +140,8 @@ class SglangScheduler(SglangPrefill):
 
     def _free_tokens(self, num_requests: int) -> int:
         """Free-list tokens after evicting the tree toward 20 decode steps of `num_requests`."""
-        self.pool.evict_until(ceil(RETRACT_DECODE_STEPS * num_requests / self.block_size))
-        return self.pool.num_free_list * self.block_size
+        self.pool.evict_until(ceil(RETRACT_DECODE_STEPS * num_requests / self._block_size))
+        return self.pool.num_free_list * self._block_size
 
     def _retract_one(self, request: Request) -> None:
         self.requeue(request, front=False)

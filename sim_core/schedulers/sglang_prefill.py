@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from sim_core.entities import Batch, Request, RequestStatus
 from sim_core.memory.radix_cache import RadixNode
 from sim_core.memory.radix_pool import RadixKvPool
-from sim_core.schedulers.engine import EngineScheduler, pool_event_recorder
+from sim_core.schedulers.engine import EngineEndpoint, EngineScheduler, pool_event_recorder
 from sim_core.schedulers.sglang_adder import (
     CLIP_MAX_NEW_TOKENS,
     CONTINUE,
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from sim_core.results.record import Recorder
     from sim_core.schedulers.base import ReplicaLimits
     from sim_core.schedulers.sglang import SglangConfig
+    from sim_core.workload.model import Workload
 
 MAX_DEFAULT_RUNNING = 4096
 RESERVED_DECODE_TOKENS = 512   # SGLANG_NUM_RESERVED_DECODE_TOKENS: KV a PD decode server keeps per request
@@ -54,8 +55,7 @@ class SglangPrefill(EngineScheduler):
                  recorder: Recorder) -> None:
         super().__init__(replica_id, num_stages, config, limits, recorder)
         cfg = self.config
-        self.pool = self._radix_pool()
-        tokens = self.limits.num_blocks * self.block_size
+        tokens = self._limits.num_blocks * self._block_size
         self.max_running = cfg.max_running_requests or max(1, min(tokens // 2, MAX_DEFAULT_RUNNING))
         self.chunk_tokens = cfg.chunked_prefill_size or None
         self.graph_sizes = cfg.cuda_graph_batch_sizes
@@ -63,16 +63,19 @@ class SglangPrefill(EngineScheduler):
         self.batch_is_full = False
         self.new_token_ratio = INIT_NEW_TOKEN_RATIO
 
-    def _radix_pool(self) -> RadixKvPool:
+    def _make_pool(self) -> RadixKvPool:
+        return self._radix_pool(self.config.enable_prefix_caching)
+
+    def _radix_pool(self, caching: bool) -> RadixKvPool:
         """A fresh KV pool (a radix tree when caching, else a chunk cache) reporting to the recorder."""
-        return RadixKvPool(self.limits.num_blocks, self.block_size, self.caching,
-                           pool_event_recorder(self.recorder, self.replica_id))
+        return RadixKvPool(self._limits.num_blocks, self._block_size, caching,
+                           pool_event_recorder(self._recorder, self.replica_id))
 
     @property
     def max_request_len(self) -> int:
         """SGLang's max_req_len: prompt + output fit max_model_len and, one token to spare, the
         KV pool (so that a request alone always passes admission)."""
-        return min(self.max_model_len, self.limits.num_blocks * self.block_size - 1)
+        return min(self.max_model_len, self._limits.num_blocks * self._block_size - 1)
 
     def add_request(self, request: Request) -> None:
         super().add_request(request)
@@ -84,7 +87,7 @@ class SglangPrefill(EngineScheduler):
             request.num_decode_tokens = request.initial_decode_tokens = room
             request.truncated = True
 
-    def release(self, request: Request) -> None:
+    def _release(self, request: Request) -> None:
         self.pool.free(request)   # the pool records the blocks let go
 
     # ---- prefill ------------------------------------------------------------------------------
@@ -98,7 +101,7 @@ class SglangPrefill(EngineScheduler):
         if len(self.running) >= self.max_running:
             self.batch_is_full = True
             return None
-        adder = PrefillAdder(self.pool, self.block_size, self._running_reserve(),
+        adder = PrefillAdder(self.pool, self._block_size, self._running_reserve(),
                              self.config.max_prefill_tokens, self.chunk_tokens)
         requests, num_tokens = [], []
         if chunked is not None:
@@ -122,7 +125,7 @@ class SglangPrefill(EngineScheduler):
                 return
             request = waiting[0]
             hits, node = self._match(request)
-            extend = request.num_prefill_tokens - len(hits) * self.block_size
+            extend = request.num_prefill_tokens - len(hits) * self._block_size
             tokens, state = adder.add_one(extend, self._outputs_left(request),
                                           partial(self.pool.lock, node), partial(self.pool.unlock, node))
             if tokens:
@@ -140,17 +143,17 @@ class SglangPrefill(EngineScheduler):
         if not self.caching:
             return [], self.pool.tree.root
         keys = self.keys(request)
-        return self.pool.match(keys[: (request.num_prefill_tokens - 1) // self.block_size])
+        return self.pool.match(keys[: (request.num_prefill_tokens - 1) // self._block_size])
 
     def _admit(self, request: Request, hits: list[int], node: RadixNode) -> None:
         self.pool.admit(request, hits, node)
-        request.num_processed_tokens = len(hits) * self.block_size
+        request.num_processed_tokens = len(hits) * self._block_size
         request.status = RequestStatus.RUNNING
         if self.caching:
             self.count_hit(request, request.num_processed_tokens)
 
     def _allocate_for(self, request: Request, num_tokens: int) -> None:
-        needed = ceil(num_tokens / self.block_size) - request.num_blocks
+        needed = ceil(num_tokens / self._block_size) - request.num_blocks
         if needed > 0:
             self.pool.allocate(request, needed)
 
@@ -189,48 +192,60 @@ class SglangPrefill(EngineScheduler):
         if self.caching:
             self.pool.insert(request, self.keys(request), num_tokens)
 
-    # ---- P/D disaggregation -----------------------------------------------------------------------
-    # SGLang's PD decode server (v0.4.6+): a chunk cache instead of the radix tree; a hand-off is
-    # pre-allocated its prompt's KV, FIFO, while a request slot is free and the free tokens, less
-    # a decode reserve for every request already running, waiting or receiving, cover its prompt
-    # and its own reserve. The reserve is SGLang's 512 tokens, cut to the outputs the request has
-    # left (a request that fits the pool alone is always taken).
+    def _use_chunk_cache(self) -> None:
+        """A PD decode server caches no prefixes: a fresh chunk-cache pool, before the run."""
+        self.caching = False
+        self.pool = self._radix_pool(False)
 
-    def join_pool(self, role: str) -> None:
-        super().join_pool(role)
-        if role == "decode" and self.caching:
-            self.caching = False
-            self.pool = self._radix_pool()
+    def _make_endpoint(self) -> SglangEndpoint:
+        return SglangEndpoint(self)
 
-    def hand_off(self, request: Request) -> None:
-        super().hand_off(request)
-        self.batch_is_full = False
-
-    def release_handoff(self, handle: KvHandle) -> None:
-        self.pool.free(handle)   # the prompt stays in the prefill replica's tree, unlocked
-
-    def expect_transfer(self, request: Request) -> None:
-        self._cut_to_limit(request)
-
-    def can_accept_transfer(self, request: Request) -> bool:
-        if len(self.running) + len(self.incoming) >= self.max_running:
-            return False
-        others = chain(self.running, self.waiting, self.incoming.values())
-        room = self.pool.num_free * self.block_size - sum(map(self._decode_reserve, others))
-        return request.num_prefill_tokens + self._decode_reserve(request) <= room
-
-    def take_transfer(self, request: Request) -> int:
-        self.pool.admit(request, [], self.pool.tree.root)
-        self._allocate_for(request, request.num_prefill_tokens)
-        return request.num_prefill_tokens
-
-    def _decode_reserve(self, request: Request) -> int:
-        return min(RESERVED_DECODE_TOKENS, self._outputs_left(request))
-
-    def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
+    def _rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
         if num_prefill_tokens >= self.max_request_len:
             return (f"its prompt of {num_prefill_tokens} tokens reaches SGLang's request limit "
                     f"{self.max_request_len} (max_model_len {self.max_model_len}, KV pool "
-                    f"{self.limits.num_blocks * self.block_size} tokens minus one)")
+                    f"{self._limits.num_blocks * self._block_size} tokens minus one)")
         return None
 
+
+class SglangEndpoint(EngineEndpoint):
+    """SGLang's PD decode server (v0.4.6+): a chunk cache instead of the radix tree; a hand-off is
+    pre-allocated its prompt's KV, FIFO, while a request slot is free and the free tokens, less
+    a decode reserve for every request already running, waiting or receiving, cover its prompt
+    and its own reserve. The reserve is SGLang's 512 tokens, cut to the outputs the request has
+    left (a request that fits the pool alone is always taken)."""
+
+    scheduler: SglangPrefill
+
+    def join(self, role: str, workload: Workload) -> None:
+        if role == "decode" and self.scheduler.caching:
+            self.scheduler._use_chunk_cache()
+        super().join(role, workload)
+
+    def hand_off(self, request: Request) -> None:
+        super().hand_off(request)
+        self.scheduler.batch_is_full = False
+
+    def release_handoff(self, handle: KvHandle) -> None:
+        self.scheduler.pool.free(handle)   # the prompt stays in the prefill replica's tree, unlocked
+
+    def expect_transfer(self, request: Request) -> None:
+        self.scheduler._cut_to_limit(request)
+
+    def can_accept_transfer(self, request: Request) -> bool:
+        scheduler = self.scheduler
+        if len(scheduler.running) + len(self.incoming) >= scheduler.max_running:
+            return False
+        others = chain(scheduler.running, scheduler.waiting, self.incoming.values())
+        room = scheduler.pool.num_free * scheduler._block_size - sum(map(self._decode_reserve, others))
+        return request.num_prefill_tokens + self._decode_reserve(request) <= room
+
+    def _take_transfer(self, request: Request) -> int:
+        pool = self.scheduler.pool
+        pool.admit(request, [], pool.tree.root)
+        self.scheduler._allocate_for(request, request.num_prefill_tokens)
+        return request.num_prefill_tokens
+
+    @staticmethod
+    def _decode_reserve(request: Request) -> int:
+        return min(RESERVED_DECODE_TOKENS, SglangPrefill._outputs_left(request))

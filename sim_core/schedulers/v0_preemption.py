@@ -31,12 +31,12 @@ class V0Preemption:
 
     # what VllmV0Scheduler (and its base) provide
     config: VllmV0Config
-    recorder: Recorder
+    _recorder: Recorder
     replica_id: int
     pool: RefCountedBlockPool | RefCountedCountingPool
     blocks: V0BlockManager
     ignored: dict[int, str]
-    num_preemptions: int
+    _num_preemptions: int
     chunked: bool
     prompt_limit: int
     max_num_seqs: int
@@ -50,7 +50,7 @@ class V0Preemption:
         A group recomputed for lack of swap space (vLLM cannot) prefills its prompt and all its
         samples' tokens again (`recompute_group`). A recompute that would only come back to the
         same wall is an ignore instead (below)."""
-        self.num_preemptions += 1
+        self._num_preemptions += 1
         swap = victim.num_seqs > 1 or self.config.preemption_mode == "swap"
         if swap and self.blocks.can_swap_out(victim):
             self._swap_out(victim, ops)
@@ -80,14 +80,14 @@ class V0Preemption:
             victim.restart()
         victim.status = RequestStatus.WAITING
         self._to_waiting.append(victim)
-        self.recorder.on_restart(self.replica_id, victim.id)
+        self._recorder.on_restart(self.replica_id, victim.id)
 
     def _swap_out(self, victim: Request, ops: CacheOps) -> None:
         self.blocks.swap_out(victim, ops)
         victim.num_swaps += 1
         victim.status = RequestStatus.WAITING
         self._to_swapped.append(victim)
-        self.recorder.on_state(self.replica_id, victim.id, SWAPPED_OUT)
+        self._recorder.on_state(self.replica_id, victim.id, SWAPPED_OUT)
 
     # ---- requests that cannot be served --------------------------------------------------------
 
@@ -95,7 +95,7 @@ class V0Preemption:
         request.status = RequestStatus.IGNORED
         self.ignored[request.id] = f"ignored: {reason}"
         self.blocks.groups.pop(request.id, None)
-        self.recorder.on_state(self.replica_id, request.id, IGNORED)
+        self._recorder.on_state(self.replica_id, request.id, IGNORED)
 
     def _ignore_running(self, victim: Request) -> None:
         need = self.blocks.live_seqs(victim) + victim.num_blocks

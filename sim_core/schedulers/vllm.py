@@ -20,6 +20,7 @@ from sim_core.config.scheduler import MaxTokensInBatch
 from sim_core.entities import Batch, Request
 from sim_core.schedulers.base import UNBOUNDED, arrival_time
 from sim_core.schedulers.paged import PagedConfig, PagedScheduler
+from sim_core.schedulers.steady import SteadyDecode
 
 
 class VllmConfig(PagedConfig):
@@ -37,7 +38,7 @@ class VllmScheduler(PagedScheduler):
     traits = PolicyTraits(VllmConfig, "vLLM v0 as modelled by Vidur", memory_planner="vidur")
     config: VllmConfig
 
-    def next_batch(self) -> Batch | None:
+    def _next_batch(self) -> Batch | None:
         return self._prefill_batch() or self._decode_batch()
 
     def _prefill_batch(self) -> Batch | None:
@@ -47,44 +48,39 @@ class VllmScheduler(PagedScheduler):
         waiting, cap = self.waiting, self.config.batch_size_cap
         while waiting:
             request = waiting[0]
-            tokens = self.next_num_tokens(request)
+            tokens = self._next_num_tokens(request)
             if not self.can_admit(request):
                 break
             if (len(num_tokens) + 1) * max(longest, tokens) > self.config.max_tokens_in_batch:
                 break
-            if self.pool.num_holders == cap or len(requests) == self.micro_batch_cap:
+            if self.pool.num_holders == cap or len(requests) == self._micro_batch_cap:
                 break
             waiting.popleft()
             self.admit(request)
             requests.append(request)
             num_tokens.append(tokens)
             longest = max(longest, tokens)
-        return self.make_batch(requests, num_tokens, sum(num_tokens))
+        return self._make_batch(requests, num_tokens, sum(num_tokens))
 
     def _decode_batch(self) -> Batch | None:
         self.running.sort(key=arrival_time)
-        taken, partial, remaining = self.take_decodes(self.running, self.micro_batch_cap)
+        taken, partial, remaining = self.take_decodes(self.running, self._micro_batch_cap)
         assert not partial, "vllm never leaves a prompt half done"
         self.running = remaining
-        return self.make_batch(taken, [1] * len(taken), 0)
+        return self._make_batch(taken, [1] * len(taken), 0)
 
-    growth = "paged"
-
-    def steady_past_completions(self, batch: Batch) -> bool:
-        return not self.waiting and not self.running
-
-    def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
+    def _steady_decode(self, batch: Batch, preempted: bool) -> SteadyDecode | None:
         # The prefill path already failed for the queue head and only gets less memory while
         # decoding; the decode batch is the first micro_batch_cap running requests by arrival,
         # the same set every time unless a tie in arrival time lets a leftover overtake.
         if preempted or batch.num_prefill_tokens:
-            return 0
+            return None
         if self.running and min(map(arrival_time, self.running)) <= max(map(arrival_time, batch.requests)):
-            return 0
-        return UNBOUNDED
+            return None
+        return SteadyDecode(self, UNBOUNDED, past_completions=not self.waiting and not self.running, growth="paged")
 
-    def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
+    def _rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
         if num_prefill_tokens > self.config.max_tokens_in_batch:
             return (f"its prompt of {num_prefill_tokens} tokens exceeds max_tokens_in_batch "
                     f"{self.config.max_tokens_in_batch} (vllm runs whole prompts)")
-        return super().rejection_reason(num_prefill_tokens, num_decode_tokens)
+        return super()._rejection_reason(num_prefill_tokens, num_decode_tokens)

@@ -18,6 +18,7 @@ restored as a whole (see seq_group.py and v0_blocks.py).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
@@ -30,7 +31,9 @@ from sim_core.memory.shared_blocks import RefCountedBlockPool, RefCountedCountin
 from sim_core.memory.swap_space import SwapSpace
 from sim_core.results.record import SWAPPED_IN
 from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
+from sim_core.schedulers.endpoint import ReplicaEndpoint
 from sim_core.schedulers.seq_group import SeqGroup
+from sim_core.schedulers.steady import SteadyDecode
 from sim_core.schedulers.v0_blocks import AllocStatus, V0BlockManager
 from sim_core.schedulers.v0_budget import SchedulingBudget
 from sim_core.schedulers.v0_preemption import V0Preemption
@@ -76,7 +79,6 @@ class VllmV0Config(SchedulerConfig):
 class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
     traits = PolicyTraits(VllmV0Config, "vLLM v0.6 (V0 engine)", serves_parallel_samples=True)
     config: VllmV0Config
-    growth = "paged"
     pool: RefCountedBlockPool | RefCountedCountingPool
     running: deque[Request]
     waiting: deque[Request]
@@ -84,11 +86,10 @@ class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
     def __init__(self, replica_id: int, num_stages: int, config: VllmV0Config, limits: ReplicaLimits,
                  recorder: Recorder) -> None:
         super().__init__(replica_id, num_stages, config, limits, recorder)
-        cfg, limits = self.config, self.limits
-        self.pool = (RefCountedBlockPool if self.pool.tracks_ids else RefCountedCountingPool)(limits.num_blocks)
+        cfg, limits = self.config, self._limits
         watermark = int(cfg.watermark_blocks_fraction * limits.num_blocks)
-        self.blocks = V0BlockManager(self.pool, SwapSpace(limits.num_swap_blocks), self.block_size, watermark,
-                                     self.recorder, self.replica_id)
+        self.blocks = V0BlockManager(self.pool, SwapSpace(limits.num_swap_blocks), self._block_size, watermark,
+                                     self._recorder, self.replica_id)
         self.running = deque()
         self.swapped: deque[Request] = deque()
         self.chunked = cfg.enable_chunked_prefill
@@ -99,6 +100,13 @@ class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
         self.pending_ops = CacheOps()          # copies of steps that formed no batch
         self._to_waiting: list[Request] = []   # this step's recomputed requests, in preemption order
         self._to_swapped: list[Request] = []   # this step's swapped-out requests
+        self.ignored: dict[int, str] = {}   # request id -> why it was dropped while queued
+
+    def _make_pool(self) -> RefCountedBlockPool | RefCountedCountingPool:
+        return (RefCountedBlockPool if self._recorder.keeps_blocks else RefCountedCountingPool)(self._limits.num_blocks)
+
+    def _make_endpoint(self) -> V0Endpoint:
+        return V0Endpoint(self)
 
     def add_request(self, request: Request) -> None:
         super().add_request(request)
@@ -107,7 +115,7 @@ class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
 
     # ---- one step ----------------------------------------------------------------------------
 
-    def next_batch(self) -> Batch | None:
+    def _next_batch(self) -> Batch | None:
         """One vLLM step. A step that formed no batch but changed the queues (preempted or
         ignored someone) is followed by another at once, as vLLM's engine steps again; its copies
         are charged to the next batch."""
@@ -119,7 +127,7 @@ class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
             self._to_waiting, self._to_swapped = [], []
             self.pending_ops.extend(ops)
             if requests:
-                batch = self.make_batch(requests, tokens)
+                batch = self._make_batch(requests, tokens)
                 assert batch is not None, "requests is not empty"
                 if self.pending_ops:
                     batch.cache_ops, self.pending_ops = self.pending_ops, CacheOps()
@@ -128,7 +136,7 @@ class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
                 return None
 
     def _num_changes(self) -> int:
-        return self.num_preemptions + len(self.ignored)
+        return self._num_preemptions + len(self.ignored)
 
     def _budget(self) -> SchedulingBudget:
         return SchedulingBudget(self.token_budget, self.max_num_seqs)
@@ -245,7 +253,7 @@ class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
                 break
             swapped.popleft()
             self.blocks.swap_in(request, ops)
-            self.recorder.on_state(self.replica_id, request.id, SWAPPED_IN)
+            self._recorder.on_state(self.replica_id, request.id, SWAPPED_IN)
             self.blocks.append(request, ops)
             (decodes if request.is_prefill_complete else chunks).append((request, new))
             budget.add_tokens(request.id, new)
@@ -264,58 +272,66 @@ class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
                 self.blocks.groups.pop(request.id, None)
                 continue
             group = self.blocks.groups.get(request.id)
-            if group is not None and request.is_prefill_complete and not group.forked and self.role != "prefill":
-                self.blocks.fork(request)   # (a prefill replica hands the prompt over unforked)
+            if (group is not None and request.is_prefill_complete and not group.forked
+                    and self.endpoint.role != "prefill"):   # a prefill replica hands the prompt over unforked
+                self.blocks.fork(request)
             self.running.append(request)
 
-    # ---- P/D disaggregation ------------------------------------------------------------------
-    # A decode replica takes a hand-off as vLLM v0 admits a prompt (its blocks above the
-    # watermark), after anything swapped out has come back, while fewer than max_num_seqs requests
-    # hold KV here; a group forks into its n sequences once its prompt's KV has arrived.
-
-    def hand_off(self, request: Request) -> None:
-        self.running.remove(request)
-        self.blocks.groups.pop(request.id, None)
-
-    def can_accept_transfer(self, request: Request) -> bool:
-        return (not self.swapped and self.pool.num_holders < self.max_num_seqs
-                and self.blocks.can_allocate(request) is AllocStatus.OK)
-
-    def take_transfer(self, request: Request) -> int:
-        if request.num_seqs > 1:
-            self.blocks.groups[request.id] = SeqGroup(request.num_seqs)
-        self.blocks.allocate(request)
-        return request.num_prefill_tokens
-
-    def on_transfer_done(self, request: Request) -> None:
-        if request.id in self.blocks.groups:
-            self.blocks.fork(request)
-        super().on_transfer_done(request)
-
-    def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
+    def _rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
         """Only a decode replica refuses up front (elsewhere vLLM ignores a prompt when it is
         reached): a prompt whose blocks it could never admit."""
-        need, usable = -(-num_prefill_tokens // self.block_size), self.limits.num_blocks - self.blocks.watermark
-        if self.role == "decode" and need > usable:
+        need, usable = -(-num_prefill_tokens // self._block_size), self._limits.num_blocks - self.blocks.watermark
+        if self.endpoint.role == "decode" and need > usable:
             return (f"its prompt needs {need} KV blocks but a decode replica admits at most {usable} "
-                    f"({self.limits.num_blocks} blocks minus a watermark of {self.blocks.watermark})")
+                    f"({self._limits.num_blocks} blocks minus a watermark of {self.blocks.watermark})")
         return None
 
     def check_integrity(self, holders: list[Request] | None = None) -> None:
         self.blocks.check_integrity(holders)
 
-    def stuck_location(self, request: Request) -> str:
-        return "swapped out to CPU" if request in self.swapped else super().stuck_location(request)
-
-    def steady_past_completions(self, batch: Batch) -> bool:
-        return not self.waiting and not self.swapped and not self.running
-
-    def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
+    def _steady_decode(self, batch: Batch, preempted: bool) -> SteadyDecode | None:
         # A decode-only batch of every running request, no copies, single sequences: the next
         # step admits nobody (the waiting head and the swapped head failed on memory, the
         # sequence cap or the budget, which decoding only tightens) and decodes the same batch.
         if preempted or batch.num_prefill_tokens or batch.cache_ops is not None or self.running:
-            return 0
+            return None
         if any(request.num_seqs != 1 for request in batch.requests):
-            return 0
-        return UNBOUNDED
+            return None
+        return SteadyDecode(self, UNBOUNDED, past_completions=not self.waiting and not self.swapped, growth="paged")
+
+
+class V0Endpoint(ReplicaEndpoint):
+    """A decode replica takes a hand-off as vLLM v0 admits a prompt (its blocks above the
+    watermark), after anything swapped out has come back, while fewer than max_num_seqs requests
+    hold KV here; a group forks into its n sequences once its prompt's KV has arrived."""
+
+    scheduler: VllmV0Scheduler
+
+    @property
+    def ignored(self) -> Mapping[int, str]:
+        return self.scheduler.ignored
+
+    def stuck_location(self, request: Request) -> str:
+        return "swapped out to CPU" if request in self.scheduler.swapped else super().stuck_location(request)
+
+    def hand_off(self, request: Request) -> None:
+        super().hand_off(request)
+        self.scheduler.blocks.groups.pop(request.id, None)
+
+    def can_accept_transfer(self, request: Request) -> bool:
+        scheduler = self.scheduler
+        return (not scheduler.swapped and scheduler.pool.num_holders < scheduler.max_num_seqs
+                and scheduler.blocks.can_allocate(request) is AllocStatus.OK)
+
+    def _take_transfer(self, request: Request) -> int:
+        blocks = self.scheduler.blocks
+        if request.num_seqs > 1:
+            blocks.groups[request.id] = SeqGroup(request.num_seqs)
+        blocks.allocate(request)
+        return request.num_prefill_tokens
+
+    def on_transfer_done(self, request: Request) -> None:
+        blocks = self.scheduler.blocks
+        if request.id in blocks.groups:
+            blocks.fork(request)
+        super().on_transfer_done(request)

@@ -9,6 +9,7 @@ replica's KV map shows them side by side.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -18,10 +19,12 @@ from sim_core.memory.kv_pool import BlockHolder
 from sim_core.memory.shared_blocks import RefCountedBlockPool, RefCountedCountingPool
 from sim_core.results.record import Recorder
 from sim_core.schedulers.base import ReplicaLimits, ReplicaScheduler
+from sim_core.schedulers.endpoint import ReplicaEndpoint
 from sim_core.schedulers.vllm_v0 import VllmV0Config, VllmV0Scheduler
 
 if TYPE_CHECKING:
     from sim_core.cluster.handoff import KvHandle
+    from sim_core.workload.model import Workload
 
 
 class VllmV0Factory:
@@ -105,7 +108,6 @@ class VllmV0Pipeline(ReplicaScheduler):
 
     def __init__(self, replica_id: int, num_stages: int, config: VllmV0Config, limits: ReplicaLimits,
                  recorder: Recorder) -> None:
-        super().__init__(replica_id, num_stages, config, limits, recorder)
         if limits.num_blocks < num_stages:
             raise ConfigError(f"scheduler.num_blocks: vllm_v0 splits the {limits.num_blocks} KV blocks over "
                               f"{num_stages} virtual engines (one per pipeline stage); give it at least {num_stages}")
@@ -114,10 +116,11 @@ class VllmV0Pipeline(ReplicaScheduler):
         # an OffsetRecorder forwards every other attribute to the run's Recorder
         self.engines = [VllmV0Scheduler(replica_id, 1, config, share,
                                         cast(Recorder, OffsetRecorder(recorder, k * share.num_blocks)))
-                        for k in range(num_stages)]
+                        for k in range(num_stages)]   # before the base: the replica's pool views theirs
+        super().__init__(replica_id, num_stages, config, limits, recorder)
+        self.ignored: dict[int, str] = {}   # one dict for the replica
         for engine in self.engines:
-            engine.ignored = self.ignored   # one dict for the replica
-        self.pool = PoolsView([engine.pool for engine in self.engines])
+            engine.ignored = self.ignored
         self._engine_of_batch: dict[int, int] = {}
         self._engine_of_request: dict[int, VllmV0Scheduler] = {}
         self._in_flight = [0] * num_stages   # requests in each engine's batch in flight
@@ -131,7 +134,7 @@ class VllmV0Pipeline(ReplicaScheduler):
         """vLLM's get_num_unfinished_seq_groups: waiting + running (in flight too) + swapped."""
         engine = self.engines[k]
         return (len(engine.waiting) + len(engine.running) + len(engine.swapped) + self._in_flight[k]
-                + len(engine.incoming))
+                + len(engine.endpoint.incoming))
 
     def on_schedule(self) -> list[Batch]:
         """Each engine without a batch in flight takes one step."""
@@ -139,7 +142,7 @@ class VllmV0Pipeline(ReplicaScheduler):
         for k, engine in enumerate(self.engines):
             if engine.num_running_batches:
                 continue
-            batch = engine.next_batch()
+            batch = engine._next_batch()
             if batch is None:
                 continue
             engine.num_running_batches += 1
@@ -159,43 +162,62 @@ class VllmV0Pipeline(ReplicaScheduler):
             if request.completed:
                 del self._engine_of_request[request.id]
 
-    @property
-    def num_waiting(self) -> int:
-        return sum(len(engine.waiting) for engine in self.engines)
+    def _make_pool(self) -> PoolsView:
+        return PoolsView([engine.pool for engine in self.engines])
 
-    # ---- P/D disaggregation: each request stays with the engine that holds its KV ---------------
-
-    def join_pool(self, role: str) -> None:
-        super().join_pool(role)
-        for engine in self.engines:
-            engine.join_pool(role)
-
-    def hand_off(self, request: Request) -> None:
-        self._engine_of_request[request.id].hand_off(request)   # its handle still holds the engine's blocks
-
-    def release_handoff(self, handle: KvHandle) -> None:
-        self._engine_of_request.pop(handle.id).release_handoff(handle)
-
-    def can_accept_transfer(self, request: Request) -> bool:
-        return self._least_busy().can_accept_transfer(request)
-
-    def accept_transfer(self, request: Request) -> int:
-        engine = self._engine_of_request[request.id] = self._least_busy()
-        return engine.accept_transfer(request)   # (the engine carries this replica's id)
-
-    def on_transfer_done(self, request: Request) -> None:
-        self._engine_of_request[request.id].on_transfer_done(request)
+    def _make_endpoint(self) -> PipelineEndpoint:
+        return PipelineEndpoint(self)
 
     def _least_busy(self) -> VllmV0Scheduler:
         return self.engines[min(range(len(self.engines)), key=self._num_unfinished)]
 
-    def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
-        return self.engines[0].rejection_reason(num_prefill_tokens, num_decode_tokens)
-
-    def stuck_location(self, request: Request) -> str:
-        return self._engine_of_request[request.id].stuck_location(request)
+    def _rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
+        return self.engines[0]._rejection_reason(num_prefill_tokens, num_decode_tokens)
 
     def check_integrity(self, holders: list[Request] | None = None) -> None:
         for engine in self.engines:
             engine.check_integrity(None if holders is None else
                                    [r for r in holders if self._engine_of_request.get(r.id) is engine])
+
+
+class PipelineEndpoint(ReplicaEndpoint):
+    """The replica's engines joined as one; each request stays with the engine that holds its KV
+    (a hand-off is taken over by the least busy engine)."""
+
+    scheduler: VllmV0Pipeline
+
+    def join(self, role: str, workload: Workload) -> None:
+        super().join(role, workload)
+        for engine in self.scheduler.engines:
+            engine.endpoint.join(role, workload)
+
+    @property
+    def num_waiting(self) -> int:
+        return sum(len(engine.waiting) for engine in self.scheduler.engines)
+
+    @property
+    def ignored(self) -> Mapping[int, str]:
+        return self.scheduler.ignored
+
+    def stuck_location(self, request: Request) -> str:
+        return self._engine(request).endpoint.stuck_location(request)
+
+    def hand_off(self, request: Request) -> None:
+        self._engine(request).endpoint.hand_off(request)   # its handle still holds the engine's blocks
+
+    def release_handoff(self, handle: KvHandle) -> None:
+        self.scheduler._engine_of_request.pop(handle.id).endpoint.release_handoff(handle)
+
+    def can_accept_transfer(self, request: Request) -> bool:
+        return self.scheduler._least_busy().endpoint.can_accept_transfer(request)
+
+    def accept_transfer(self, request: Request) -> int:
+        engine = self.scheduler._least_busy()
+        self.scheduler._engine_of_request[request.id] = engine
+        return engine.endpoint.accept_transfer(request)   # (the engine carries this replica's id)
+
+    def on_transfer_done(self, request: Request) -> None:
+        self._engine(request).endpoint.on_transfer_done(request)
+
+    def _engine(self, request: Request) -> VllmV0Scheduler:
+        return self.scheduler._engine_of_request[request.id]

@@ -36,11 +36,13 @@ from sim_core.config.scheduler import MaxNumBatchedTokens, MaxNumSeqs
 from sim_core.entities import Batch, Request, RequestStatus
 from sim_core.memory.block_hash_cache import HashedBlockPool
 from sim_core.schedulers.base import UNBOUNDED
-from sim_core.schedulers.engine import EngineScheduler, PrefixCachingConfig
+from sim_core.schedulers.engine import EngineEndpoint, EngineScheduler, PrefixCachingConfig
+from sim_core.schedulers.steady import SteadyDecode
 from sim_core.schedulers.step import Step
 from sim_core.schedulers.waiting import PriorityQueue
 
 if TYPE_CHECKING:
+    from sim_core.memory.kv_pool import KvPool
     from sim_core.results.record import Recorder
     from sim_core.schedulers.base import ReplicaLimits
 
@@ -81,10 +83,13 @@ class VllmV1Scheduler(EngineScheduler):
         self.by_priority = cfg.scheduling_policy == "priority"
         if self.by_priority:
             self.waiting = PriorityQueue()
-        if self.caching:
-            replica, recorder = self.replica_id, self.recorder
-            self.pool = HashedBlockPool(self.limits.num_blocks, self.block_size,
-                                        lambda blocks, delta: recorder.on_cache(replica, blocks, delta))
+
+    def _make_pool(self) -> KvPool:
+        if not self.config.enable_prefix_caching:
+            return super()._make_pool()
+        replica, recorder = self.replica_id, self._recorder
+        return HashedBlockPool(self._limits.num_blocks, self._block_size,
+                               lambda blocks, delta: recorder.on_cache(replica, blocks, delta))
 
     @property
     def _hashed(self) -> HashedBlockPool:
@@ -92,7 +97,7 @@ class VllmV1Scheduler(EngineScheduler):
         assert isinstance(self.pool, HashedBlockPool), "prefix caching is off"
         return self.pool
 
-    def next_batch(self) -> Batch | None:
+    def _next_batch(self) -> Batch | None:
         # A step that preempted everyone it reached schedules nothing; vLLM's engine loop would
         # call schedule() again at once (no GPU work in between): so do we.
         while True:
@@ -137,7 +142,7 @@ class VllmV1Scheduler(EngineScheduler):
     def _fit(self, step: Step, request: Request, n: int) -> bool:
         """Find blocks for `n` more tokens of a running request, preempting as needed; False
         when the request itself was preempted."""
-        needed = max(0, ceil((self.kv_tokens(request) + n) / self.block_size) - request.num_blocks)
+        needed = max(0, ceil((self.kv_tokens(request) + n) / self._block_size) - request.num_blocks)
         while needed > self.pool.num_free:
             victim = self._victim()
             if victim is request and self.busy:
@@ -166,9 +171,9 @@ class VllmV1Scheduler(EngineScheduler):
         while waiting and step.budget > 0 and len(self.running) < self.max_seqs:
             request = waiting[0]
             hits = self._cached_prefix(request)
-            computed = len(hits) * self.block_size
+            computed = len(hits) * self._block_size
             n = self.clamp(request.num_prefill_tokens - computed, step.budget)
-            needed = ceil((computed + n) / self.block_size) - len(hits)
+            needed = ceil((computed + n) / self._block_size) - len(hits)
             fits = self._hashed.can_allocate(needed, hits) if self.caching else self.pool.can_allocate(needed)
             if not fits:
                 return
@@ -184,7 +189,7 @@ class VllmV1Scheduler(EngineScheduler):
         if not self.caching:
             return []
         keys = self.keys(request)
-        return self._hashed.cached_prefix(keys[: (request.num_prefill_tokens - 1) // self.block_size])
+        return self._hashed.cached_prefix(keys[: (request.num_prefill_tokens - 1) // self._block_size])
 
     def _take(self, request: Request, needed: int, n: int, hits: Sequence[int] = ()) -> None:
         """Blocks for `n` more tokens: the cached `hits` and `needed` new ones; with caching,
@@ -192,79 +197,86 @@ class VllmV1Scheduler(EngineScheduler):
         if self.caching:
             if needed or hits:
                 taken = self._hashed.allocate(request, needed, hits)
-                self.recorder.on_allocate(self.replica_id, request.id, taken)
+                self._recorder.on_allocate(self.replica_id, request.id, taken)
             self._hashed.cache_blocks(request, self.keys(request),
                                    min(self.kv_tokens(request) + n, request.num_known_tokens))
         elif needed:
-            self.allocate(request, needed)
+            self._allocate(request, needed)
         request.status = RequestStatus.RUNNING
 
-    # ---- P/D disaggregation (decode replica) ----------------------------------------------------
-    # As vLLM's KV connectors do, a decode replica with prefix caching looks the prompt up first
-    # and pulls only the blocks it does not hold; the pulled blocks get their keys once they have
-    # arrived. A request waiting for its KV counts against max_num_seqs.
+    # ---- fast-forward, P/D and rejection -------------------------------------------------------
 
-    def can_accept_transfer(self, request: Request) -> bool:
-        if len(self.running) + len(self.incoming) >= self.max_seqs:
-            return False
-        hits, needed = self._transfer_need(request)
-        return self._hashed.can_allocate(needed, hits) if self.caching else self.pool.can_allocate(needed)
-
-    def take_transfer(self, request: Request) -> int:
-        hits, needed = self._transfer_need(request)
-        if self.caching:
-            self.recorder.on_allocate(self.replica_id, request.id, self._hashed.allocate(request, needed, hits))
-        else:
-            self.allocate(request, needed)
-        return request.num_prefill_tokens - len(hits) * self.block_size
-
-    def on_transfer_done(self, request: Request) -> None:
-        super().on_transfer_done(request)
-        if self.caching:
-            self._hashed.cache_blocks(request, self.keys(request), self.kv_tokens(request))
-
-    def _transfer_need(self, request: Request) -> tuple[list[int], int]:
-        """(locally cached blocks of the prompt, new blocks for the rest of it)."""
-        prompt = request.num_prefill_tokens
-        hits = self._hashed.cached_prefix(self.keys(request)[: prompt // self.block_size]) if self.caching else []
-        return hits, ceil(prompt / self.block_size) - len(hits)
-
-    # ---- fast-forward and rejection ------------------------------------------------------------
-
-    growth = "paged"
-
-    def steady_past_completions(self, batch: Batch) -> bool:
-        # with caching a request's blocks are keyed as it frees them (see release), so runs end
-        # at the first completion
-        return not self.caching and not self.waiting and len(batch.requests) == len(self.running)
-
-    def steady_decode_limit(self, batch: Batch, preempted: bool) -> int:
+    def _steady_decode(self, batch: Batch, preempted: bool) -> SteadyDecode | None:
         # Decodes re-form unchanged while everyone running is in the batch (the budget covers
         # them) and no admission can start: it failed now on budget, slots or memory, none of
         # which loosens before a completion (KV only shrinks while decoding). With caching the
-        # blocks a run fills get their keys when it ends (on_steady_decode), before any lookup,
+        # blocks a run fills get their keys when it ends (_on_steady_decode), before any lookup,
         # so decisions are the same; the key events would carry the run's end time, so runs
-        # need a record level without block events.
+        # need a record level without block events. With caching a request's blocks are keyed
+        # as it frees them (see _release), so runs end at the first completion.
         if preempted or batch.num_prefill_tokens or len(batch.requests) != len(self.running):
-            return 0
-        if self.caching and self.recorder.keeps_blocks:
-            return 0
-        return UNBOUNDED
+            return None
+        if self.caching and self._recorder.keeps_blocks:
+            return None
+        return SteadyDecode(self, UNBOUNDED, past_completions=not self.caching and not self.waiting, growth="paged")
 
-    def on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
-        super().on_steady_decode(first, last, num_iterations)
+    def _on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
+        super()._on_steady_decode(first, last, num_iterations)
         if self.caching:   # the keys formations 1..k-1 would have given (tokens up to the last one)
             for request in last.requests:
                 self._hashed.cache_blocks(request, self.keys(request), request.num_processed_tokens)
 
-    def release(self, request: Request) -> None:
+    def _make_endpoint(self) -> V1Endpoint:
+        return V1Endpoint(self)
+
+    def _release(self, request: Request) -> None:
         if self.caching:   # no-op stepwise; keeps a run's blocks cached whatever frees them
             self._hashed.cache_blocks(request, self.keys(request), self.kv_tokens(request))
-        super().release(request)
+        super()._release(request)
 
-    def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
-        peak = ceil(max(num_prefill_tokens, num_prefill_tokens + num_decode_tokens - 1) / self.block_size)
-        if peak > self.limits.num_blocks:
-            return (f"at its longest it needs {peak} KV blocks but the replica has {self.limits.num_blocks} "
+    def _rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
+        peak = ceil(max(num_prefill_tokens, num_prefill_tokens + num_decode_tokens - 1) / self._block_size)
+        if peak > self._limits.num_blocks:
+            return (f"at its longest it needs {peak} KV blocks but the replica has {self._limits.num_blocks} "
                     "(vLLM needs the KV cache to hold a whole request)")
         return None
+
+
+class V1Endpoint(EngineEndpoint):
+    """As vLLM's KV connectors do, a decode replica with prefix caching looks the prompt up first
+    and pulls only the blocks it does not hold; the pulled blocks get their keys once they have
+    arrived. A request waiting for its KV counts against max_num_seqs."""
+
+    scheduler: VllmV1Scheduler
+
+    def can_accept_transfer(self, request: Request) -> bool:
+        scheduler = self.scheduler
+        if len(scheduler.running) + len(self.incoming) >= scheduler.max_seqs:
+            return False
+        hits, needed = self._transfer_need(request)
+        if scheduler.caching:
+            return scheduler._hashed.can_allocate(needed, hits)
+        return scheduler.pool.can_allocate(needed)
+
+    def _take_transfer(self, request: Request) -> int:
+        scheduler = self.scheduler
+        hits, needed = self._transfer_need(request)
+        if scheduler.caching:
+            taken = scheduler._hashed.allocate(request, needed, hits)
+            scheduler._recorder.on_allocate(scheduler.replica_id, request.id, taken)
+        else:
+            scheduler._allocate(request, needed)
+        return request.num_prefill_tokens - len(hits) * scheduler._block_size
+
+    def on_transfer_done(self, request: Request) -> None:
+        super().on_transfer_done(request)
+        scheduler = self.scheduler
+        if scheduler.caching:
+            scheduler._hashed.cache_blocks(request, scheduler.keys(request), scheduler.kv_tokens(request))
+
+    def _transfer_need(self, request: Request) -> tuple[list[int], int]:
+        """(locally cached blocks of the prompt, new blocks for the rest of it)."""
+        scheduler, prompt = self.scheduler, request.num_prefill_tokens
+        size = scheduler._block_size
+        hits = scheduler._hashed.cached_prefix(scheduler.keys(request)[: prompt // size]) if scheduler.caching else []
+        return hits, ceil(prompt / size) - len(hits)
