@@ -1,5 +1,6 @@
 """Long runs free finished requests and fold token gaps as they go, without changing results."""
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -34,12 +35,14 @@ def test_sweeping_every_few_arrivals_changes_no_result(monkeypatch, case):
 def test_compacted_gaps_are_distinct_values_with_counts():
     """Gap samples fold into sorted distinct values and how often each occurred."""
     recorder = record.Recorder("requests", 1)
-    recorder.token_gaps.extend([0.5, 0.25])
+    recorder.on_token_gap(0.5)
+    recorder.on_token_gap(0.25)
     recorder.compact_gaps(force=True)          # first fold at the end of a run: kept as they are
     assert recorder.gaps[0].tolist() == [0.5, 0.25] and recorder.gaps[1].tolist() == [1, 1]
-    recorder.token_gaps.append(0.5)
-    recorder.weighted_gaps.append(([0.25, 0.75], [3, 0]))
+    recorder.on_token_gap(0.5)
+    recorder.on_run_gaps([], np.array([0.25, 0.75]), np.array([3, 0]))
     recorder.compact_gaps(force=True)
     assert recorder.gaps[0].tolist() == [0.25, 0.5, 0.75]
     assert recorder.gaps[1].tolist() == [4, 2, 0]
-    assert recorder.token_gaps == [] and recorder.weighted_gaps == []
+    recorder.compact_gaps(force=True)          # the folded samples were taken out: nothing counts twice
+    assert recorder.gaps[1].tolist() == [4, 2, 0]

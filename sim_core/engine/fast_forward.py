@@ -199,16 +199,15 @@ class FastForward:
         steps = np.diff(ends[: k - 1])                    # steps[j-1] = end_j - end_(j-1), j = 1..k-2
         running_max = np.maximum.accumulate(steps).tolist() if len(steps) else []
         end_list, first_end = ends.tolist(), float(ends[0])
-        append_gap = recorder.token_gaps.append
+        first_gaps = []
         for request, left in zip(members, remaining):
             gap = first_end - request.last_token_at    # decoding requests have emitted a token
-            append_gap(gap)
+            first_gaps.append(gap)
             last = left - 1 if left < k else k - 2     # last skipped iteration it takes part in
             widest = running_max[last - 1] if last >= 1 and running_max[last - 1] > gap else gap
             request.on_decode_run(last + 1, end_list[last], widest, left < k)
-        if len(steps):
-            alive = len(remaining) - np.searchsorted(np.sort(remaining), np.arange(1, k - 1), side="right")
-            recorder.weighted_gaps.append((steps, alive))
+        alive = len(remaining) - np.searchsorted(np.sort(remaining), np.arange(1, k - 1), side="right")
+        recorder.on_run_gaps(first_gaps, steps, alive)
 
     @staticmethod
     def _replay(pool: KvPool, frees: bool, members: list[Request], events: list[tuple[int, int, int]]) -> Changes:
@@ -269,11 +268,11 @@ class FastForward:
         ends = run.ends[: k - 1]
         if recorder.keeps_blocks and blocks:
             assert formations is not None and takers is not None, "id pools list their allocations"
-            recorder.blocks.add_chunk(len(blocks), time=ends[np.asarray(formations) - 1], replica=replica,
-                                      request=[members[m].id for m in takers], block=blocks, delta=1)
+            recorder.on_run_allocations(replica, ends[np.asarray(formations) - 1], [members[m].id for m in takers],
+                                        blocks)
         if recorder.keeps_batches:
-            recorder.stages.add_chunk(k - 1, batch_id=np.arange(first.id, first.id + k - 1), replica_id=replica,
-                                      stage_id=0, start=np.concatenate(([run.started_at], ends[:-1])), end=ends)
+            recorder.on_run_stages(replica, np.arange(first.id, first.id + k - 1),
+                                   np.concatenate(([run.started_at], ends[:-1])), ends)
             self._record_batches(replica, run)
         if per_formation is not None:
             taken = np.asarray(per_formation[1:k], dtype=np.int64)
@@ -295,7 +294,7 @@ class FastForward:
         start = 1
         for boundary in boundaries:
             live = tuple([i for i, left in zip(ids, lefts) if left > start])
-            self.sim.recorder.batches.add_chunk(
+            self.sim.recorder.on_run_batches(
                 boundary - start, batch_id=np.arange(first.id + start, first.id + boundary), replica_id=replica,
                 formed_at=ends[start - 1: boundary - 1], num_requests=len(live), num_tokens=len(live),
                 num_prefill_tokens=0, num_decodes=len(live) if with_context else 0,

@@ -201,11 +201,11 @@ class Simulator:
         return padded(shape, batch.num_padding) if batch.num_padding else shape
 
     def on_batch_end(self, replica: int, batch: Batch) -> None:
-        now, gaps = self.kernel.now, self.recorder.token_gaps
+        now, on_gap = self.kernel.now, self.recorder.on_token_gap
         for request, tokens in zip(batch.requests, batch.num_tokens):
             gap = request.on_batch_end(now, tokens)
             if gap >= 0.0:
-                gaps.append(gap)
+                on_gap(gap)
             if request.completed:
                 self.on_request_done(replica, request)
         batch.completed_at = now

@@ -8,6 +8,7 @@ Token gaps (time between tokens) and KV utilization accumulators are kept at eve
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -86,8 +87,11 @@ class Recorder:
         self.block_refs = Table({"time": f64, "replica": i64, "block": i64, "refs": i64})
         self.cache_ops = Table({"replica_id": i64, "batch_id": i64, "formed_at": f64, "request_id": i64,
                                 "kind": np.int8, "num_blocks": i64, "seconds": f64})
-        self.token_gaps: list[float] = []               # time between consecutive output tokens
-        self.weighted_gaps: list[tuple[np.ndarray, np.ndarray]] = []  # (gaps, counts) from runs
+        self._token_gaps: list[float] = []               # time between consecutive output tokens
+        self._run_gaps: list[tuple[np.ndarray, np.ndarray]] = []  # (gaps, counts) from decode runs
+        # one gap between consecutive output tokens; the hot path, so the list's own append (no
+        # Python frame). compact_gaps empties the list in place, which keeps this bound method valid.
+        self.on_token_gap: Callable[[float], None] = self._token_gaps.append
         self.gaps = (np.empty(0), np.empty(0, dtype=np.int64))  # both, compacted: distinct gaps, counts
         self.kv_area = [0.0] * num_replicas      # integral of blocks used over time
         self.kv_peak = [0] * num_replicas
@@ -98,10 +102,11 @@ class Recorder:
         # cheapest call on the hot path); setattr, since type checkers refuse assigning to methods
         if not self.keeps_blocks:
             for name in ("on_allocate", "on_allocate_one", "on_free", "on_cache", "on_state", "on_restart",
-                         "on_refs", "on_finished_at"):
+                         "on_refs", "on_finished_at", "on_run_allocations"):
                 setattr(self, name, self._skip)
         if not self.keeps_batches:
-            for name in ("on_batch", "on_batch_row", "on_stage", "_series_row", "on_cache_op"):
+            for name in ("on_batch", "on_batch_row", "on_stage", "_series_row", "on_cache_op", "on_run_stages",
+                         "on_run_batches"):
                 setattr(self, name, self._skip)
 
     @staticmethod
@@ -241,12 +246,35 @@ class Recorder:
             self.series.add_chunk(len(times), time=times, replica_id=replica, kv_blocks_used=used,
                                   num_waiting=waiting, num_running=running)
 
+    # ---- decode runs advanced in one step (engine/fast_forward.py) ----------------------------
+
+    def on_run_gaps(self, first_gaps: list[float], steps: np.ndarray, alive: np.ndarray) -> None:
+        """A decode run's token gaps: each member's gap to its first token of the run, then the
+        gaps between the run's iterations, `steps[j]` seen by `alive[j]` members."""
+        self._token_gaps.extend(first_gaps)
+        if len(steps):
+            self._run_gaps.append((steps, alive))
+
+    def on_run_allocations(self, replica: int, times: np.ndarray, requests: Sequence[int], blocks: list[int]) -> None:
+        """Blocks taken one each during a decode run (full level), at the instants in `times`."""
+        self.blocks.add_chunk(len(blocks), time=times, replica=replica, request=requests, block=blocks, delta=1)
+
+    def on_run_stages(self, replica: int, batch_ids: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
+        """The stage rows of a decode run's iterations (one stage: fast-forward runs only at PP 1)."""
+        self.stages.add_chunk(len(batch_ids), batch_id=batch_ids, replica_id=replica, stage_id=0, start=starts,
+                              end=ends)
+
+    def on_run_batches(self, count: int, **columns: object) -> None:
+        """`count` batch rows of a decode run whose members do not change (columns of the batch table,
+        each an array of `count` values or one value for all)."""
+        self.batches.add_chunk(count, **columns)
+
     def compact_gaps(self, force: bool = False) -> None:
-        """Fold `token_gaps` and `weighted_gaps` into `gaps` (distinct values with their counts;
+        """Fold the token gaps and decode-run gaps into `gaps` (distinct values with their counts;
         percentiles over it equal those over the raw samples; repeated values may remain). Both
-        lists are emptied in place (the simulator holds references to them). Without `force`,
+        lists are emptied in place (`on_token_gap` is bound to the first). Without `force`,
         only when they are large."""
-        raw, runs = self.token_gaps, self.weighted_gaps
+        raw, runs = self._token_gaps, self._run_gaps
         if not force and len(raw) < GAPS_BEFORE_COMPACTING and len(runs) < RUNS_BEFORE_COMPACTING:
             return
         values = np.concatenate([self.gaps[0], np.asarray(raw, dtype=np.float64), *(r[0] for r in runs)])
