@@ -7,24 +7,8 @@ import pandas as pd
 
 from sim_core import parse_config, run_simulation
 from sim_core.results.replicas import COLOCATED, ReplicaInfo
-from sim_core.viz.kv_blocks import DECODE, FREE, PREFILL, SELECTED, block_owners, owner_states, super_cells
+from sim_core.viz.kv_blocks import DECODE, FREE, PREFILL, SELECTED, owner_states, super_cells
 from sim_core.viz.kv_map import MAX_VALUES, kv_layout, kv_map_figure, peak_frame
-
-EVENTS = pd.DataFrame({  # in the order they happened
-    "time":    [0.0, 0.0, 1.0, 2.0, 2.0, 2.0],
-    "request": [1,   1,   2,   1,   1,   3],
-    "block":   [0,   1,   2,   0,   1,   0],
-    "delta":   [1,   1,   1,  -1,  -1,   1],
-})
-
-
-def test_owners_follow_allocations_and_frees_including_a_block_reused_at_the_same_instant():
-    owners = block_owners(EVENTS, 4, np.array([0.5, 1.5, 2.0, 3.0]))
-    assert owners.tolist() == [[1, 1, -1, -1],
-                               [1, 1, 2, -1],
-                               [3, -1, 2, -1],   # request 1 freed 0 and 1 at t=2, request 3 took 0
-                               [3, -1, 2, -1]]
-    assert block_owners(EVENTS, 4, np.array([-1.0])).tolist() == [[-1, -1, -1, -1]]
 
 
 def test_states_say_prefill_before_the_first_token_decode_after_and_mark_the_selection():

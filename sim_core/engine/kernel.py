@@ -62,7 +62,6 @@ class EventKernel:
         self._seq = 0
         self._arrivals: list[tuple[float, tuple, Handler, tuple]] = []   # created during the run
         self._late: list[tuple[tuple, Handler, tuple]] = []   # due at the end of the current instant
-        self._next_arrival = 0   # index of the next pre-created arrival (during `run`)
         self.late_phase = False
 
     def at(self, time: float, handler: Callable[[Unpack[Ts]], None], *args: *Ts) -> None:

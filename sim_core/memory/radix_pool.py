@@ -82,9 +82,6 @@ class RadixKvPool:
     def can_allocate(self, num: int) -> bool:
         return num <= self.num_free
 
-    def tree_len(self, request: Request) -> int:
-        return self._tree_len.get(request.id, 0)
-
     # ---- matching and allocation ------------------------------------------------------------
 
     def match(self, keys: list[int]) -> tuple[list[int], RadixNode]:

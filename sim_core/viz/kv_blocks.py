@@ -45,31 +45,6 @@ def sample_times(start: float, end: float, max_frames: int) -> np.ndarray:
     return np.linspace(start, end, max_frames)
 
 
-def block_owners(events: pd.DataFrame, num_blocks: int, times: np.ndarray) -> np.ndarray:
-    """Owner of every block right after each instant in `times`, from one replica's block events.
-
-    `events` (time, request, block, delta) must be in the order the events happened (time
-    order, ties as recorded). A block's owner at t is the request of its last event at or
-    before t when that event was an allocation (+1), else -1 (free).
-    """
-    owners = np.full((len(times), num_blocks), -1, dtype=np.int32)
-    if not len(events) or not len(times):
-        return owners
-    event_times = events["time"].to_numpy()
-    boundaries = np.searchsorted(event_times, times, side="right")   # events seen by each frame
-    frame_of = np.searchsorted(boundaries, np.arange(len(event_times)), side="right")
-    seen = frame_of < len(times)
-    last = np.full((len(times), num_blocks), -1, dtype=np.int64)
-    index = np.flatnonzero(seen)
-    np.maximum.at(last, (frame_of[seen], events["block"].to_numpy()[seen]), index)
-    last = np.maximum.accumulate(last, axis=0)                     # latest event so far, per block
-    has = last >= 0
-    allocated = np.zeros_like(has)
-    allocated[has] = events["delta"].to_numpy()[last[has]] > 0
-    owners[allocated] = events["request"].to_numpy()[last[allocated]]
-    return owners
-
-
 def owner_states(owners: np.ndarray, times: np.ndarray, requests: pd.DataFrame,
                  selected: int | None = None) -> np.ndarray:
     """State code per cell: PREFILL before the owner's first token, DECODE after, FREE when
