@@ -10,9 +10,9 @@ only stage is idle whenever a batch forms, and nothing else can queue there), so
 starts its stage directly and a stage end schedules the batch end directly; the batch end and
 the next formation keep their place behind everything already due, exactly as in Vidur.
 
-Two optional parts hook in here: closed-loop sessions (`session_loop.py`: a completion releases
-the session's next turn) and P/D disaggregation (`handoff.py`: prefill replicas hand requests
-to decode replicas). Arrivals go to the first pool's replicas (all replicas without pools).
+Two optional parts hook in here: closed-loop sessions (`cluster/sessions.py`: a completion
+releases the session's next turn) and P/D disaggregation (`cluster/handoff.py`: prefill replicas
+hand requests to decode replicas). Arrivals go to the first pool's replicas (all replicas without pools).
 """
 
 from __future__ import annotations
