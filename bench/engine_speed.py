@@ -5,8 +5,9 @@
 Workload and model as bench/sim_speed.py (Poisson chat trace, prompts 64..1536, outputs
 16..768, Llama-2-7B on an 80 GB A100, Vidur's planner: 7424 blocks of 16, linear cost 5 ms +
 0.1 ms per token), plus a multi-turn chat case with a 512-token system prompt where prefix
-caching has something to find. Fast-forward applies to vllm and to vllm_v1 without prefix
-caching; vllm_v1 with caching and sglang run iteration by iteration. Prints the median wall
+caching has something to find. Fast-forward applies to vllm and to vllm_v1 (with prefix caching
+only at record levels without block events, and then up to the first completion); sglang runs
+iteration by iteration. Prints the median wall
 time of the repeats, batches per second and the prefix hit rate.
 """
 

@@ -1,9 +1,8 @@
 """Predictor figures are built from long tables without Streamlit."""
 
 from sim_core import parse_config
-from sim_core.memory import memory_breakdown
 from sim_core.predictor import build_predictor
-from sim_core.viz import decode_frame, decode_lines, error_bars, memory_bars, operator_lines, prefill_frame
+from sim_core.viz import decode_frame, decode_lines, error_bars, operator_lines, prefill_frame
 
 
 def test_prefill_frame_has_every_operator_per_size_and_sums_to_stage_time():
@@ -25,8 +24,6 @@ def test_decode_lines_one_per_context():
     assert [trace.name for trace in decode_lines(frame).data] == ["512 ctx (roofline)", "2048 ctx (roofline)"]
 
 
-def test_error_and_memory_bars():
+def test_error_bars():
     figure = error_bars({"learned": {"mlp_up_proj": 2.0}, "roofline": {"mlp_up_proj": 9.0}})
     assert [t.name for t in figure.data] == ["learned", "roofline"]
-    bars = memory_bars(memory_breakdown(parse_config({"cluster": {"pipeline_parallel_size": 2}})).frame())
-    assert bars.data[0].name == "weights" and list(bars.data[0].x) == ["stage 0", "stage 1"]

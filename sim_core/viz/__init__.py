@@ -6,12 +6,11 @@ from sim_core.viz.predictor import (
                                     decode_lines,
                                     error_bars,
                                     measured_vs_predicted,
-                                    memory_bars,
                                     operator_lines,
                                     prefill_frame,
 )
 from sim_core.viz.workload import arrival_rate_figure, length_histogram_figure, length_scatter_figure, report_rows
 
 __all__ = ["arrival_rate_figure", "decode_frame", "decode_lines", "error_bars", "length_histogram_figure",
-           "length_scatter_figure", "measured_vs_predicted", "memory_bars", "operator_lines", "pipeline_gantt",
+           "length_scatter_figure", "measured_vs_predicted", "operator_lines", "pipeline_gantt",
            "prefill_frame", "report_rows"]

@@ -84,11 +84,3 @@ def error_bars(errors: dict[str, dict[str, float]]) -> go.Figure:
                         for label, values in errors.items()])
     figure.update_layout(barmode="group", yaxis_title="error %", xaxis_title="operator")
     return figure
-
-
-def memory_bars(frame: pd.DataFrame) -> go.Figure:
-    """Stacked GiB per pipeline stage by component (from MemoryBreakdown.frame())."""
-    figure = go.Figure([go.Bar(name=c, x=[f"stage {s}" for s in part["stage"]], y=part["gib"])
-                        for c, part in frame.groupby("component", sort=False)])
-    figure.update_layout(barmode="stack", yaxis_title="GiB per GPU")
-    return figure

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-# Optional per-request columns a workload may carry (int64, one value per row). The simulator
-# reads `n` (vllm_v0's parallel samples); schedulers with priorities, prefix caching and sessions
-# will read the others.
+# Optional per-request columns a workload may carry (int64, one value per row): `n` (vllm_v0's
+# parallel samples), `priority` (vllm_v1's priority policy), `prefix_group`/`prefix_len` (the
+# prefix caches' block keys) and `session_id`/`turn` (closed-loop sessions).
 OPTIONAL_COLUMNS = ("priority", "session_id", "turn", "prefix_group", "prefix_len", "n")
 
 
