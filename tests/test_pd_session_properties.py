@@ -108,7 +108,7 @@ def _holders(simulator, replica):
 def _check(simulator):
     for scheduler in simulator.schedulers:
         scheduler.check_integrity(_holders(simulator, scheduler.replica_id))
-        assert scheduler.num_running_batches <= scheduler.num_stages
+        assert scheduler._num_running_batches <= scheduler.num_stages
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

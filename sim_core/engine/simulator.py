@@ -156,8 +156,7 @@ class Simulator:
 
     def on_replica_schedule(self, replica: int) -> None:
         scheduler = self.schedulers[replica]
-        if self.handoff is not None and scheduler.num_running_batches < scheduler.num_stages \
-                and not self.handoff.is_prefill(replica):
+        if self.handoff is not None and not self.handoff.is_prefill(replica) and scheduler.endpoint.can_pull():
             self.handoff.pull(replica)
         batches = scheduler.on_schedule()
         if not batches:

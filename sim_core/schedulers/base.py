@@ -76,7 +76,7 @@ class ReplicaScheduler:
         self.pool: KvPool = self._make_pool()
         self.waiting: WaitingQueue = deque()
         self.running: MutableSequence[Request] = []
-        self.num_running_batches = 0
+        self._num_running_batches = 0
         self.num_batches = 0  # batch ids are per replica: (replica_id, batch id) is unique
         self._num_preemptions = 0
         self._preemptions_before = 0  # _num_preemptions when the current formation started
@@ -105,17 +105,17 @@ class ReplicaScheduler:
         """Form batches until `num_stages` are in flight or the policy has nothing to run."""
         self._preemptions_before = self._num_preemptions
         batches = []
-        while self.num_running_batches < self.num_stages:
+        while self._num_running_batches < self.num_stages:
             batch = self._next_batch()
             if batch is None:
                 break
             batches.append(batch)
-            self.num_running_batches += 1
+            self._num_running_batches += 1
         return batches
 
     def on_batch_end(self, batch: Batch) -> None:
         """Finished requests free their blocks; the others wait for their next batch."""
-        self.num_running_batches -= 1
+        self._num_running_batches -= 1
         for request in batch.requests:
             if request.completed:
                 self._release(request)

@@ -82,6 +82,11 @@ class ReplicaEndpoint:
         """A hand-off was routed to this (decode) replica and waits in its inbox."""
         return
 
+    def can_pull(self) -> bool:
+        """Whether this (decode) replica has a free micro-batch slot, so arrived transfers may
+        join it now (the simulator pulls its inbox before forming batches)."""
+        return self.scheduler._num_running_batches < self.scheduler.num_stages
+
     def can_accept_transfer(self, request: Request) -> bool:
         """Whether this (decode) replica can allocate a handed-off request's blocks now."""
         scheduler = self.scheduler

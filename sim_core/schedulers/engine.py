@@ -127,7 +127,7 @@ class EngineScheduler(ReplicaScheduler):
     # ---- lifecycle ---------------------------------------------------------------------------
 
     def on_batch_end(self, batch: Batch) -> None:
-        self.num_running_batches -= 1
+        self._num_running_batches -= 1
         for request in batch.requests:
             self.busy.discard(request.id)
         self.after_batch(batch)

@@ -46,7 +46,7 @@ class FasterTransformerScheduler(ReplicaScheduler):
         self.members: dict[int, list] = {}  # batch id -> every request of its static batch
 
     def on_batch_end(self, batch: Batch) -> None:
-        self.num_running_batches -= 1
+        self._num_running_batches -= 1
         members = self.members.pop(batch.id)
         if all(request.completed for request in batch.requests):
             for request in members:

@@ -265,7 +265,7 @@ class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
     def on_batch_end(self, batch: Batch) -> None:
         """Finished groups free their blocks; a group whose prompt just completed forks into its
         n sequences; the others re-join `running` in batch order."""
-        self.num_running_batches -= 1
+        self._num_running_batches -= 1
         for request in batch.requests:
             if request.completed:
                 self.blocks.free(request)

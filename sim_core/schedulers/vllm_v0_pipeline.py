@@ -140,21 +140,21 @@ class VllmV0Pipeline(ReplicaScheduler):
         """Each engine without a batch in flight takes one step."""
         batches = []
         for k, engine in enumerate(self.engines):
-            if engine.num_running_batches:
+            if engine._num_running_batches:
                 continue
             batch = engine._next_batch()
             if batch is None:
                 continue
-            engine.num_running_batches += 1
+            engine._num_running_batches += 1
             batch.id, self.num_batches = self.num_batches, self.num_batches + 1
             self._engine_of_batch[batch.id] = k
             self._in_flight[k] = len(batch.requests)
             batches.append(batch)
-        self.num_running_batches += len(batches)
+        self._num_running_batches += len(batches)
         return batches
 
     def on_batch_end(self, batch: Batch) -> None:
-        self.num_running_batches -= 1
+        self._num_running_batches -= 1
         k = self._engine_of_batch.pop(batch.id)
         self._in_flight[k] = 0
         self.engines[k].on_batch_end(batch)
