@@ -16,9 +16,8 @@ from pydantic import BaseModel
 
 from explorer.state import get_path, scenario
 from explorer.widgets import scenario_field
-from sim_core.config import SchedulerConfig, SimulationConfig
-from sim_core.config.applicability import applies
-from sim_core.config.policies import policy_config, section_fields
+from sim_core.config import SimulationConfig
+from sim_core.config.choices import choices_of, section_fields
 from sim_core.schedulers import scheduler_label
 
 OPTION_LABELS = {"scheduler.type": scheduler_label}   # choices shown with what they mirror
@@ -35,7 +34,8 @@ def _shown(value):
 
 
 def field_info(path: str):
-    """The pydantic FieldInfo of a dotted scenario path (a scheduler knob: any policy's)."""
+    """The pydantic FieldInfo of a dotted scenario path (a knob of a section with choices: any
+    choice's; its discriminator: one field offering every choice)."""
     model, info = SimulationConfig, None
     for part in path.split("."):
         info = section_fields(model)[part]
@@ -127,14 +127,14 @@ def bound(path: str, place: str = "form", label: str | None = None, options: lis
 
 
 def section(prefix: str, names: list[str] | None = None, place: str = "form", columns: int = 3) -> None:
-    """Bound widgets for the scalar fields of one config section that apply to its current
-    discriminator (the scheduler section: the knobs of its current policy's config model)."""
+    """Bound widgets for the scalar fields of one config section (`names`, default: all); for a
+    section with choices, those of its current choice's model (e.g. the current policy's knobs)."""
     model = _model_of(field_info(prefix).annotation)
-    values = get_path(scenario(), prefix, {}) or {}
-    if model is SchedulerConfig:
-        model = policy_config(values.get("type"))
+    choices = choices_of(model)
+    if choices is not None:
+        model = choices.member((get_path(scenario(), prefix, {}) or {}).get(choices.key))
     names = names or [n for n, f in model.model_fields.items() if _model_of(f.annotation) is None]
-    shown = [n for n in names if n in model.model_fields and applies(prefix, n, values)]
+    shown = [n for n in names if n in model.model_fields]
     slots = st.columns(columns)
     for i, name in enumerate(shown):
         with slots[i % columns]:

@@ -25,7 +25,7 @@ from explorer.safe_text import plain
 from explorer.server import confine, public_text, run_slots, session_alive, settings
 from sim_core import SimCoreError, parse_config, run_simulation
 from sim_core.config import SimulationConfig
-from sim_core.config.policies import policy_switch
+from sim_core.config.choices import switch_changes
 from sim_core.engine.budget import check_budget
 from sim_core.results.result import SimulationResult
 from sim_core.scenarios.defaults import DEFAULT_SCENARIO
@@ -98,10 +98,9 @@ def set_field(path: str, value) -> bool:
 
 def implied_changes(path: str, value, base: dict | None = None) -> dict:
     """Fields that must change with this one for the scenario (`base`, default: the current
-    one) to stay valid; None removes a key (a knob the new policy does not read)."""
-    if path == "scheduler.type":
-        return policy_switch(scenario() if base is None else base, value)
-    return {}
+    one) to stay valid; None removes a key (a knob the new choice of a section, e.g. the new
+    policy, does not read)."""
+    return switch_changes(scenario() if base is None else base, path, value)
 
 
 def show_error() -> None:

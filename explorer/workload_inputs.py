@@ -6,12 +6,15 @@ from __future__ import annotations
 import streamlit as st
 
 from explorer.widgets import page_value
-from sim_core.config import ArrivalConfig, LengthConfig, SessionConfig, WorkloadConfig
+from sim_core.config import SessionConfig, WorkloadConfig
+from sim_core.config.arrival import ARRIVALS
 from sim_core.config.generators import SharedPrefixConfig
+from sim_core.config.lengths import LENGTHS
 
 PROCESSES = ["poisson", "gamma", "static", "bursty", "diurnal"]
 DISTRIBUTIONS = ["uniform", "fixed", "zipf", "lognormal"]
-WL, AR, LN, SE = (c.model_fields for c in (WorkloadConfig, ArrivalConfig, LengthConfig, SessionConfig))
+WL, SE = WorkloadConfig.model_fields, SessionConfig.model_fields
+AR, LN = ARRIVALS.fields(), LENGTHS.fields()     # every choice's knobs
 SP = SharedPrefixConfig.model_fields
 PAGE = "wl"
 
@@ -33,10 +36,8 @@ def generator_spec(trace: str | None) -> dict:
         prompt = lengths("Prompt", 64, 1024, "prompt", trace)
     with right:
         output = lengths("Output", 16, 512, "output", trace)
-    spec = {"num_requests": int(count), "arrival": {"process": process, "qps": qps, "cv": cv},
-            "prompt_tokens": prompt, "output_tokens": output}
-    if process == "replay":
-        spec["arrival"]["trace_file"] = trace
+    arrival = ARRIVALS.switched({"qps": qps, "cv": cv, "trace_file": trace}, process)   # the knobs it reads
+    spec = {"num_requests": int(count), "arrival": arrival, "prompt_tokens": prompt, "output_tokens": output}
     if st.toggle("Multi-turn sessions", help=SE["enabled"].description, **page_value(PAGE, "sessions", False)):
         cols = st.columns(3)
         turns = cols[0].slider("Turns", 1, 20, help=SE["max_turns"].description, **page_value(PAGE, "turns", (1, 6)))
@@ -67,4 +68,4 @@ def lengths(label: str, low: int, high: int, key: str, trace: str | None) -> dic
                           **page_value(PAGE, f"{key}_range", (low, high)))
     typical = st.number_input(f"{label}: fixed value / lognormal mean", 1, 16384, help=LN["mean"].description,
                               **page_value(PAGE, f"{key}_typical", 256))
-    return {"distribution": kind, "min": low, "max": high, "value": typical, "mean": float(typical)}
+    return LENGTHS.switched({"min": low, "max": high, "value": typical, "mean": float(typical)}, kind)

@@ -8,6 +8,7 @@ from explorer.safe_text import plain
 from explorer.state import scenario, show_failure, web_config
 from explorer.uploads import read_uploaded_profile
 from sim_core import SimCoreError
+from sim_core.config.predictor import as_roofline
 from sim_core.predictor import build_predictor
 from sim_core.predictor.accuracy import (
     learned_accuracy,
@@ -29,8 +30,8 @@ through_app()
 st.title("Execution-time predictor")
 try:
     config = web_config(scenario())
-    predictors = {"roofline": build_predictor(config.model_copy(update={"predictor": config.predictor.model_copy(
-        update={"type": "roofline"})}))}
+    roofline_config = as_roofline(config.predictor)   # the roofline under the scenario's settings
+    predictors = {"roofline": build_predictor(config.model_copy(update={"predictor": roofline_config}))}
     if config.predictor.type == "learned":
         predictors["learned"] = build_predictor(config)
 except SimCoreError as error:
@@ -67,12 +68,12 @@ model, device = config.model_spec(), config.device_spec()
 operator = st.selectbox("Operator", list(profiles.operators), key="pr_operator")
 degrees = sorted(int(t) for t in profiles.operators[operator]["tp"].unique())
 tp = st.selectbox("TP degree of the rows", degrees, key="pr_tp")
-x, measured, predicted = operator_comparison(profiles, operator, tp, model, device, config.predictor, estimator)
+x, measured, predicted = operator_comparison(profiles, operator, tp, model, device, roofline_config, estimator)
 st.plotly_chart(measured_vs_predicted(x, measured, predicted, operator), key="pr_measured")
 
 st.subheader("Accuracy report")
 learned = pooled(learned_accuracy(profiles, estimator), "mape")
-roofline = pooled(roofline_accuracy(profiles, model, device, config.predictor), "median")
+roofline = pooled(roofline_accuracy(profiles, model, device, roofline_config), "median")
 st.plotly_chart(error_bars({"learned: held-out MAPE": learned, "roofline: median error": roofline}), key="pr_errors")
 st.dataframe({"operator": list(learned), "learned MAPE %": list(learned.values()),
               "roofline median error %": [roofline.get(op) for op in learned]}, key="pr_table")

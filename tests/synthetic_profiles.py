@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from sim_core.catalog import DEVICES, MODELS
-from sim_core.config import PredictorConfig
+from sim_core.config.predictor import RooflinePredictorConfig
 from sim_core.predictor.roofline import RooflinePredictor
 from sim_core.profile.plan import decode_shapes, prefill_shapes, token_grid
 from sim_core.profile.writer import attention_row, mlp_row, profile_folder, write_rows
@@ -27,7 +27,7 @@ def make_profiles(root: Path, model_id: str = "llama-2-7b", device_id: str = "a1
     model, device = MODELS[model_id], DEVICES[device_id]
     mlp, attention = [], []
     for tp in tps:
-        roof = RooflinePredictor(model, device, tp, 1, PredictorConfig())
+        roof = RooflinePredictor(model, device, tp, 1, RooflinePredictorConfig())
         for i, t in enumerate(token_grid(max_tokens)):
             kernels = roof.kernel_times(np.array([float(t)]))
             kernels["emb"] = roof.stage_token_ops(np.array([float(t)]), 0)["emb"]
@@ -53,7 +53,7 @@ def make_profiles(root: Path, model_id: str = "llama-2-7b", device_id: str = "a1
 
 
 def _network(root: Path, device) -> None:
-    roof = RooflinePredictor(MODELS["llama-2-7b"], device, 2, 1, PredictorConfig())
+    roof = RooflinePredictor(MODELS["llama-2-7b"], device, 2, 1, RooflinePredictorConfig())
     sizes = [2 ** k for k in range(11, 27)]
     rows = [{"time_stats.all_reduce.median": roof.roofs.all_reduce(s, 2) * 1e3 * FACTOR, "rank": 0,
              "num_workers": 2, "size": s, "collective": "all_reduce", "devices_per_node": 2} for s in sizes]

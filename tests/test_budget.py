@@ -36,9 +36,12 @@ LINEAR = {"type": "linear", "base_s": 0.005, "per_token_s": 0.0001}
 
 
 def merged(base: dict, changes: dict) -> dict:
+    """`base` with `changes` merged in; a length section that names its distribution replaces the
+    base's (the knobs of another distribution are not read, so a scenario may not hold them)."""
     out = dict(base)
     for key, value in changes.items():
-        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        deeper = isinstance(value, dict) and isinstance(out.get(key), dict) and "distribution" not in value
+        out[key] = merged(out[key], value) if deeper else value
     return out
 
 

@@ -82,6 +82,17 @@ def test_describe_changes_names_the_leaves_that_differ():
     assert describe_changes(BASE, BASE) == "unchanged"
 
 
+def test_describe_changes_leaves_out_the_defaults_a_new_choice_brings():
+    """A switch to gamma brings its cv at its default (follows from the process, not listed);
+    a cv off its default is a change."""
+    base = parse_config(BASE).model_dump(mode="json")
+    gamma = parse_config({**BASE, "workload": {**BASE["workload"], "arrival": {"process": "gamma", "qps": 20.0}}})
+    assert describe_changes(base, gamma.model_dump(mode="json")) == "process=gamma"
+    edited = copy.deepcopy(base)
+    edited["workload"]["arrival"].update(process="gamma", cv=3.0)
+    assert describe_changes(base, edited) == "cv=3.0, process=gamma"
+
+
 def test_diverging_requests_puts_partly_finished_then_largest_spreads_first():
     a = pd.DataFrame({"request_id": [0, 1, 2, 3], "ttft": [1.0, 2.0, 3.0, np.nan]})
     b = pd.DataFrame({"request_id": [0, 1, 2, 3], "ttft": [1.5, 2.0, 1.0, 0.5]})

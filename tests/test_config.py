@@ -6,7 +6,7 @@ import pytest
 
 from sim_core import ConfigError, load_config, parse_config
 from sim_core.config import SimulationConfig, config_to_yaml
-from sim_core.config.policies import section_fields
+from sim_core.config.choices import section_fields
 
 CONTRACT = """
 seed: 42

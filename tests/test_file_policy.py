@@ -10,8 +10,8 @@ import pytest
 from pydantic import BaseModel
 
 from sim_core.config import SimulationConfig
+from sim_core.config.choices import section_fields
 from sim_core.config.file_policy import PATH_FIELDS, confine_paths
-from sim_core.config.policies import section_fields
 from sim_core.errors import ConfigError
 
 TRACE_REFUSAL = ("link: workload.trace_file: only uploaded traces and the shipped sample traces can be used "

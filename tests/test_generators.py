@@ -6,20 +6,29 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import TypeAdapter
 
 from sim_core import ConfigError, parse_config
 from sim_core.config import ArrivalConfig, LengthConfig
+from sim_core.config.choices import section_fields
+from sim_core.config.workload import ArrivalSection, LengthSection
 from sim_core.workload import build_workload
 from sim_core.workload.arrivals import generate_arrivals, mean_rate
 from sim_core.workload.lengths import generate_lengths
 
 
+def arrival_config(**spec):
+    """The arrival section's model for `process` (as the scenario validates it)."""
+    return TypeAdapter(ArrivalSection).validate_python(spec)
+
+
 def arrivals(n=20000, seed=1, **spec):
-    return generate_arrivals(ArrivalConfig(**spec), n, np.random.default_rng(seed))
+    return generate_arrivals(arrival_config(**spec), n, np.random.default_rng(seed))
 
 
 def lengths(n=20000, seed=1, observed=None, **spec):
-    return generate_lengths(LengthConfig(**spec), n, np.random.default_rng(seed), observed)
+    config = TypeAdapter(LengthSection).validate_python(spec)
+    return generate_lengths(config, n, np.random.default_rng(seed), observed)
 
 
 def test_gamma_gaps_have_the_asked_mean_and_coefficient_of_variation():
@@ -32,8 +41,8 @@ def test_bursty_arrivals_fall_only_in_bursts_at_the_burst_rate():
     times = arrivals(process="bursty", qps=10.0, on_s=2.0, off_s=3.0)
     assert times[0] == 0.0
     assert np.all(np.mod(times, 5.0) < 2.0)                        # nothing in the lulls
-    assert len(times) / times[-1] == pytest.approx(mean_rate(ArrivalConfig(process="bursty", qps=10.0, on_s=2.0,
-                                                                           off_s=3.0)), rel=0.03)   # 4 req/s
+    assert len(times) / times[-1] == pytest.approx(mean_rate(arrival_config(process="bursty", qps=10.0, on_s=2.0,
+                                                                            off_s=3.0)), rel=0.03)   # 4 req/s
 
 
 def test_diurnal_arrivals_follow_the_rate_curve():
@@ -41,7 +50,7 @@ def test_diurnal_arrivals_follow_the_rate_curve():
     fall in the first half."""
     times = arrivals(process="diurnal", period_s=100.0, rate_curve=[1.0, 1.0, 3.0, 3.0, 3.0, 1.0])
     first_half = np.mod(times, 100.0) < 50.0
-    curve = ArrivalConfig(process="diurnal", period_s=100.0, rate_curve=[1.0, 1.0, 3.0, 3.0, 3.0, 1.0])
+    curve = arrival_config(process="diurnal", period_s=100.0, rate_curve=[1.0, 1.0, 3.0, 3.0, 3.0, 1.0])
     rates = np.interp(np.linspace(0, 6, 601), np.arange(7), curve.rate_curve + [1.0])
     expected = rates[:301].mean() / rates.mean() / 2
     assert first_half.mean() == pytest.approx(expected, abs=0.02)
@@ -67,8 +76,9 @@ def test_empirical_resamples_only_observed_lengths_in_proportion():
        st.sampled_from(["fixed", "uniform", "zipf", "lognormal"]), st.integers(0, 2**32 - 1))
 def test_every_generator_reproduces_from_its_seed_and_keeps_its_invariants(process, distribution, seed):
     """Same seed, same workload; times start at 0 and never decrease; lengths stay >= 1."""
+    bounds = {"min": 4, "max": 900} if distribution != "fixed" else {}     # fixed reads only its value
     spec = {"seed": seed, "workload": {"num_requests": 300, "arrival": {"process": process},
-                                       "prompt_tokens": {"distribution": distribution, "min": 4, "max": 900}}}
+                                       "prompt_tokens": {"distribution": distribution, **bounds}}}
     one, two = (build_workload(parse_config(spec)) for _ in range(2))
     assert np.array_equal(one.arrived_at, two.arrived_at)
     assert np.array_equal(one.num_prefill_tokens, two.num_prefill_tokens)
@@ -123,8 +133,8 @@ def test_every_workload_knob_has_a_description_for_the_ui():
     """The app shows Field descriptions as help text; none may be missing."""
     from sim_core.config import SessionConfig, WorkloadConfig
 
-    for model in (WorkloadConfig, ArrivalConfig, LengthConfig, SessionConfig):
-        missing = [name for name, field in model.model_fields.items() if not field.description]
+    for model in (WorkloadConfig, ArrivalConfig, LengthConfig, SessionConfig):   # every choice's knobs
+        missing = [name for name, field in section_fields(model).items() if not field.description]
         assert missing == [], model.__name__
 
 

@@ -6,7 +6,7 @@ from synthetic_profiles import FACTOR, make_profiles
 
 from sim_core import ConfigError, parse_config, run_simulation
 from sim_core.catalog import DEVICES, MODELS
-from sim_core.config import PredictorConfig
+from sim_core.config.predictor import RooflinePredictorConfig
 from sim_core.predictor import BatchShape, build_predictor
 from sim_core.predictor.accuracy import learned_accuracy, pooled, roofline_accuracy
 from sim_core.predictor.calibration import calibrate
@@ -31,7 +31,7 @@ def test_learned_gemms_match_held_out_rows_within_5_percent(profiles_dir):
 
 def test_roofline_error_against_a_profile_slower_by_a_quarter_is_twenty_percent(profiles_dir):
     results = roofline_accuracy(load_profile_set(profiles_dir, "llama-2-7b", "a100-80gb"), MODELS["llama-2-7b"],
-                                DEVICES["a100-80gb"], PredictorConfig())
+                                DEVICES["a100-80gb"], RooflinePredictorConfig())
     assert pooled(results, "median")["mlp_up_proj"] == pytest.approx(100 * (1 - 1 / FACTOR), abs=0.1)
 
 

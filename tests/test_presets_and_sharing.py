@@ -1,13 +1,12 @@
-"""Presets show the behaviour they teach; knob applicability matches the descriptions; the
-URL token round-trips; the memory bar adds up."""
+"""Presets show the behaviour they teach; the URL token round-trips and old links (every
+choice's knobs at their defaults) still open; the memory bar adds up."""
 
+import copy
 import re
 
 import pytest
 
 from sim_core import ConfigError, parse_config, run_simulation
-from sim_core.config import SimulationConfig
-from sim_core.config.applicability import APPLIES, applies
 from sim_core.config.share import decode_scenario, encode_scenario
 from sim_core.memory import plan_memory
 from sim_core.memory.breakdown import memory_breakdown
@@ -63,32 +62,46 @@ def test_a_scenario_survives_the_url_token_and_a_damaged_token_is_refused():
         decode_scenario(encode_scenario([1, 2]))
 
 
-def _section_model(path: str):
-    model = SimulationConfig
-    for part in path.split("."):
-        model = model.model_fields[part].annotation
-    return model
+# The sections with choices as a link made before they held only their choice's knobs spelled
+# them: every choice's knobs (what the flat section models dumped), those of the choices not taken
+# at their defaults.
+OLD_LINK_SECTIONS = {
+    "predictor": {"type": "linear", "base_s": 0.005, "per_token_s": 0.0001, "compute_efficiency": None,
+                  "memory_efficiency": None, "link_efficiency": 0.7, "cpu_schedule_s": 0.0005,
+                  "cpu_schedule_per_request_s": 5e-06, "cpu_prepare_inputs_s": 0.0015,
+                  "cpu_prepare_inputs_per_request_s": 5e-06, "cpu_sample_s": 0.001, "cpu_sample_per_request_s": 5e-06,
+                  "cpu_process_outputs_s": 0.001, "cpu_process_outputs_per_request_s": 5e-06, "profiles_dir": None,
+                  "estimator": "random_forest", "cache_dir": None},
+    "memory": {"planner": "vidur", "margin_fraction": 0.1, "framework_reserve_gib": 1.0},
+    "arrival": {"process": "poisson", "qps": 5.0, "cv": 1.0, "on_s": 10.0, "off_s": 20.0, "off_qps": 0.0,
+                "period_s": 86400.0, "amplitude": 0.5, "rate_curve": [], "trace_file": None, "trace_format": "auto"},
+    "prompt_tokens": {"distribution": "fixed", "value": 256, "min": 16, "max": 1024, "theta": 1.1, "mean": 256.0,
+                      "sigma": 1.0, "trace_file": None, "trace_format": "auto"},
+}
 
 
-@pytest.mark.parametrize("section", sorted(APPLIES))
-def test_the_applicability_table_matches_the_field_descriptions(section):
-    """A description that starts with "a/b: ..." (values of the discriminator) must be listed
-    for exactly a and b; a knob read by every value must not start that way."""
-    discriminator, table = APPLIES[section]
-    model = _section_model(section)
-    values = set(model.model_fields[discriminator].annotation.__args__)
-    for name, field in model.model_fields.items():
-        top_level = re.sub(r"\([^)]*\)", "", field.description or "")     # asides in parentheses do not count
-        prefixes = re.findall(r"(?:^|; )([a-z0-9_/]+):", top_level)
-        named = {v for p in prefixes for v in p.split("/") if v in values}
-        if name != discriminator:
-            assert named == set(table.get(name, ())), f"{section}.{name}"
+def _old_link_scenario() -> dict:
+    old = copy.deepcopy(DEFAULT_SCENARIO)
+    old["predictor"], old["memory"] = OLD_LINK_SECTIONS["predictor"], OLD_LINK_SECTIONS["memory"]
+    old["workload"]["arrival"], old["workload"]["prompt_tokens"] = (OLD_LINK_SECTIONS["arrival"],
+                                                                    OLD_LINK_SECTIONS["prompt_tokens"])
+    return old
 
 
-def test_applies_hides_knobs_of_other_choices():
-    assert applies("workload.arrival", "cv", {"process": "gamma"})
-    assert not applies("workload.arrival", "cv", {})            # poisson is the default
-    assert applies("cluster", "num_replicas", {})
+def test_an_old_link_with_the_knobs_of_other_choices_at_their_defaults_opens_as_its_choices():
+    """Each section keeps its choice's knobs; a knob of another choice that was edited (the old
+    app hid it but kept it) is refused naming the choices that read it."""
+    config = parse_config(decode_scenario(encode_scenario(_old_link_scenario())))
+    assert config.predictor.model_dump() == {"type": "linear", "base_s": 0.005, "per_token_s": 0.0001}
+    assert config.memory.model_dump() == {"planner": "vidur", "margin_fraction": 0.1}
+    assert config.workload.arrival.model_dump() == {"process": "poisson", "qps": 5.0}
+    assert config.workload.prompt_tokens.model_dump() == {"distribution": "fixed", "value": 256}
+    edited = _old_link_scenario()
+    edited["workload"]["prompt_tokens"]["min"] = 64
+    with pytest.raises(ConfigError) as error:
+        parse_config(decode_scenario(encode_scenario(edited)))
+    assert str(error.value) == ("scenario: workload.prompt_tokens.min: got 64; fixed does not read it (read by: "
+                                "uniform, zipf, lognormal)")
 
 
 def test_the_memory_bars_add_up_to_the_device_on_every_stage_and_the_facts_agree():

@@ -106,3 +106,20 @@ def test_list_knobs_take_comma_separated_numbers_and_refuse_anything_else():
     assert unescaped(app.error[0].value).endswith("workload.arrival.rate_curve: expected numbers separated by commas")
     assert app.session_state["scenario"]["workload"]["arrival"]["rate_curve"] == [1.0, 2.0, 4.0]
     assert app.text_input(key="w:form:workload.arrival.rate_curve").value == "1, 2, 4"
+
+
+def test_every_section_with_choices_shows_its_choices_knobs_and_a_switch_drops_the_others():
+    """The cost model and the prompt lengths are forms of their current choice: from linear to
+    roofline the linear knobs leave the scenario and the page and the roofline's appear; from
+    uniform to fixed min and max leave and the fixed value appears (its default, 256)."""
+    app = open_app("pages/scenario.py")
+    assert has_widget(app, "number_input", "w:form:predictor.base_s")
+    assert not has_widget(app, "number_input", "w:form:predictor.link_efficiency")
+    app.selectbox(key="w:form:predictor.type").set_value("roofline").run()
+    assert not app.exception and app.session_state["scenario"]["predictor"] == {"type": "roofline"}
+    assert not has_widget(app, "number_input", "w:form:predictor.base_s")
+    assert app.number_input(key="w:form:predictor.link_efficiency").value == 0.7
+    app.selectbox(key="w:form:workload.prompt_tokens.distribution").set_value("fixed").run()
+    assert app.session_state["scenario"]["workload"]["prompt_tokens"] == {"distribution": "fixed"}
+    assert not has_widget(app, "number_input", "w:form:workload.prompt_tokens.min")
+    assert app.number_input(key="w:form:workload.prompt_tokens.value").value == 256

@@ -333,7 +333,7 @@ def test_whole_numbers_cross_between_int_and_float_fields():
 def test_ten_thousand_bad_values_are_one_short_line():
     """A list of NaNs gives ten problems and a count, not ten thousand."""
     with pytest.raises(ConfigError) as error:
-        parse_config({"workload": {"arrival": {"rate_curve": [float("nan")] * 10_000}}})
+        parse_config({"workload": {"arrival": {"process": "diurnal", "rate_curve": [float("nan")] * 10_000}}})
     assert str(error.value).endswith("; and 9990 more problem(s)")
     assert str(error.value).count("Input should be a finite number") == 10
 

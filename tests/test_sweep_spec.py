@@ -88,6 +88,27 @@ def test_a_varied_knob_that_a_points_policy_does_not_read_skips_the_point():
         "s.yaml: vary.scheduler.chunk_size[0]: scheduler.chunk_size: got 0; allowed range 1 .. 10000000")
 
 
+def test_every_section_with_choices_is_varied_like_the_scheduler():
+    """The arrival process varied: the bursty point keeps the base's rate, drops its cv and takes
+    bursty's own defaults; varied with a cv, the gamma point runs it and the bursty one is skipped; a bad
+    cv is refused as gamma sees it even though the base's process (poisson) does not read it."""
+    base = {**BASE, "workload": {"arrival": {"process": "gamma", "qps": 4.0, "cv": 2.0}}}
+    sweep, scenario = spec(base=base, vary={"workload.arrival.process": ["gamma", "bursty"]})
+    points = build_grid(sweep, scenario).points
+    assert [p.scenario["workload"]["arrival"] for p in points] == [
+        {"process": "gamma", "qps": 4.0, "cv": 2.0},
+        {"process": "bursty", "qps": 4.0, "on_s": 10.0, "off_s": 20.0, "off_qps": 0.0}]
+    sweep, scenario = spec(base=base, vary={"workload.arrival.cv": [3.0], "workload.arrival.process": ["gamma",
+                                                                                                       "bursty"]})
+    grid = build_grid(sweep, scenario)
+    assert [p.scenario["workload"]["arrival"] for p in grid.points] == [{"process": "gamma", "qps": 4.0, "cv": 3.0}]
+    assert grid.skipped == [({"workload.arrival.cv": 3.0, "workload.arrival.process": "bursty"},
+                             "point workload.arrival.cv=3.0, workload.arrival.process=bursty: workload.arrival.cv: "
+                             "got 3.0; bursty does not read it (read by: gamma)")]
+    assert error_of(vary={"workload.arrival.cv": [0]}) == (
+        "s.yaml: vary.workload.arrival.cv[0]: workload.arrival.cv: got 0; allowed range 0.0 (exclusive) .. 100.0")
+
+
 def test_a_grid_without_a_valid_point_is_an_error():
     sweep, base = spec(vary={"cluster.tensor_parallel_size": [3]})
     with pytest.raises(ConfigError, match="none of the 1 combination"):

@@ -82,3 +82,18 @@ def test_new_content_under_the_same_name_gets_a_new_path():
     assert report(app)["prompt tokens"] == "20 .. 20 (mean 20)"
     app.button(key="wl_use").click().run()
     assert app.session_state["scenario"]["workload"]["trace_file"] != first
+
+
+def test_the_generator_hands_over_only_the_knobs_of_the_chosen_process_and_distributions():
+    """Poisson takes the rate but not the gamma CV widget's value; fixed prompts take the typical
+    value, not the range; gamma takes its CV."""
+    app = page()
+    app.selectbox(key="wl_prompt_dist").set_value("fixed").run()
+    app.button(key="wl_use").click().run()
+    workload = app.session_state["scenario"]["workload"]
+    assert workload["arrival"] == {"process": "poisson", "qps": 4.0}
+    assert workload["prompt_tokens"] == {"distribution": "fixed", "value": 256}
+    assert workload["output_tokens"] == {"distribution": "uniform", "min": 16, "max": 512}
+    app.selectbox(key="wl_process").set_value("gamma").run()
+    app.button(key="wl_use").click().run()
+    assert app.session_state["scenario"]["workload"]["arrival"] == {"process": "gamma", "qps": 4.0, "cv": 2.0}

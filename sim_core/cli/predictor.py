@@ -57,7 +57,7 @@ def _profile_sets(args: argparse.Namespace) -> list[ProfileSet]:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from sim_core.config import PredictorConfig
+    from sim_core.config.predictor import LearnedPredictorConfig
     from sim_core.predictor.learned_tables import cached_tables
 
     for profiles in _profile_sets(args):
@@ -67,7 +67,7 @@ def _fit(args: argparse.Namespace) -> int:
             tables = cached_tables(profiles, tp, args.estimator, args.cache_dir)
             print(f"{profiles.model} on {profiles.device}, TP={tp}: {len(tables.operators)} operators "
                   f"({', '.join(tables.operators)}) in {time.perf_counter() - started:.2f} s")
-    PredictorConfig(type="learned", profiles_dir=args.profiles, cache_dir=args.cache_dir)  # the options are valid
+    LearnedPredictorConfig(profiles_dir=args.profiles, cache_dir=args.cache_dir)  # the options are valid
     print(f"cached under {args.cache_dir}; use predictor: {{type: learned, profiles_dir: {args.profiles}, "
           f"estimator: {args.estimator}, cache_dir: {args.cache_dir}}}")
     return _report(argparse.Namespace(**{**vars(args), "json": False}))
@@ -99,11 +99,11 @@ def _pair(args: argparse.Namespace) -> tuple[ProfileSet, ModelSpec, DeviceSpec]:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from sim_core.config import PredictorConfig
+    from sim_core.config.predictor import RooflinePredictorConfig
     from sim_core.predictor.accuracy import roofline_accuracy
 
     profiles, model, device = _pair(args)
-    results = roofline_accuracy(profiles, model, device, PredictorConfig())
+    results = roofline_accuracy(profiles, model, device, RooflinePredictorConfig())
     return _print_results(results, "median", "median %", args.json, f"roofline vs measured, {args.model} on "
                           f"{args.device}, median absolute percentage error per operator:")
 

@@ -15,9 +15,8 @@ import typing
 import numpy as np
 from pydantic import BaseModel
 
+from sim_core.config.choices import choices_of, section_fields
 from sim_core.config.errors import allowed_range
-from sim_core.config.policies import policy_config, section_fields
-from sim_core.config.scheduler import SchedulerConfig
 from sim_core.errors import shown
 
 NOT_NUMBERS = (bool, np.bool_, str, bytes)
@@ -54,9 +53,10 @@ def _first_problem(kind: Kind, value: object, loc: tuple) -> tuple[tuple, object
             value.items() if kind[0] == "dict" and isinstance(value, dict) else ()
         return next(filter(None, (_first_problem(kind[1], item, (*loc, key)) for key, item in items)), None)
     if isinstance(kind, type) and issubclass(kind, BaseModel) and isinstance(value, dict):
-        # the scheduler section: its policy's knobs, and another policy's knobs as that one declares them
-        policy = policy_config(value.get("type")) if kind is SchedulerConfig else None
-        fields = {**section_fields(kind), **(policy.model_fields if policy is not None else {})}
+        # a section with choices: its choice's knobs, and another choice's knobs as that one declares them
+        choices = choices_of(kind)
+        member = choices.member(value.get(choices.key)) if choices is not None else None
+        fields = {**section_fields(kind), **(member.model_fields if member is not None else {})}
         return next(filter(None, (_first_problem(_kind(fields[key].annotation), item, (*loc, key))
                                   for key, item in value.items() if key in fields)), None)
     return None

@@ -9,8 +9,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
-from sim_core.config.policies import knob_readers, policy_config, policy_names, section_fields
-from sim_core.config.scheduler import SchedulerConfig
+from sim_core.config.choices import choices_of, section_fields
 from sim_core.errors import MAX_SHOWN, clipped, shown
 
 MAX_PROBLEMS = 10   # a list of 10,000 NaNs is one line, not 10,000 problems
@@ -27,8 +26,9 @@ def describe_validation_error(exc: ValidationError, root: type[BaseModel]) -> st
 
 
 def _describe_one(err: ErrorDetails, root: type[BaseModel]) -> str:
-    if err["type"] == "union_tag_invalid":     # the scheduler section names no registered policy
-        err = {**err, "loc": (*err["loc"], "type"), "type": "literal_error", "input": _tag_of(err.get("input"))}
+    if err["type"] == "union_tag_invalid":     # a section with choices names none of them
+        key = _choices_key(root, err["loc"])
+        err = {**err, "loc": (*err["loc"], key), "type": "literal_error", "input": _tag_of(err.get("input"), key)}
     loc = ".".join(clipped(str(part), 60) for part in error_location(root, err))
     message = clipped(err["msg"].removeprefix("Value error, "), 2 * MAX_SHOWN)
     if err["type"] == "value_error" and not loc:
@@ -38,7 +38,7 @@ def _describe_one(err: ErrorDetails, root: type[BaseModel]) -> str:
     if allowed:
         parts.append(f"allowed {allowed}")
     if err["type"] == "extra_forbidden":
-        foreign = _knob_of_another_policy(err, root)
+        foreign = _knob_of_another_choice(err, root)
         if foreign:
             return foreign
         parts = [f"{loc}: unknown key"]
@@ -55,18 +55,24 @@ def _short(value: object) -> str:
     return shown(value, 60)
 
 
-def _tag_of(section: object) -> object:
-    return section.get("type") if isinstance(section, dict) else section
+def _tag_of(section: object, key: str) -> object:
+    return section.get(key) if isinstance(section, dict) else section
+
+
+def _choices_key(root: type[BaseModel], loc: tuple) -> str:
+    choices = choices_of(_walk(root, loc)[1])
+    return choices.key if choices is not None else "type"
 
 
 def _walk(root: type[BaseModel], loc: tuple) -> tuple[FieldInfo | None, type[BaseModel] | None]:
-    """(field at `loc`, its section model) walking `root`; in the scheduler section a loc part
-    that names a policy (pydantic's union tag) selects that policy's model."""
+    """(field at `loc`, its section model) walking `root`; in a section with choices a loc part
+    that names a choice (pydantic's union tag) selects that choice's model."""
     model: type[BaseModel] | None = root
     field = None
     for part in loc:
-        if model is SchedulerConfig and part in policy_names():
-            model = policy_config(part)
+        choices = choices_of(model)
+        if choices is not None and part in choices.members():
+            model = choices.members()[part]
             continue
         fields = section_fields(model) if isinstance(model, type) and issubclass(model, BaseModel) else {}
         if part not in fields:
@@ -81,30 +87,37 @@ def _field_at(root: type[BaseModel], loc: tuple) -> FieldInfo | None:
 
 
 def error_location(root: type[BaseModel], err: ErrorDetails) -> tuple:
-    """The field an error is about, as the scenario spells it: without the union tag (a policy
-    name) pydantic inserts after `scheduler`; an unknown policy is an error of `scheduler.type`."""
+    """The field an error is about, as the scenario spells it: without the union tag (a choice,
+    such as a policy name) pydantic inserts after a section with choices; an unknown choice is
+    an error of the section's discriminator (`scheduler.type`)."""
     loc = err["loc"]
     if err["type"] == "union_tag_invalid":
-        loc = (*loc, "type")
-    return tuple(part for index, part in enumerate(loc)
-                 if not (part in policy_names() and _walk(root, loc[:index])[1] is SchedulerConfig))
+        loc = (*loc, _choices_key(root, loc))
+    return tuple(part for index, part in enumerate(loc) if not _is_tag(root, loc[:index], part))
 
 
-def _knob_of_another_policy(err: ErrorDetails, root: type[BaseModel]) -> str:
-    """For a knob of another scheduler policy: the value's own problem when it has one (as that
-    policy sees it), else which policy does not read it and which do; '' for any other key."""
+def _is_tag(root: type[BaseModel], before: tuple, part: object) -> bool:
+    choices = choices_of(_walk(root, before)[1])
+    return choices is not None and part in choices.members()
+
+
+def _knob_of_another_choice(err: ErrorDetails, root: type[BaseModel]) -> str:
+    """For a knob of another choice of its section: the value's own problem when it has one (as
+    that choice sees it), else which choice does not read it and which do; '' for any other key."""
     loc = err["loc"]
-    if len(loc) < 3 or loc[-2] not in policy_names() or _walk(root, loc[:-2])[1] is not SchedulerConfig:
+    choices = choices_of(_walk(root, loc[:-2])[1]) if len(loc) >= 3 else None
+    if choices is None or loc[-2] not in choices.members():
         return ""
-    knob, readers = str(loc[-1]), knob_readers(str(loc[-1]))
-    reader = policy_config(readers[0]) if readers else None
-    if reader is None:
+    knob = str(loc[-1])
+    readers = choices.readers(knob)
+    if not readers:
         return ""
     try:
-        reader.model_validate({knob: err.get("input")})
+        choices.members()[readers[0]].model_validate({knob: err.get("input")})
     except ValidationError as exc:
-        own = exc.errors(include_url=False, include_context=False)[0]
-        return _describe_one({**own, "loc": (*loc[:-2], readers[0], *own["loc"])}, root)
+        own = [e for e in exc.errors(include_url=False, include_context=False) if e["loc"][:1] == (knob,)]
+        if own:   # (not the member's rules between knobs: the others are absent here)
+            return _describe_one({**own[0], "loc": (*loc[:-2], readers[0], *own[0]["loc"])}, root)
     shown_loc = ".".join(clipped(str(part), 60) for part in (*loc[:-2], knob))
     return f"{shown_loc}: got {_short(err.get('input'))}; {loc[-2]} does not read it (read by: {', '.join(readers)})"
 

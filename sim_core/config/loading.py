@@ -74,9 +74,10 @@ def parse_config(data: dict[str, Any], base_dir: str | Path | None = None,
 
 
 def _anchored(config: SimulationConfig, base_dir: Path) -> SimulationConfig:
-    """The scenario with its relative trace and profile paths resolved against `base_dir`."""
+    """The scenario with its relative trace and profile paths resolved against `base_dir` (in
+    the sections whose choice has them)."""
     def resolved(section: Any, name: str) -> Any:
-        path = getattr(section, name)
+        path = getattr(section, name, None)
         if not path or Path(path).is_absolute():
             return section
         return section.model_copy(update={name: str((base_dir / path).resolve())})

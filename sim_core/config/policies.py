@@ -2,20 +2,20 @@
 
 `sim_core.schedulers` calls `add_policies` with every policy's traits at import (its registry is
 the tuple `POLICIES` there); that makes the policy's config model a member of the union the scenario
-validates `scheduler` against, tagged by its `type` (absent: the first registered, vllm). Every
-`import sim_core...` runs `sim_core/__init__.py`, which imports the schedulers, so the union is
-complete before any scenario is validated.
+validates `scheduler` against, tagged by its `type` (absent: the first registered, vllm): the
+scheduler section is a section with choices (`choices.py`) whose choices are the registered
+policies. Every `import sim_core...` runs `sim_core/__init__.py`, which imports the schedulers, so
+the union is complete before any scenario is validated.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Discriminator, GetCoreSchemaHandler, Tag
-from pydantic.errors import PydanticUndefinedAnnotation
+from pydantic import BaseModel
 from pydantic.fields import FieldInfo
-from pydantic_core import CoreSchema
 
+from sim_core.config.choices import BY_CHOICE, Choices, add_choices
 from sim_core.config.scheduler import PolicyTraits, SchedulerConfig
 
 _REGISTERED: dict[str, PolicyTraits] = {}   # policy name -> traits, in registration order
@@ -61,24 +61,27 @@ def default_scheduler() -> SchedulerConfig:
     return _REGISTERED[default_policy()].config.model_validate({})
 
 
-class RegisteredPolicies:
-    """Marker on `SimulationConfig.scheduler`: validate as the registered policy its `type` names."""
+class RegisteredPolicies(Choices):
+    """The scheduler section's choices: the registered policies, tagged by `type` (absent: the
+    first registered); its discriminator's help lists what each policy is."""
 
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
-        if not _REGISTERED:   # the model stays incomplete until sim_core.schedulers registers
-            raise PydanticUndefinedAnnotation("scheduler", "no scheduler policy is registered yet")
-        members = tuple(Annotated[t.config, Tag(name)] for name, t in _REGISTERED.items())
-        return handler.generate_schema(Annotated[Union[members], Discriminator(_tag)])   # noqa: UP007
+    def members(self) -> dict[str, type[BaseModel]]:
+        return {name: traits.config for name, traits in _REGISTERED.items()}
+
+    def default(self) -> str:
+        return default_policy()
+
+    def key_field(self) -> FieldInfo:
+        choices: Any = Literal[policy_names()]   # a Literal built at run time
+        return FieldInfo(annotation=choices, default=default_policy(), description=_type_description())
+
+    def switch(self, scenario: dict, path: str, name: str) -> dict[str, object]:
+        return policy_switch(scenario, name)
 
 
-def _tag(value: Any) -> str:
-    if isinstance(value, dict):
-        return str(value.get("type", default_policy()))
-    return str(getattr(value, "type", default_policy()))
-
-
-SchedulerSection = Annotated[SchedulerConfig, RegisteredPolicies]
+SCHEDULER_CHOICES = RegisteredPolicies(SchedulerConfig, "type")
+add_choices(SCHEDULER_CHOICES)
+SchedulerSection = Annotated[SchedulerConfig, BY_CHOICE]
 
 
 # ---- knobs by policy (error messages, sweeps, the app's forms) --------------------------------
@@ -90,40 +93,10 @@ def policy_config(name: object) -> type[SchedulerConfig] | None:
     return traits.config if traits is not None else None
 
 
-def knob_default(knob: str) -> object:
-    """The default of a scheduler knob in the first policy that reads it (a unique object when
-    no registered policy does, so that it equals no value)."""
-    for traits in _REGISTERED.values():
-        info = traits.config.model_fields.get(knob)
-        if info is not None:
-            return info.get_default(call_default_factory=True)
-    return _NO_DEFAULT
-
-
-_NO_DEFAULT = object()
-
-
-def section_fields(model: type[BaseModel]) -> dict[str, FieldInfo]:
-    """The fields a section model accepts: for the scheduler section (the shared base), every
-    registered policy's knobs; else the model's own."""
-    return scheduler_fields() if model is SchedulerConfig else dict(model.model_fields)
-
-
-def knob_readers(knob: str) -> list[str]:
-    """The registered policies whose config model has `knob`, in registration order."""
-    return [name for name, traits in _REGISTERED.items() if knob in traits.config.model_fields]
-
-
 def scheduler_fields() -> dict[str, FieldInfo]:
     """Every knob of every registered policy, first declaration wins, in registration order;
     `type` is a choice of the registered names, its help lists what each one is."""
-    fields: dict[str, FieldInfo] = {}
-    for traits in _REGISTERED.values():
-        for name, info in traits.config.model_fields.items():
-            fields.setdefault(name, info)
-    choices: Any = Literal[policy_names()]   # a Literal built at run time
-    fields["type"] = FieldInfo(annotation=choices, default=default_policy(), description=_type_description())
-    return fields
+    return SCHEDULER_CHOICES.fields()
 
 
 def _type_description() -> str:
@@ -135,9 +108,7 @@ def _type_description() -> str:
 def for_policy(section: dict, name: str) -> dict:
     """A scheduler section (a dict) switched to policy `name`: the knobs `name` does not read
     are left out, the others (the shared ones included) keep their values."""
-    model = policy_config(name)
-    kept = {key: value for key, value in section.items() if model is None or key in model.model_fields}
-    return {**kept, "type": name}
+    return SCHEDULER_CHOICES.switched(section, name)
 
 
 def policy_switch(scenario: dict, name: str) -> dict[str, object]:

@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field
 
+from sim_core.config.choices import ChoiceBase
 from sim_core.config.sections import Strict
 
 if TYPE_CHECKING:
@@ -82,12 +83,7 @@ MaxNumBatchedTokens = Annotated[int | None, Field(None, ge=1, le=10_000_000, des
     "without chunked prefill ignores a prompt longer than min(this, max_model_len)."))]
 
 
-def _same(value: object, default: object) -> bool:
-    """`value` is `default` as a scenario spells it (2.0 for 2; never True for 1)."""
-    return value == default and isinstance(value, bool) == isinstance(default, bool)
-
-
-class SchedulerConfig(BaseModel):
+class SchedulerConfig(ChoiceBase):
     """The knobs every per-replica batching policy reads (names follow Vidur), and the hooks
     through which the simulator asks a policy's settings; each policy's model adds its own."""
 
@@ -103,19 +99,6 @@ class SchedulerConfig(BaseModel):
     num_blocks: int | None = Field(None, ge=1, le=1_000_000_000, description=(
         "KV-cache blocks per replica; when absent the memory planner derives it from the model, "
         "device and max_model_len."))
-
-    @model_validator(mode="before")
-    @classmethod
-    def _leave_out_others_defaults(cls, data: object) -> object:
-        """A knob of another policy at that policy's default is left out: full dumps (older
-        scenario files held every policy's knobs) and templates shared by several policies stay
-        valid. Any other value of it is an error naming the policies that read it."""
-        from sim_core.config.policies import knob_default  # the registry imports this module
-
-        if not isinstance(data, dict) or cls is SchedulerConfig:
-            return data
-        return {key: value for key, value in data.items()
-                if key in cls.model_fields or not _same(value, knob_default(key))}
 
     @property
     def traits(self) -> PolicyTraits:

@@ -8,16 +8,26 @@ from typing import Annotated
 from pydantic import BaseModel, Field, StringConstraints, model_validator
 
 from sim_core.catalog import DEVICES, MODELS, DeviceSpec, ModelSpec
+from sim_core.config.choices import BY_CHOICE
 from sim_core.config.coercion import refuse_coercion
 from sim_core.config.disaggregation import DisaggregationConfig
 from sim_core.config.limits import MIN_DEVICE_RATE, MIN_STAGE_S
+from sim_core.config.memory import AutoMemoryConfig, MemoryConfig
 from sim_core.config.policies import SchedulerSection, default_scheduler, policy_names, policy_traits
-from sim_core.config.sections import ClusterConfig, EngineConfig, MemoryConfig, PredictorConfig, Strict
+from sim_core.config.predictor import (
+    LearnedPredictorConfig,
+    LinearPredictorConfig,
+    PredictorConfig,
+    RooflinePredictorConfig,
+)
+from sim_core.config.sections import ClusterConfig, EngineConfig, Strict
 from sim_core.config.workload import WorkloadConfig
 from sim_core.errors import MAX_SHOWN, clipped
 
 MAX_ID_CHARS, MAX_NAME_CHARS = 100, 200     # ids and names are shown in the app: keep them short
 CatalogId = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
+MemorySection = Annotated[MemoryConfig, BY_CHOICE]           # the member its `planner` names
+PredictorSection = Annotated[PredictorConfig, BY_CHOICE]     # the member its `type` names
 
 
 class SimulationConfig(BaseModel):
@@ -36,8 +46,8 @@ class SimulationConfig(BaseModel):
     cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="Replicas and parallelism.")
     scheduler: SchedulerSection = Field(default_factory=default_scheduler, description=(
         "Replica scheduler: the policy (`type`) and its knobs."))
-    memory: MemoryConfig = Field(default_factory=MemoryConfig, description="KV-capacity planning.")
-    predictor: PredictorConfig = Field(default_factory=PredictorConfig, description="Batch cost model.")
+    memory: MemorySection = Field(default_factory=AutoMemoryConfig, description="KV-capacity planning.")
+    predictor: PredictorSection = Field(default_factory=RooflinePredictorConfig, description="Batch cost model.")
     workload: WorkloadConfig = Field(default_factory=WorkloadConfig, description="Requests to serve.")
     engine: EngineConfig = Field(default_factory=EngineConfig, description="Simulator options.")
     models: dict[CatalogId, ModelSpec] = Field(default_factory=dict, description=(
@@ -68,7 +78,7 @@ class SimulationConfig(BaseModel):
         self.scheduler.check_scenario(self)
         _check_disaggregation(self)
         _check_linear_cost(self.predictor)
-        if self.predictor.type == "learned" and not self.predictor.profiles_dir:
+        if isinstance(self.predictor, LearnedPredictorConfig) and not self.predictor.profiles_dir:
             raise ValueError("predictor.profiles_dir: the learned predictor needs a folder of profiling CSVs")
         return self
 
@@ -76,7 +86,7 @@ class SimulationConfig(BaseModel):
 def _check_linear_cost(predictor: PredictorConfig) -> None:
     """The cheapest stage (one token) takes at least MIN_STAGE_S, which the float64 clock still
     resolves at the arrival horizon (a shorter one would not advance simulated time)."""
-    if predictor.type != "linear":
+    if not isinstance(predictor, LinearPredictorConfig):
         return
     cheapest = predictor.base_s + predictor.per_token_s
     if cheapest <= 0:

@@ -3,21 +3,20 @@ seeded synthetic generator."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from sim_core.config.generators import (
-    FORMAT_HELP,
-    ArrivalConfig,
-    LengthConfig,
-    SessionConfig,
-    SharedPrefixConfig,
-    TraceFormat,
-)
+from sim_core.config.arrival import ArrivalConfig, PoissonArrivalConfig
+from sim_core.config.choices import BY_CHOICE
+from sim_core.config.generators import FORMAT_HELP, SessionConfig, SharedPrefixConfig, TraceFormat
+from sim_core.config.lengths import LengthConfig, UniformLengthConfig
 from sim_core.config.sections import Strict
 
 __all__ = ["ArrivalConfig", "LengthConfig", "SessionConfig", "SharedPrefixConfig", "WorkloadConfig"]
+
+ArrivalSection = Annotated[ArrivalConfig, BY_CHOICE]     # the member its `process` names
+LengthSection = Annotated[LengthConfig, BY_CHOICE]       # the member its `distribution` names
 
 
 class WorkloadConfig(BaseModel):
@@ -57,13 +56,13 @@ class WorkloadConfig(BaseModel):
     target_qps: float | None = Field(None, gt=0.0, le=1_000_000.0, description=(
         "Trace: rescale arrival times so the mean rate is this many requests per second "
         "(replaces time_scale_factor)."))
-    arrival: ArrivalConfig = Field(default_factory=ArrivalConfig, description=(
+    arrival: ArrivalSection = Field(default_factory=PoissonArrivalConfig, description=(
         "Synthetic arrival process (also used for vidur_lengths traces, which have no times)."))
-    prompt_tokens: LengthConfig = Field(
-        default_factory=lambda: LengthConfig(distribution="uniform", min=64, max=1024),
+    prompt_tokens: LengthSection = Field(
+        default_factory=lambda: UniformLengthConfig(min=64, max=1024),
         description="Synthetic prompt (prefill) length distribution.")
-    output_tokens: LengthConfig = Field(
-        default_factory=lambda: LengthConfig(distribution="uniform", min=16, max=512),
+    output_tokens: LengthSection = Field(
+        default_factory=lambda: UniformLengthConfig(min=16, max=512),
         description="Synthetic output (decode) length distribution.")
     sessions: SessionConfig = Field(default_factory=SessionConfig, description="Synthetic multi-turn conversations.")
     shared_prefix: SharedPrefixConfig = Field(default_factory=SharedPrefixConfig, description=(

@@ -40,6 +40,8 @@ import numpy as np
 
 from sim_core.cluster.pools import pool_views
 from sim_core.config import SimulationConfig
+from sim_core.config.arrival import ReplayArrivalConfig
+from sim_core.config.lengths import EmpiricalLengthConfig
 from sim_core.errors import SimCoreError
 from sim_core.memory import plan_memory
 from sim_core.results.record import GAPS_BEFORE_COMPACTING
@@ -166,11 +168,11 @@ def _trace_files(config: SimulationConfig) -> dict[str, str]:
     """Every trace file the workload may read, by the field that names it."""
     spec = config.workload
     files = {"workload.trace_file": spec.trace_file}
-    if spec.arrival.process == "replay":
+    if isinstance(spec.arrival, ReplayArrivalConfig):
         files["workload.arrival.trace_file"] = spec.arrival.trace_file
     for name in ("prompt_tokens", "output_tokens"):
         lengths = getattr(spec, name)
-        if lengths.distribution == "empirical":
+        if isinstance(lengths, EmpiricalLengthConfig):
             files[f"workload.{name}.trace_file"] = lengths.trace_file
     return {where: path for where, path in files.items() if path}
 

@@ -18,6 +18,7 @@ from math import ceil
 
 from sim_core.catalog import DeviceSpec, ModelSpec
 from sim_core.config import SimulationConfig
+from sim_core.config.memory import ReservingMemoryConfig
 from sim_core.errors import ConfigError
 
 BYTES_PER_VALUE = 2  # fp16 / bf16 weights and KV
@@ -82,6 +83,8 @@ def vidur_plan(config: SimulationConfig) -> MemoryPlan:
 
 
 def detailed_plan(config: SimulationConfig) -> MemoryPlan:
+    memory = config.memory
+    assert isinstance(memory, ReservingMemoryConfig), "the detailed plan runs for planner auto or detailed"
     model, device, tp, pp = _shape(config)
     total = device.memory_gib * GIB
     margin = total * config.memory.margin_fraction
@@ -90,7 +93,7 @@ def detailed_plan(config: SimulationConfig) -> MemoryPlan:
                     * layers * BYTES_PER_VALUE)
     activations = activation_bytes(config, model, tp)
     weights = max(stage_weight_bytes(model, tp, pp, stage) for stage in range(pp))
-    reserve = config.memory.framework_reserve_gib * GIB
+    reserve = memory.framework_reserve_gib * GIB
     kv_bytes = total - margin - reserve - weights - activations
     num_blocks = int(kv_bytes // kv_per_block) if kv_bytes > 0 else 0
     per_request_blocks = config.max_model_len // config.scheduler.block_size

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sim_core.catalog import DeviceSpec, ModelSpec
-from sim_core.config import PredictorConfig
+from sim_core.config.predictor import OperatorModelConfig
 from sim_core.predictor import operators as ops
 from sim_core.predictor.profile_dir import ProfileSet
 from sim_core.predictor.profiles import FEATURES
@@ -65,7 +65,7 @@ def learned_accuracy(profiles: ProfileSet, estimator: str) -> list[OperatorAccur
 
 
 def roofline_accuracy(profiles: ProfileSet, model: ModelSpec, device: DeviceSpec,
-                      cfg: PredictorConfig) -> list[OperatorAccuracy]:
+                      cfg: OperatorModelConfig) -> list[OperatorAccuracy]:
     """Errors of the uncalibrated (or `cfg`-calibrated) roofline against every cleaned row."""
     result = []
     for op, tp, rows, dropped in _groups(profiles):
@@ -108,7 +108,8 @@ def pooled(results: list[OperatorAccuracy], statistic: str = "mape") -> dict[str
 
 
 def operator_comparison(profiles: ProfileSet, operator: str, tp: int, model: ModelSpec, device: DeviceSpec,
-                        cfg: PredictorConfig, estimator: str) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+                        cfg: OperatorModelConfig, estimator: str
+                        ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """(x, measured seconds, {"roofline": prices, "learned": held-in fit}) for one operator's
     cleaned rows at TP `tp`: what a chart of predictions against measurements needs."""
     from sim_core.predictor.training import fit_operator

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from sim_core.catalog import DeviceSpec, ModelSpec
-from sim_core.config import PredictorConfig, SimulationConfig
+from sim_core.config import SimulationConfig
+from sim_core.config.predictor import LearnedPredictorConfig
 from sim_core.errors import ConfigError
 from sim_core.predictor import operators as ops
 from sim_core.predictor.learned_tables import LearnedTables, cached_tables
@@ -21,7 +22,7 @@ from sim_core.predictor.roofline import RooflinePredictor
 class LearnedPredictor(RooflinePredictor):
     """Stage times from learned tables, falling back to the roofline per operator."""
 
-    def __init__(self, model: ModelSpec, device: DeviceSpec, tp: int, pp: int, cfg: PredictorConfig,
+    def __init__(self, model: ModelSpec, device: DeviceSpec, tp: int, pp: int, cfg: LearnedPredictorConfig,
                  tables: LearnedTables) -> None:
         self.tables = tables
         super().__init__(model, device, tp, pp, cfg)
@@ -91,6 +92,7 @@ def build_learned_predictor(config: SimulationConfig) -> LearnedPredictor:
         ProfileError: a CSV is malformed.
     """
     cfg, tp = config.predictor, config.cluster.tensor_parallel_size
+    assert isinstance(cfg, LearnedPredictorConfig), "called for the learned predictor only"
     assert cfg.profiles_dir is not None, "SimulationConfig requires it for the learned predictor"
     profiles = load_profile_set(cfg.profiles_dir, config.model, config.device)
     tables = cached_tables(profiles, tp, cfg.estimator, cfg.cache_dir)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim_core.config.sections import CPU_PHASES
+from sim_core.config.predictor import CPU_PHASES
 from sim_core.predictor.shape import BatchShape
 
 

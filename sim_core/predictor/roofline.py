@@ -20,8 +20,7 @@ import math
 import numpy as np
 
 from sim_core.catalog import DeviceSpec, ModelSpec
-from sim_core.config import PredictorConfig
-from sim_core.config.sections import CPU_PHASES
+from sim_core.config.predictor import CPU_PHASES, OperatorModelConfig
 from sim_core.predictor import operators as ops
 from sim_core.predictor.grid import GridPredictor
 from sim_core.predictor.shape import Count
@@ -60,7 +59,7 @@ class Roofs:
         return nbytes / self.link + COLLECTIVE_LATENCY_S
 
 
-def roofs_for(device: DeviceSpec, cfg: PredictorConfig) -> Roofs:
+def roofs_for(device: DeviceSpec, cfg: OperatorModelConfig) -> Roofs:
     """The device's roofs with the scenario's efficiency overrides (else the device's own)."""
     return Roofs(device, cfg.compute_efficiency or device.compute_efficiency,
                  cfg.memory_efficiency or device.memory_efficiency, cfg.link_efficiency)
@@ -69,7 +68,7 @@ def roofs_for(device: DeviceSpec, cfg: PredictorConfig) -> Roofs:
 class RooflinePredictor(GridPredictor):
     """Closed-form per-operator times for `model` on `device` with the given TP/PP split."""
 
-    def __init__(self, model: ModelSpec, device: DeviceSpec, tp: int, pp: int, cfg: PredictorConfig) -> None:
+    def __init__(self, model: ModelSpec, device: DeviceSpec, tp: int, pp: int, cfg: OperatorModelConfig) -> None:
         self.model, self.tp, self.pp, self.cfg = model, tp, pp, cfg
         self.roofs = roofs_for(device, cfg)
         self.shape = ops.LayerShape.of(model, tp)

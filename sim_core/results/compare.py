@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from sim_core.config.policies import knob_default
+from sim_core.config.choices import choices_at
 
 if TYPE_CHECKING:
     from sim_core.results.result import SimulationResult
@@ -94,19 +94,19 @@ def format_comparison(table: pd.DataFrame) -> str:
 
 
 def describe_changes(base: dict, variant: dict) -> str:
-    """The leaf keys whose values differ, as 'key=value' (last part of the dotted key). A scheduler
-    knob at its default that only one of the two has (its policy's, the other's does not read it)
-    follows from the type and is not listed."""
+    """The leaf keys whose values differ, as 'key=value' (last part of the dotted key). A knob at
+    its default that only one of the two has (its choice's, e.g. its scheduler policy's, the
+    other's does not read it) follows from the choice and is not listed."""
     old, new = _leaves(base), _leaves(variant)
     changed = [(key, new.get(key)) for key in sorted(set(old) | set(new))
-               if old.get(key) != new.get(key) and not _policy_default(key, old, new)]
+               if old.get(key) != new.get(key) and not _choice_default(key, old, new)]
     return ", ".join(f"{key.split('.')[-1]}={value}" for key, value in changed) or "unchanged"
 
 
-def _policy_default(key: str, old: dict, new: dict) -> bool:
-    if not key.startswith("scheduler.") or (key in old) == (key in new):
-        return False
-    return (old if key in old else new)[key] == knob_default(key.removeprefix("scheduler."))
+def _choice_default(key: str, old: dict, new: dict) -> bool:
+    section, _, knob = key.rpartition(".")
+    choices = choices_at(section) if section and (key in old) != (key in new) else None
+    return choices is not None and (old if key in old else new)[key] == choices.knob_default(knob)
 
 
 def _leaves(data: dict, prefix: str = "") -> dict:

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from sim_core.cluster.pools import num_gpus
 from sim_core.config import parse_config
+from sim_core.config.choices import discriminator_of, with_choice
 from sim_core.errors import ConfigError
-from sim_core.sweep.spec import SweepSpec, with_value
+from sim_core.sweep.spec import SweepSpec
 
 SEARCH_VERSION = 1   # bump when the search's decisions change: old journal entries stop matching
 
@@ -57,8 +58,8 @@ def build_grid(spec: SweepSpec, base: dict) -> Grid:
     for combo in itertools.product(*spec.vary.values()):
         values = dict(zip(keys, combo))
         scenario = base
-        for key, value in sorted(values.items(), key=lambda item: item[0] != "scheduler.type"):
-            scenario = with_value(scenario, key, value)   # the policy first: it keeps the knobs varied with it
+        for key, value in sorted(values.items(), key=lambda item: discriminator_of(item[0]) is None):
+            scenario = with_choice(scenario, key, value)   # choices first: they keep the knobs varied with them
         try:
             config = parse_config(scenario, source=_label(values))
         except ConfigError as error:

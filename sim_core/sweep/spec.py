@@ -9,9 +9,10 @@
 `load_sweep` validates everything a spec can get wrong on its own (unknown keys, values outside
 a field's range or choices, SLO names) with a one-line error naming the key and what is allowed.
 
-A point whose scheduler.type differs from the base's keeps the base's scheduler knobs that the
-point's policy reads and drops the others (`with_value`); a varied knob that the point's policy
-does not read makes the point invalid, so the grid skips it with the reason.
+A point whose scheduler.type (or another section's discriminator, e.g. predictor.type) differs
+from the base's keeps the base's knobs of that section that the point's choice reads and drops
+the others (`with_choice`); a varied knob that the point's choice does not read makes the point
+invalid, so the grid skips it with the reason.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from sim_core.config import SimulationConfig, parse_config
+from sim_core.config.choices import read_by, section_fields, with_choice
 from sim_core.config.errors import describe_validation_error, error_location
 from sim_core.config.loading import read_mapping
-from sim_core.config.policies import for_policy, knob_readers, section_fields
 from sim_core.config.sections import Strict
 from sim_core.errors import ConfigError
 from sim_core.export.text import shorten
@@ -172,7 +173,7 @@ def check_vary_value(base: dict, key: str, index: int, value: object, source: st
     not divide this model's heads, a knob the base's policy does not read) pass here: another
     varied key may fix them, and the grid reports such combinations as skipped."""
     try:
-        SimulationConfig.model_validate(with_value(_read_by(base, key), key, value))
+        SimulationConfig.model_validate(with_choice(read_by(base, key), key, value))
     except ValidationError as exc:
         parts = tuple(key.split("."))
         if any(tuple(map(str, error_location(SimulationConfig, err)))[:len(parts)] == parts
@@ -187,25 +188,6 @@ def _check_rate(base: dict, source: str) -> None:
     if not workload.get("trace_file") and process not in RATE_PROCESSES:
         raise ConfigError(f"{source}: base workload.arrival.process: got '{process}'; the capacity search sets "
                           f"an arrival rate, allowed one of: {', '.join(RATE_PROCESSES)} (or a trace_file)")
-
-
-def _read_by(base: dict, key: str) -> dict:
-    """`base`, switched to the first policy that reads `key` when it is a scheduler knob that the
-    base's policy does not read (so that the value is checked on its own)."""
-    knob = key.removeprefix("scheduler.")
-    section = base.get("scheduler") or {}
-    if knob == key or knob == "type" or knob in section:
-        return base
-    readers = knob_readers(knob)
-    return with_value(base, "scheduler.type", readers[0]) if readers else base
-
-
-def with_value(data: dict, key: str, value: object) -> dict:
-    """`set_path`, except that a new scheduler.type leaves out the scheduler knobs its policy does
-    not read (the others keep their values)."""
-    if key == "scheduler.type" and isinstance(value, str):
-        return {**data, "scheduler": for_policy(data.get("scheduler") or {}, value)}
-    return set_path(data, key, value)
 
 
 def set_path(data: dict, key: str, value: object) -> dict:

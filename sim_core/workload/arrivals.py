@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim_core.config.generators import ArrivalConfig
+from sim_core.config.arrival import (
+    ArrivalConfig,
+    BurstyArrivalConfig,
+    DiurnalArrivalConfig,
+    GammaArrivalConfig,
+    ReplayArrivalConfig,
+    StaticArrivalConfig,
+)
 from sim_core.errors import ConfigError
 
 GRID_POINTS = 8192  # per diurnal period
@@ -18,22 +25,22 @@ GRID_POINTS = 8192  # per diurnal period
 def generate_arrivals(config: ArrivalConfig, num_requests: int, rng: np.random.Generator,
                       replayed: np.ndarray | None = None) -> np.ndarray:
     """Arrival times for `num_requests` requests; `replayed` holds a trace's times (replay)."""
-    if config.process == "static":
+    if isinstance(config, StaticArrivalConfig):
         return np.zeros(num_requests)
-    if config.process == "replay":
+    if isinstance(config, ReplayArrivalConfig):
         return _replay(config, num_requests, replayed)
-    if config.process in ("bursty", "diurnal"):
+    if isinstance(config, (BurstyArrivalConfig, DiurnalArrivalConfig)):
         points = np.concatenate(([0.0], np.cumsum(rng.exponential(1.0, num_requests - 1))))
-        return _bursty(config, points) if config.process == "bursty" else _diurnal(config, points)
-    if config.process == "poisson":
-        gaps = rng.exponential(1.0 / config.qps, num_requests)
-    else:
+        return _bursty(config, points) if isinstance(config, BurstyArrivalConfig) else _diurnal(config, points)
+    if isinstance(config, GammaArrivalConfig):
         gaps = _gamma_gaps(config, num_requests, rng)
+    else:   # poisson
+        gaps = rng.exponential(1.0 / config.qps, num_requests)
     gaps[0] = 0.0
     return np.cumsum(gaps)
 
 
-def _gamma_gaps(config: ArrivalConfig, num_requests: int, rng: np.random.Generator) -> np.ndarray:
+def _gamma_gaps(config: GammaArrivalConfig, num_requests: int, rng: np.random.Generator) -> np.ndarray:
     """Gamma gaps with mean 1/qps and coefficient of variation cv. A cv so small that 1/cv**2
     overflows means constant gaps (the limit); a rate so small that the scale overflows gives
     infinite gaps, which the build's horizon check refuses."""
@@ -47,14 +54,14 @@ def _gamma_gaps(config: ArrivalConfig, num_requests: int, rng: np.random.Generat
 
 def mean_rate(config: ArrivalConfig) -> float:
     """The long-run arrival rate of the process, requests per second."""
-    if config.process == "bursty":
+    if isinstance(config, BurstyArrivalConfig):
         return (config.qps * config.on_s + config.off_qps * config.off_s) / (config.on_s + config.off_s)
-    if config.process == "diurnal" and config.rate_curve:
+    if isinstance(config, DiurnalArrivalConfig) and config.rate_curve:
         return float(np.mean(config.rate_curve))
     return config.qps
 
 
-def _bursty(config: ArrivalConfig, points: np.ndarray) -> np.ndarray:
+def _bursty(config: BurstyArrivalConfig, points: np.ndarray) -> np.ndarray:
     """Rate qps during [0, on_s), off_qps during [on_s, on_s + off_s), repeated."""
     on_work = config.qps * config.on_s
     cycle_work = on_work + config.off_qps * config.off_s
@@ -64,7 +71,7 @@ def _bursty(config: ArrivalConfig, points: np.ndarray) -> np.ndarray:
     return cycles * (config.on_s + config.off_s) + within
 
 
-def _diurnal(config: ArrivalConfig, points: np.ndarray) -> np.ndarray:
+def _diurnal(config: DiurnalArrivalConfig, points: np.ndarray) -> np.ndarray:
     grid = np.linspace(0.0, config.period_s, GRID_POINTS + 1)
     rate = diurnal_rate(config, grid)
     work = np.concatenate(([0.0], np.cumsum((rate[1:] + rate[:-1]) * 0.5 * np.diff(grid))))
@@ -72,7 +79,7 @@ def _diurnal(config: ArrivalConfig, points: np.ndarray) -> np.ndarray:
     return cycles * config.period_s + np.interp(rest, work, grid)
 
 
-def diurnal_rate(config: ArrivalConfig, times: np.ndarray) -> np.ndarray:
+def diurnal_rate(config: DiurnalArrivalConfig, times: np.ndarray) -> np.ndarray:
     """The diurnal rate curve (req/s) at `times` (seconds)."""
     phase = np.mod(times, config.period_s) / config.period_s
     if config.rate_curve:
@@ -81,7 +88,7 @@ def diurnal_rate(config: ArrivalConfig, times: np.ndarray) -> np.ndarray:
     return config.qps * (1.0 + config.amplitude * np.sin(2 * np.pi * phase))
 
 
-def _replay(config: ArrivalConfig, num_requests: int, replayed: np.ndarray | None) -> np.ndarray:
+def _replay(config: ReplayArrivalConfig, num_requests: int, replayed: np.ndarray | None) -> np.ndarray:
     assert replayed is not None, "replay needs the trace's arrival times"
     if len(replayed) < num_requests:
         raise ConfigError(f"workload.arrival.trace_file: {config.trace_file} has {len(replayed)} arrivals, "

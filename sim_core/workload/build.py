@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from sim_core.config import SimulationConfig
+from sim_core.config.arrival import BurstyArrivalConfig, DiurnalArrivalConfig
 from sim_core.config.workload import WorkloadConfig
 from sim_core.errors import ConfigError, TraceError
 from sim_core.workload.arrivals import generate_arrivals
@@ -63,9 +64,9 @@ def _synthetic_workload(spec: WorkloadConfig, rng: np.random.Generator) -> Workl
 def _arrival_fields(spec: WorkloadConfig) -> str:
     """The knobs that set how far generated arrivals reach."""
     arrival = spec.arrival
-    if arrival.process == "bursty":
+    if isinstance(arrival, BurstyArrivalConfig):
         fields = "workload.arrival (qps, off_qps, on_s, off_s)"
-    elif arrival.process == "diurnal" and arrival.rate_curve:
+    elif isinstance(arrival, DiurnalArrivalConfig) and arrival.rate_curve:
         fields = "workload.arrival.rate_curve"
     else:
         fields = "workload.arrival.qps"

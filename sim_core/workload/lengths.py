@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim_core.config.generators import LengthConfig
+from sim_core.config.lengths import (
+    EmpiricalLengthConfig,
+    FixedLengthConfig,
+    LengthConfig,
+    LognormalLengthConfig,
+    UniformLengthConfig,
+    ZipfLengthConfig,
+)
 
 MAX_ZIPF_SUPPORT = 10_000_000
 
@@ -13,21 +20,22 @@ def generate_lengths(config: LengthConfig, num_requests: int, rng: np.random.Gen
                      observed: np.ndarray | None = None) -> np.ndarray:
     """Token counts drawn from the configured distribution; `observed` holds the lengths to
     resample for `empirical`."""
-    if config.distribution == "fixed":
+    if isinstance(config, FixedLengthConfig):
         return np.full(num_requests, config.value, dtype=np.int64)
-    if config.distribution == "uniform":
+    if isinstance(config, UniformLengthConfig):
         return rng.integers(config.min, config.max + 1, num_requests, dtype=np.int64)
-    if config.distribution == "lognormal":
+    if isinstance(config, LognormalLengthConfig):
         mu = np.log(config.mean) - config.sigma**2 / 2.0   # so that the mean is config.mean
         drawn = np.rint(rng.lognormal(mu, config.sigma, num_requests))
         return np.clip(drawn, config.min, config.max).astype(np.int64)
-    if config.distribution == "empirical":
+    if isinstance(config, EmpiricalLengthConfig):
         assert observed is not None and len(observed), "empirical needs observed lengths"
         return np.asarray(observed, dtype=np.int64)[rng.integers(0, len(observed), num_requests)]
+    assert isinstance(config, ZipfLengthConfig), f"unknown distribution {config.distribution}"
     return _zipf(config, num_requests, rng)
 
 
-def _zipf(config: LengthConfig, num_requests: int, rng: np.random.Generator) -> np.ndarray:
+def _zipf(config: ZipfLengthConfig, num_requests: int, rng: np.random.Generator) -> np.ndarray:
     support = np.arange(config.min, min(config.max, config.min + MAX_ZIPF_SUPPORT - 1) + 1, dtype=np.int64)
     weights = (support - config.min + 1.0) ** -config.theta
     cdf = np.cumsum(weights / weights.sum())

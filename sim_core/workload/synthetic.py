@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim_core.config.arrival import ReplayArrivalConfig
 from sim_core.config.generators import SharedPrefixConfig
+from sim_core.config.lengths import EmpiricalLengthConfig
 from sim_core.config.workload import WorkloadConfig
 from sim_core.workload.arrivals import generate_arrivals
 from sim_core.workload.lengths import generate_lengths
@@ -45,7 +47,7 @@ def with_shared_prefix(columns: dict, spec: SharedPrefixConfig, rng: np.random.G
 def observed_inputs(spec: WorkloadConfig) -> dict[str, np.ndarray]:
     """What replay arrivals and empirical lengths resample: read from their trace files."""
     observed = {}
-    if spec.arrival.process == "replay":
+    if isinstance(spec.arrival, ReplayArrivalConfig):
         read = _read(spec, spec.arrival.trace_file, spec.arrival.trace_format)
         if not read.has_arrivals:
             from sim_core.errors import ConfigError
@@ -53,7 +55,7 @@ def observed_inputs(spec: WorkloadConfig) -> dict[str, np.ndarray]:
                               f"(format {read.format})")
         observed["arrivals"] = read.workload.arrived_at
     for key, lengths in (("prompt", spec.prompt_tokens), ("output", spec.output_tokens)):
-        if lengths.distribution == "empirical":
+        if isinstance(lengths, EmpiricalLengthConfig):
             workload = _read(spec, lengths.trace_file, lengths.trace_format).workload
             observed[key] = workload.num_prefill_tokens if key == "prompt" else workload.num_decode_tokens
     return observed
