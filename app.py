@@ -21,8 +21,9 @@ try:
     navigation = st.navigation(pages())
     quick_knobs()
     show_error()
+    write_url()         # before the page: one that ends early (st.stop) still leaves `?s=` right
     with framed():
         navigation.run()
-    write_url()
+    write_url()         # a page may have replaced the scenario
 except Exception as error:  # noqa: BLE001 - a bug: one line with an id here, the traceback in the log
     report_internal_error(error)

@@ -105,3 +105,14 @@ def test_a_deep_link_as_the_first_request_runs_the_page_inside_the_app():
     assert app.title[0].value == "KV cache"
     assert app.sidebar.selectbox(key="w:side:scheduler.type").value == "vllm"
     assert decode_scenario(app.query_params["s"]) == TINY
+
+
+def test_the_url_holds_the_scenario_on_pages_that_end_early():
+    """Issue 19 item 2: the Predictor page (no profile uploaded) and Capacity (before a sweep) end
+    their run early; a knob turned there still reaches `?s=`, so a link copied there reproduces it."""
+    for page in ("pages/predictor.py", "pages/capacity.py"):
+        app = open_app(page)
+        app.sidebar.slider(key="w:side:cluster.num_replicas").set_value(5).run()
+        assert not app.exception
+        assert decode_scenario(app.query_params["s"])["cluster"]["num_replicas"] == 5
+        assert decode_scenario(app.query_params["s"]) == app.session_state["scenario"]
