@@ -8,13 +8,14 @@ from explorer.bind import bound
 from explorer.safe_text import plain
 from explorer.state import SELECTED_KEY, get_path, scenario
 from sim_core.catalog import DEVICES, MODELS
+from sim_core.config.simulation import MAX_NAME_CHARS
 
 
 def quick_knobs() -> None:
     """The knobs users turn most, bound to the same scenario as the Scenario page."""
     current = scenario()
     with st.sidebar:
-        st.caption(plain(current.get("name") or "unnamed scenario", 80))
+        st.caption(plain(current.get("name") or "unnamed scenario", MAX_NAME_CHARS))
         bound("model", "side", "Model", options=sorted({*MODELS, *current.get("models", {})}))
         bound("device", "side", "GPU", options=sorted({*DEVICES, *current.get("devices", {})}))
         bound("scheduler.type", "side", "Replica scheduler")

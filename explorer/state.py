@@ -23,6 +23,7 @@ import streamlit as st
 
 from explorer.safe_text import plain
 from explorer.server import confine, public_text, run_slots, session_alive, settings
+from explorer.titles import titled
 from sim_core import SimCoreError, parse_config, run_simulation
 from sim_core.config import SimulationConfig
 from sim_core.config.choices import switch_changes
@@ -31,6 +32,7 @@ from sim_core.results.result import SimulationResult
 from sim_core.scenarios.defaults import DEFAULT_SCENARIO
 
 SCENARIO_KEY, ERROR_KEY, SELECTED_KEY = "scenario", "scenario_error", "selected_request"
+ORIGIN_KEY = "scenario_origin"    # the scenario as it was loaded (default, preset, link, file): the title's base
 CACHE_ENTRIES = 8
 SLOT_WAIT_S = 30.0        # how long a run waits for a free run slot before the page says the server is busy
 
@@ -76,20 +78,36 @@ def web_config(data: dict, source: str = "scenario") -> SimulationConfig:
     return parse_config(data, source=source)
 
 
-def try_scenario(candidate: dict) -> bool:
-    """Make `candidate` the scenario if it validates; else keep the old one and record why."""
+def origin() -> dict:
+    """The scenario as it was last loaded (the session's first scenario until one is loaded)."""
+    if ORIGIN_KEY not in st.session_state:
+        st.session_state[ORIGIN_KEY] = copy.deepcopy(scenario())
+    return st.session_state[ORIGIN_KEY]
+
+
+def try_scenario(candidate: dict, loaded: bool = False) -> bool:
+    """Make `candidate` the scenario if it validates; else keep the old one and record why.
+    `loaded`: it is a new origin (a preset, a link, a file) and keeps its own name; otherwise it
+    is an edit, named after the origin with the differences (`explorer/titles.py`)."""
+    if not loaded:
+        candidate = titled(candidate, origin())
     try:
         web_config(candidate)
     except SimCoreError as error:
         st.session_state[ERROR_KEY] = str(error)
         return False
     st.session_state[SCENARIO_KEY] = candidate
+    if loaded:
+        st.session_state[ORIGIN_KEY] = copy.deepcopy(candidate)
     st.session_state.pop(ERROR_KEY, None)
     return True
 
 
 def set_field(path: str, value) -> bool:
-    """Set one field of the scenario (with the fields it implies) if the result validates."""
+    """Set one field of the scenario (with the fields it implies) if the result validates; the
+    name, when it is the field, becomes the origin's name too."""
+    if path == "name":
+        st.session_state[ORIGIN_KEY] = {**origin(), "name": value}
     candidate = with_path(scenario(), path, value)
     for other, other_value in implied_changes(path, value).items():
         candidate = with_path(candidate, other, other_value)

@@ -111,7 +111,7 @@ def keep(page: str, name: str, value: Any) -> None:
 def replace_scenario(candidate: dict) -> bool:
     """Make `candidate` the scenario (a preset, an import, a link, an upload, a capacity point) if
     it validates, forgetting the page values that went with the old one."""
-    if not try_scenario(candidate):
+    if not try_scenario(candidate, loaded=True):
         return False
     st.session_state.pop(SCENARIO_VALUES, None)
     return True

@@ -5,6 +5,7 @@ import streamlit as st
 from explorer.frame import through_app
 from explorer.safe_text import plain
 from explorer.state import result
+from sim_core.config.simulation import MAX_NAME_CHARS
 from sim_core.viz.overview import (
     blocks_text,
     latency_cdfs,
@@ -19,7 +20,7 @@ through_app()
 st.title("LLM serving scheduling explorer")
 run = result(events=False)  # no block or state events needed here
 summary = run.summary
-st.caption(f"{plain(run.config.name or 'scenario', 80)} · {summary['num_requests']:,} requests, "
+st.caption(f"{plain(run.config.name or 'scenario', MAX_NAME_CHARS)} · {summary['num_requests']:,} requests, "
            f"{summary['num_batches']:,} batches, {summary['makespan_s']:.1f} s simulated")
 
 row = st.columns(6)
