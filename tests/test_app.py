@@ -14,8 +14,7 @@ def test_the_app_opens_on_the_default_scenario_with_its_headline_metrics():
     assert not app.exception
     assert app.title[0].value == "LLM serving scheduling explorer"
     labels = [metric.label for metric in app.metric]
-    assert labels[:6] == ["Throughput (req/s)", "Output tokens/s", "TTFT p50 / p99 (ms)", "TBT p50 / p99 (ms)",
-                          "Preemptions", "KV use mean / peak"]
+    assert labels[:4] == ["Throughput (req/s)", "Output tokens/s", "TTFT p50 / p99", "TBT p50 / p99"]
     assert app.session_state["scenario"] == DEFAULT_SCENARIO
     assert decode_scenario(app.query_params["s"]) == DEFAULT_SCENARIO   # the URL holds the scenario
 

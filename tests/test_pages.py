@@ -10,14 +10,15 @@ from sim_core.viz.kv_blocks import SELECTED
 
 def test_overview_shows_metrics_cdfs_time_series_and_per_replica_load():
     app = open_app("pages/overview.py")
-    assert [m.label for m in app.metric][6:] == ["E2E p50 / p99 (s)", "TTFT p90 (ms)", "TBT p90 (ms)",
-                                                 "Scheduling delay p99 (s)", "Rejected", "KV blocks / replica"]
+    assert [m.label for m in app.metric][8:] == ["Preemptions", "KV use mean / peak", "Rejected",
+                                                 "KV blocks / replica"]
     assert app.metric[11].value == "64"
     assert [s.value for s in app.subheader] == ["Latency CDFs", "Throughput over time", "Queue length over time",
                                                 "Load per replica"]
     cdf = json.loads(chart_specs(app)[0])
     titles = [cdf["layout"][axis]["title"]["text"] for axis in ("xaxis", "xaxis2", "xaxis3", "xaxis4")]
-    assert titles == ["TTFT (ms)", "TPOT (mean TBT) (ms)", "worst TBT (ms)", "end-to-end (ms)"]
+    # each panel in the unit of its largest value: 3.3 s, 50 ms, 751 ms, 5.8 s
+    assert titles == ["TTFT (s)", "TPOT (mean TBT) (ms)", "worst TBT (ms)", "end-to-end (s)"]
     assert len(chart_specs(app)) == 4
 
 

@@ -10,11 +10,13 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from sim_core.viz.decimate import step_peaks
+from sim_core.viz.units import duration_unit
 
 if TYPE_CHECKING:
     from sim_core.results.result import SimulationResult
 
 LATENCIES = (("ttft", "TTFT"), ("tpot", "TPOT (mean TBT)"), ("tbt_max", "worst TBT"), ("e2e", "end-to-end"))
+LEGEND_BELOW = {"orientation": "h", "y": -0.12, "yanchor": "top", "x": 0}   # outside the plot: hides no data
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#9c755f")
 
 
@@ -32,20 +34,24 @@ def cdf_points(values: np.ndarray, max_points: int = 300) -> tuple[np.ndarray, n
 
 
 def latency_cdfs(runs: dict[str, pd.DataFrame]) -> go.Figure:
-    """One panel per latency (ms on the x axis), one line per run (name -> requests table)."""
+    """One panel per latency, one line per run (name -> requests table); each panel's x axis in
+    the unit its largest value reads best in (ms, s, min, h)."""
     figure = make_subplots(rows=1, cols=len(LATENCIES), shared_yaxes=True, horizontal_spacing=0.04)
-    for i, (name, requests) in enumerate(runs.items()):
-        finished = requests[requests["status"] == "finished"]
-        for col, (column, title) in enumerate(LATENCIES, start=1):
-            xs, ys = cdf_points(finished[column].to_numpy(dtype=np.float64, na_value=np.nan) * 1e3)
+    finished = {name: requests[requests["status"] == "finished"] for name, requests in runs.items()}
+    for col, (column, title) in enumerate(LATENCIES, start=1):
+        values = {name: rows[column].to_numpy(dtype=np.float64, na_value=np.nan) for name, rows in finished.items()}
+        largest = max((float(np.nanmax(v)) for v in values.values() if np.isfinite(v).any()), default=0.0)
+        unit, size = duration_unit(largest)
+        for i, (name, seconds) in enumerate(values.items()):
+            xs, ys = cdf_points(seconds / size)
             figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"shape": "hv", "color": PALETTE[i % 8]},
                                         name=name, legendgroup=name, showlegend=col == 1,
-                                        hovertemplate=f"{title} %{{x:.1f}} ms: %{{y:.1%}}<extra>{name}</extra>"),
+                                        hovertemplate=f"{title} %{{x:.3g}} {unit}: %{{y:.1%}}<extra>{name}</extra>"),
                              1, col)
-            figure.update_xaxes(title_text=f"{title} (ms)", row=1, col=col)
+        figure.update_xaxes(title_text=f"{title} ({unit})", rangemode="tozero", row=1, col=col)
     figure.update_yaxes(tickformat=".0%", range=[0, 1.02], row=1, col=1)
     figure.update_layout(height=300, margin={"l": 10, "r": 10, "t": 10, "b": 40},
-                         legend={"orientation": "h", "y": -0.25}, showlegend=len(runs) > 1)
+                         legend=LEGEND_BELOW | {"y": -0.3}, showlegend=len(runs) > 1)
     return figure
 
 
@@ -71,10 +77,10 @@ def throughput_figure(result: SimulationResult) -> go.Figure:
                                 line={"shape": "hv", "color": PALETTE[0]}), secondary_y=True)
     figure.add_trace(go.Bar(x=series["time"], y=series["requests_per_s"], name="finished requests/s",
                             marker={"color": PALETTE[1]}, opacity=0.6), secondary_y=False)
-    figure.update_layout(height=300, bargap=0, margin={"l": 10, "r": 10, "t": 30, "b": 40},
-                         legend={"orientation": "h", "y": 1.1}, xaxis_title="time (s)")
-    figure.update_yaxes(title_text="requests/s", secondary_y=False)
-    figure.update_yaxes(title_text="tokens/s", secondary_y=True)
+    figure.update_layout(height=320, bargap=0, margin={"l": 10, "r": 10, "t": 10, "b": 10}, legend=LEGEND_BELOW,
+                         xaxis={"ticksuffix": " s", "rangemode": "tozero"})
+    figure.update_yaxes(title_text="requests/s", rangemode="tozero", secondary_y=False)
+    figure.update_yaxes(title_text="tokens/s", rangemode="tozero", showgrid=False, secondary_y=True)
     return figure
 
 
@@ -88,8 +94,9 @@ def queue_figure(result: SimulationResult) -> go.Figure:
             xs, ys = step_peaks(times, rows[column].to_numpy(np.int32), max_points=600)
             figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=f"{names[int(replica)]} {column[4:]}",
                                         line={"shape": "hv", "dash": dash, "color": PALETTE[int(replica) % 8]}))
-    figure.update_layout(height=300, xaxis_title="time (s)", yaxis_title="requests",
-                         margin={"l": 10, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": 1.1})
+    figure.update_layout(height=320, xaxis={"ticksuffix": " s", "rangemode": "tozero"},
+                         yaxis={"title": {"text": "requests"}, "rangemode": "tozero"},
+                         margin={"l": 10, "r": 10, "t": 10, "b": 10}, legend=LEGEND_BELOW)
     return figure
 
 
@@ -139,6 +146,6 @@ def replica_load_figure(result: SimulationResult) -> go.Figure:
                                hovertemplate=f"%{{x}} {label}: %{{y:.1%}}<extra></extra>")
                         for i, (label, values) in enumerate(series)])
     figure.add_hline(y=1 / max(len(names), 1), line={"dash": "dot", "color": "#888", "width": 1})
-    figure.update_layout(barmode="group", height=280, yaxis_tickformat=".0%", legend={"orientation": "h", "y": 1.12},
-                         margin={"l": 10, "r": 10, "t": 30, "b": 30})
+    figure.update_layout(barmode="group", height=300, yaxis={"tickformat": ".0%", "rangemode": "tozero"},
+                         legend=LEGEND_BELOW | {"y": -0.15}, margin={"l": 10, "r": 10, "t": 10, "b": 10})
     return figure
