@@ -2,6 +2,7 @@
 the capacity figures built from them."""
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -78,9 +79,18 @@ def test_pareto_figure_draws_the_front_as_one_trace_and_the_rest_as_another():
 
 
 def test_probe_figure_colours_passes_and_failures_and_marks_the_capacity():
-    record = {"max_qps": 8.0, "probes": [[64.0, False, {}, ["ttft_p90_s"]], [8.0, True, {}, []]]}
-    figure = json.loads(probe_figure(record, {"ttft_p90_s": 2.0}).to_json())
-    trace = figure["data"][0]
-    assert trace["text"] == ["misses: ttft_p90_s", "meets ttft_p90_s"]
-    assert trace["marker"]["color"][0] != trace["marker"]["color"][1]
-    assert figure["layout"]["annotations"][0]["text"] == "capacity 8 req/s"
+    """Issue 19 item 9: each kind of dot has a legend entry, the answer is a labelled line, and the
+    log axis spans the probes 1..64 req/s (not up to 1M req/s)."""
+    record = {"max_qps": 8.0, "probes": [[64.0, False, {}, ["ttft_p90_s"]], [1.0, True, {}, []],
+                                         [8.0, True, {}, []], [16.0, False, {}, ["ttft_p90_s"]]]}
+    built = probe_figure(record, {"ttft_p90_s": 2.0})
+    figure = json.loads(built.to_json())
+    names = [trace["name"] for trace in figure["data"]]
+    assert names == ["search order", "meets every SLO", "misses an SLO", "capacity 8 req/s"]
+    met, missed = built.data[1], built.data[2]
+    assert (list(met.y), list(met.text)) == ([2, 3], ["meets ttft_p90_s", "meets ttft_p90_s"])
+    assert (list(missed.y), list(missed.text)) == ([1, 4], ["misses: ttft_p90_s", "misses: ttft_p90_s"])
+    assert list(built.data[3].x) == [8.0, 8.0]
+    low, high = figure["layout"]["xaxis"]["range"]
+    assert (round(low, 6), round(high, 6)) == (-0.15, round(math.log10(64) + 0.15, 6))
+    assert figure["layout"]["legend"]["y"] < 0

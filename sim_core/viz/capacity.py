@@ -45,18 +45,30 @@ def pareto_figure(table: pd.DataFrame, vary_keys: list[str], view: str = "capaci
 
 
 def probe_figure(record: dict, slo: dict) -> go.Figure:
-    """The rates one search tried, in order (green: met every SLO, red: missed one), with its answer."""
+    """The rates one search tried, in order (a dotted path; green dots met every SLO, red ones
+    missed one), with its answer as a dashed line; each has a legend entry. The log rate axis
+    spans the probes (and the answer) with a margin of half a step either side."""
     probes = record["probes"]
-    passed = [p[1] for p in probes]
-    why = ["meets " + ", ".join(slo) if p[1] else "misses: " + ", ".join(p[3]) for p in probes]
-    figure = go.Figure(go.Scatter(
-        x=[p[0] for p in probes], y=list(range(1, len(probes) + 1)), mode="markers+lines", text=why,
-        marker={"size": 11, "color": [PALETTE[2] if ok else PALETTE[3] for ok in passed]},
-        line={"color": "#bab0ac", "dash": "dot"}, hovertemplate="probe %{y}: %{x:.4g} req/s<br>%{text}<extra></extra>"))
+    rates = np.array([p[0] for p in probes], dtype=np.float64)
+    order = np.arange(1, len(probes) + 1)
+    why = np.array(["meets " + ", ".join(slo) if p[1] else "misses: " + ", ".join(p[3]) for p in probes], dtype=object)
+    passed = np.array([bool(p[1]) for p in probes], dtype=bool)
+    hover = "probe %{y}: %{x:.4g} req/s<br>%{text}<extra></extra>"
+    figure = go.Figure(go.Scatter(x=rates, y=order, mode="lines", line={"color": "#bab0ac", "dash": "dot"},
+                                  name="search order", hoverinfo="skip"))
+    for mask, name, color in ((passed, "meets every SLO", PALETTE[2]), (~passed, "misses an SLO", PALETTE[3])):
+        figure.add_trace(go.Scatter(x=rates[mask], y=order[mask], mode="markers", text=why[mask], name=name,
+                                    marker={"size": 11, "color": color}, hovertemplate=hover))
+    shown = rates[rates > 0]
     if record["max_qps"] > 0:
-        figure.add_vline(x=record["max_qps"], line={"color": PALETTE[0], "dash": "dash"},
-                         annotation_text=f"capacity {record['max_qps']:.3g} req/s")
-    figure.update_layout(height=300, xaxis={"type": "log", "title": "arrival rate (req/s)"},
-                         yaxis={"title": "probe", "autorange": "reversed"}, showlegend=False,
-                         margin={"l": 10, "r": 10, "t": 30, "b": 40})
+        figure.add_trace(go.Scatter(x=[record["max_qps"]] * 2, y=[0.5, len(probes) + 0.5], mode="lines",
+                                    name=f"capacity {record['max_qps']:.3g} req/s", hoverinfo="skip",
+                                    line={"color": PALETTE[0], "dash": "dash"}))
+        shown = np.append(shown, record["max_qps"])
+    # a shape on a log axis takes log10 coordinates, so the answer is a trace and the range is set here
+    span = [float(np.log10(shown.min())) - 0.15, float(np.log10(shown.max())) + 0.15] if len(shown) else None
+    figure.update_layout(height=300, xaxis={"type": "log", "title": "arrival rate (req/s)", "range": span},
+                         yaxis={"title": "probe", "autorange": "reversed", "dtick": 1},
+                         legend={"orientation": "h", "y": -0.25, "yanchor": "top", "x": 0},
+                         margin={"l": 10, "r": 10, "t": 10, "b": 10})
     return figure
