@@ -51,6 +51,23 @@ def test_winner_takes_direction_ties_and_missing_values_into_account():
     assert winner({"A": 2.0, "B": 1.0}, "lower") == ("B", 50.0)
     assert winner({"A": 3.0, "B": 4.0, "C": 2.0}, "higher") == ("B", pytest.approx(100 / 3))
     assert winner({"A": 1.0, "B": 1.0}, "lower") == (TIE, 0.0)
+    assert winner({"A": 0.0, "B": 0.0}, "lower") == (TIE, 0.0)
+
+
+def test_a_margin_is_relative_to_a_like_the_columns_and_one_below_half_a_percent_is_a_tie():
+    """Issue 19 item 10: B 69% below A reads "A by 69%" (not 223% of B); 1,000 against 1,004 would
+    show "by 0%", so it is a tie."""
+    assert winner({"A": 3.23, "B": 1.0}, "higher") == ("A", pytest.approx(223 / 3.23))
+    assert winner({"A": 1000.0, "B": 1004.0}, "higher") == (TIE, pytest.approx(0.4))
+    assert winner({"A": 1000.0, "B": 1005.0}, "higher") == ("B", pytest.approx(0.5))
+    assert winner({"A": 0.0, "B": 2.0, "C": 4.0}, "lower") == ("A", 100.0)    # A is 0: of the runner-up
+    table = pd.DataFrame([{"metric": "throughput", "unit": "req/s", "A": 3.23, "B": 1.0, "winner": "A",
+                           "margin_pct": 223 / 3.23},
+                          {"metric": "output tokens/s", "unit": "tok/s", "A": 1000.0, "B": 1005.0, "winner": "B",
+                           "margin_pct": 0.5}])
+    shown = difference_frame(table)
+    assert shown["B"].tolist() == ["1 (-69%)", "1,005 (+0%)"]
+    assert shown["winner"].tolist() == ["A (by 69%)", "B (by <1%)"]
     assert winner({"A": math.nan, "B": 1.0}, "lower")[0] == ""
     assert winner({"A": 1.0, "B": 2.0}, None)[0] == ""
 

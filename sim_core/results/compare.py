@@ -37,12 +37,13 @@ METRICS = (
     ("num_gpus", "GPUs", "", 1.0, "lower"),
 )
 TIE = "tie"
+TIE_PCT = 0.5     # a margin that would show as "0%" is a tie
 
 
 def comparison_table(runs: dict) -> pd.DataFrame:
     """One row per metric (METRICS): its value in each run (name -> SimulationResult, in the
     metric's unit), the winner (TIE when the best value is shared; empty when no direction is
-    better, e.g. KV use) and the winner's margin over the runner-up in percent."""
+    better, e.g. KV use) and the winner's margin over the runner-up in percent of A's value."""
     rows = []
     for key, label, unit, scale, better in METRICS:
         values = {name: _value(run, key) * scale for name, run in runs.items()}
@@ -56,16 +57,19 @@ def _value(run: SimulationResult, key: str) -> float:
 
 
 def winner(values: dict[str, float], better: str | None) -> tuple[str, float]:
-    """(best name or TIE, margin in % of the runner-up); ("", nan) when nothing can win."""
+    """(best name or TIE, its margin over the runner-up in % of the first run's value, A's: the
+    base every difference in the table is relative to; of the runner-up's when A's is 0 or
+    missing); a margin below TIE_PCT is a TIE. ("", nan) when nothing can win."""
     finite = {name: v for name, v in values.items() if math.isfinite(v)}
     if better is None or len(finite) < 2:
         return "", math.nan
     sign = 1.0 if better == "lower" else -1.0
     ranked = sorted(finite.items(), key=lambda item: sign * item[1])
     (best, first), (_, second) = ranked[0], ranked[1]
-    if first == second:
-        return TIE, 0.0
-    return best, abs(second - first) / abs(second) * 100.0 if second else math.inf
+    base = next(iter(values.values()))
+    base = base if math.isfinite(base) and base else second
+    margin = abs(second - first) / abs(base) * 100.0 if base else (0.0 if first == second else math.inf)
+    return (TIE, margin) if margin < TIE_PCT else (best, margin)
 
 
 def difference_frame(table: pd.DataFrame) -> pd.DataFrame:
@@ -74,7 +78,7 @@ def difference_frame(table: pd.DataFrame) -> pd.DataFrame:
     shown = {"metric": [f"{m} ({u})" if u else m for m, u in zip(table["metric"], table["unit"])]}
     for i, name in enumerate(names):
         shown[name] = [_cell(v, first, i > 0) for v, first in zip(table[name], table[names[0]])]
-    shown["winner"] = [f"{w} (by {m:.0f}%)" if w and w != TIE else w
+    shown["winner"] = [(f"{w} (by {m:.0f}%)" if m >= 1 else f"{w} (by <1%)") if w and w != TIE else w
                        for w, m in zip(table["winner"], table["margin_pct"])]
     return pd.DataFrame(shown)
 
