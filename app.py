@@ -6,6 +6,8 @@ this frame (`explorer/frame.py`). An unexpected error shows one line with an id;
 goes to the server's log under that id.
 """
 
+from pathlib import Path
+
 import streamlit as st
 
 from explorer.failures import report_internal_error
@@ -14,7 +16,8 @@ from explorer.sidebar import quick_knobs
 from explorer.state import show_error
 from explorer.url import read_url, write_url
 
-st.set_page_config(page_title="LLM serving scheduling explorer", page_icon=":material/schedule:", layout="wide")
+ICON = Path(__file__).resolve().parent / "assets" / "icon.png"     # served by this server: nothing fetched elsewhere
+st.set_page_config(page_title="LLM serving scheduling explorer", page_icon=ICON, layout="wide")
 
 try:
     read_url()

@@ -20,7 +20,8 @@ from sim_core.config import SimulationConfig
 from sim_core.config.choices import choices_of, section_fields
 from sim_core.schedulers import scheduler_label
 
-OPTION_LABELS = {"scheduler.type": scheduler_label}   # choices shown with what they mirror
+# choices whose long description goes in a caption under the select box (a select box cuts long options)
+OPTION_NOTES = {"scheduler.type": scheduler_label}
 
 
 def _default(info):
@@ -104,7 +105,10 @@ def bound(path: str, place: str = "form", label: str | None = None, options: lis
     if choices is not None and current not in choices:
         choices = [*choices, current]
     if choices is not None:
-        return st.selectbox(label, choices, format_func=OPTION_LABELS.get(path, str), **field())
+        chosen = st.selectbox(label, choices, **field())
+        if path in OPTION_NOTES:
+            st.caption(OPTION_NOTES[path](chosen))
+        return chosen
     if annotation is bool:
         return st.toggle(label, **field(bool))
     if typing.get_origin(annotation) is list:

@@ -117,3 +117,28 @@ def test_a_deep_link_as_the_first_request_to_a_fresh_server_shows_the_sidebar_kn
         assert "/kv_cache" in page.url and "s=" in page.url
         expect(page.locator("[data-testid='stException']")).to_have_count(0)
         browser.close()
+
+
+def test_a_session_fetches_nothing_from_another_host_and_the_scheduler_choice_is_not_cut(server):
+    """Issue 19 item 13: the page icon is served by the app's own server (no font or emoji CDN),
+    so a session offline has no failed request; the sidebar's scheduler box shows the policy's
+    short name and what it mirrors in a caption below it."""
+    from playwright.sync_api import expect, sync_playwright
+
+    elsewhere = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium(), args=FLAGS, headless=True)
+        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        page.on("request", lambda request: None if request.url.startswith(("http://127.0.0.1", "data:", "blob:"))
+                else elsewhere.append(request.url))
+        page.goto(server)
+        settle(page)
+        expect(page.get_by_text("Throughput (req/s)")).to_be_visible(timeout=60_000)
+        page.wait_for_timeout(1500)
+        icon = page.locator("link[rel='shortcut icon'], link[rel='icon']").first.get_attribute("href")
+        assert icon.startswith(("/media/", "./media/", server)), icon
+        sidebar = page.get_by_test_id("stSidebar")
+        expect(sidebar.get_by_text("vllm · vLLM v0 as modelled by Vidur")).to_be_visible()
+        expect(sidebar.get_by_role("combobox", name="Replica scheduler")).to_have_value("vllm")
+        assert elsewhere == []
+        browser.close()
