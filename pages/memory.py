@@ -38,10 +38,10 @@ label = f"{plain(config.device, 80)} ({cluster.tensor_parallel_size} x TP, {clus
 st.caption(f"{plain(config.model, 80)} on {label}: one bar per pipeline stage's GPU; the tightest stage decides the "
            "KV capacity of the replica.")
 st.plotly_chart(memory_figure(breakdown, config.device), key="mem_bar")
-facts = memory_facts(breakdown, plan)
-row = st.columns(len(facts))
-for slot, (name, value) in zip(row, facts.items()):
-    slot.metric(name, value)
+facts = list(memory_facts(breakdown, plan).items())
+for start in range(0, len(facts), 3):      # three to a row: no label is cut off
+    for slot, (name, value) in zip(st.columns(3), facts[start:start + 3]):
+        slot.metric(name, value)
 if shape.scheduler.num_blocks is not None:
     source = f"the {pool} pool's num_blocks" if pool else "scheduler.num_blocks"
     st.info(f"{source} = {shape.scheduler.num_blocks:,} overrides the planner's "

@@ -2,6 +2,7 @@
 choice's knobs at their defaults) still open; the memory bar adds up."""
 
 import copy
+import json
 import re
 
 import pytest
@@ -114,3 +115,12 @@ def test_the_memory_bars_add_up_to_the_device_on_every_stage_and_the_facts_agree
     facts = memory_facts(breakdown, plan)
     assert facts["KV capacity (tokens)"] == f"{plan.num_blocks * 16:,}"
     assert facts["blocks per max-length request"] == "256"
+
+
+def test_the_memory_figure_keeps_its_legend_above_the_plot_and_its_unit_on_the_ticks():
+    """Issue 19 item 8: no "GiB" axis title for the legend to overlap; the legend sits above the
+    bars, the unit on each tick."""
+    config = parse_config(DEFAULT_SCENARIO)
+    layout = json.loads(memory_figure(memory_breakdown(config, plan_memory(config)), "a100-40gb").to_json())["layout"]
+    assert "title" not in layout["xaxis"] and layout["xaxis"]["ticksuffix"] == " GiB"
+    assert (layout["legend"]["y"], layout["legend"]["yanchor"]) == (1.02, "bottom")

@@ -34,7 +34,10 @@ def memory_figure(breakdown: MemoryBreakdown, device: str) -> go.Figure:
                                 text=[f"{name}<br>{v:.1f} GiB" if v >= 0.06 * breakdown.device_bytes / GIB else ""
                                       for v in values], textposition="inside",
                                 hovertemplate=f"{name}: %{{x:.2f}} GiB<extra>%{{y}}</extra>"))
-    figure.update_layout(barmode="stack", height=160 + 50 * len(labels), xaxis_title="GiB",
-                         legend={"orientation": "h", "y": -0.3}, margin={"l": 10, "r": 10, "t": 20, "b": 40},
-                         xaxis={"range": [0, breakdown.device_bytes / GIB]}, yaxis={"autorange": "reversed"})
+    # the unit rides on the ticks and the legend sits above the plot: no axis title for it to cover
+    figure.update_layout(barmode="stack", height=160 + 50 * len(labels),
+                         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+                         margin={"l": 10, "r": 10, "t": 10, "b": 10},
+                         xaxis={"range": [0, breakdown.device_bytes / GIB], "ticksuffix": " GiB"},
+                         yaxis={"autorange": "reversed"})
     return figure
