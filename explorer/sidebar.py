@@ -20,12 +20,18 @@ def quick_knobs() -> None:
         bound("device", "side", "GPU", options=sorted({*DEVICES, *current.get("devices", {})}))
         bound("scheduler.type", "side", "Replica scheduler")
         bound("cluster.global_scheduler", "side", "Global router")
-        left, right = st.columns(2)
-        with left:
-            bound("cluster.tensor_parallel_size", "side", "TP", options=[1, 2, 4, 8])
-        with right:
-            bound("cluster.pipeline_parallel_size", "side", "PP", options=[1, 2, 4, 8])
-        bound("cluster.num_replicas", "side", "Replicas", kind="slider", low=1, high=16)
+        if get_path(current, "disaggregation.enabled"):      # the pools replace the cluster's sizes
+            for pool in ("prefill", "decode"):
+                bound(f"disaggregation.{pool}.num_replicas", "side", f"{pool.title()} replicas", kind="slider",
+                      low=1, high=16)
+            st.caption("P/D pools: each pool's TP and PP are on the Scenario page.")
+        else:
+            left, right = st.columns(2)
+            with left:
+                bound("cluster.tensor_parallel_size", "side", "TP", options=[1, 2, 4, 8])
+            with right:
+                bound("cluster.pipeline_parallel_size", "side", "PP", options=[1, 2, 4, 8])
+            bound("cluster.num_replicas", "side", "Replicas", kind="slider", low=1, high=16)
         if not get_path(current, "workload.trace_file"):
             bound("workload.arrival.qps", "side", "Arrival rate (req/s)", kind="slider", low=0.25, high=64.0)
             bound("workload.num_requests", "side", "Requests", kind="slider", low=10, high=20000)

@@ -148,6 +148,18 @@ def test_the_overview_page_shows_each_pools_blocks_and_replica():
     assert [trace["x"] for trace in load["data"]] == [PD_NAMES] * 3
 
 
+def test_with_p_d_the_sidebar_sizes_the_pools_and_the_replica_table_names_them():
+    """Issue 19 item 6: the sidebar's replica sliders are the pools' (the cluster's Replicas slider,
+    which the pools replace, is gone), and moving one changes the run; the table names each replica."""
+    app = open_app("pages/overview.py", PD_TINY)
+    keys = [slider.key for slider in app.sidebar.slider]
+    assert "w:side:cluster.num_replicas" not in keys
+    app.sidebar.slider(key="w:side:disaggregation.prefill.num_replicas").set_value(2).run()
+    assert not app.exception
+    assert app.session_state["scenario"]["disaggregation"]["prefill"]["num_replicas"] == 2
+    assert app.dataframe[0].value["name"].tolist() == ["prefill 0", "prefill 1", "decode 2", "decode 3"]
+
+
 def test_the_kv_cache_and_requests_pages_offer_the_pool_replicas():
     app = open_app("pages/kv_cache.py", PD_TINY)
     assert app.caption[0].value.startswith("prefill 64 / decode 100 blocks per replica of 16 tokens")

@@ -101,15 +101,16 @@ def queue_figure(result: SimulationResult) -> go.Figure:
 
 
 def replica_load(result: SimulationResult) -> pd.DataFrame:
-    """Per replica (id order): requests served, prompt and output tokens, batches, mean KV
-    utilization (of its own blocks). A request counts on the replica it ended on (with P/D
-    disaggregation its decode replica, unless it had one output token)."""
+    """Per replica (id order): its name ("replica 0", or with P/D "prefill 0" / "decode 1"),
+    requests served, prompt and output tokens, batches, mean KV utilization (of its own blocks).
+    A request counts on the replica it ended on (with P/D disaggregation its decode replica,
+    unless it had one output token)."""
     requests, series = result.requests, result.timeseries
     rows = []
     for replica in result.replicas:
         mine = requests[requests["replica_id"] == replica.id]
         used = series[series["replica_id"] == replica.id]
-        rows.append({"replica": replica.id, "requests": len(mine),
+        rows.append({"replica": replica.id, "name": replica.name, "requests": len(mine),
                      "prompt_tokens": int(mine["num_prefill_tokens"].sum()),
                      "output_tokens": int(mine["num_decode_tokens"].sum()),
                      "batches": int((result.batches["replica_id"] == replica.id).sum()),
