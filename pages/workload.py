@@ -24,7 +24,8 @@ from sim_core.workload import ReadOptions, build_workload_and_format
 through_app()
 
 FORMATS = ["auto", "canonical", "vidur", "vidur_lengths", "azure", "burstgpt", "mooncake"]
-LAST_TRACE, USED = "wl_last_trace", "wl_used"
+LAST_TRACE, USED, NAMES = "wl_last_trace", "wl_used", "wl_trace_names"   # NAMES: stored path -> the file's name
+SOURCES = ["Current scenario", "Generate", "Upload a trace"]
 
 
 @st.cache_data(show_spinner="Reading the workload...", max_entries=4)
@@ -44,8 +45,10 @@ def use(candidate: dict, count: int) -> None:
 
 current = scenario()
 st.title("Workload")
-source = st.radio("Source", ["Generate", "Upload a trace"], horizontal=True, **page_value(PAGE, "source", "Generate"))
-if source == "Upload a trace":
+source = st.radio("Source", SOURCES, horizontal=True, **page_value(PAGE, "source", SOURCES[0]))
+if source == "Current scenario":
+    spec = current["workload"]
+elif source == "Upload a trace":
     upload = st.file_uploader("Trace file (CSV or JSON lines)", key="wl_upload", help=WL["trace_file"].description)
     fmt = st.selectbox("Format", FORMATS, help=WL["trace_format"].description, **page_value(PAGE, "format", FORMATS[0]))
     skip = st.checkbox("Skip bad rows (and count them)", help=WL["on_bad_rows"].description,
@@ -58,6 +61,7 @@ if source == "Upload a trace":
     if path is None:
         show_failure(problem)
         st.stop()
+    st.session_state.setdefault(NAMES, {})[str(path)] = upload.name
     spec = {"trace_file": str(path), "trace_format": fmt, "on_bad_rows": "skip" if skip else "error"}
 else:
     spec = generator_spec(st.session_state.get(LAST_TRACE))
@@ -66,7 +70,10 @@ candidate = {**current, "workload": spec}
 try:
     workload, origin = preview(json.dumps(candidate, sort_keys=True))
 except SimCoreError as error:
-    show_failure(str(error))
+    message = str(error)
+    for stored, name in st.session_state.get(NAMES, {}).items():   # the user's file name, not the store's
+        message = message.replace(stored, name)
+    show_failure(message)
     st.caption("The scenario keeps its previous workload.")
     st.stop()
 if source == "Upload a trace":
@@ -79,7 +86,10 @@ st.plotly_chart(arrival_rate_figure(workload), key="wl_rate")
 left, right = st.columns(2)
 left.plotly_chart(length_histogram_figure(workload), key="wl_hist")
 right.plotly_chart(length_scatter_figure(workload), key="wl_scatter")
-st.button("Use this workload for the scenario", type="primary", key="wl_use", on_click=use,
-          args=(candidate, len(workload)))
+if source == "Current scenario":
+    st.caption("The workload of the current scenario; generate or upload another to replace it.")
+else:
+    st.button("Use this workload for the scenario", type="primary", key="wl_use", on_click=use,
+              args=(candidate, len(workload)))
 if USED in st.session_state:
     st.success(f"The scenario now uses this workload ({st.session_state.pop(USED):,} requests).")

@@ -12,6 +12,7 @@ def test_a_sidebar_knob_shows_a_change_made_on_another_page():
     same field, shows 120 (no widget key was dropped by hand)."""
     app = open_app("pages/workload.py")
     assert app.sidebar.slider(key="w:side:workload.num_requests").value == 40
+    app.radio(key="wl_source").set_value("Generate").run()
     app.number_input(key="wl_count").set_value(120).run()
     app.button(key="wl_use").click().run()
     assert app.session_state["scenario"]["workload"]["num_requests"] == 120
@@ -22,6 +23,7 @@ def test_a_page_value_survives_a_page_switch():
     """Streamlit forgets a widget when its page is left; the Workload generator's request count
     set to 77 is 77 again when the user comes back."""
     app = open_app("pages/workload.py")
+    app.radio(key="wl_source").set_value("Generate").run()
     app.number_input(key="wl_count").set_value(77).run()
     app.switch_page("pages/overview.py").run()
     app.switch_page("pages/workload.py").run()

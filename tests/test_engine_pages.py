@@ -45,6 +45,7 @@ def test_scenario_page_lists_engine_labels_and_shows_only_the_chosen_engines_kno
 
 def test_the_workload_page_generates_shared_system_prompts():
     app = AppTest.from_file(str(ROOT / "pages" / "workload.py"), default_timeout=30).run()
+    app.radio(key="wl_source").set_value("Generate").run()
     app.toggle(key="wl_shared").set_value(True).run()
     app.number_input(key="wl_prefix_tokens").set_value(300).run()
     assert not app.exception

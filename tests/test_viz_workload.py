@@ -27,6 +27,14 @@ def test_length_histograms_hold_every_request_once_per_kind():
     assert [int(sum(trace.y)) for trace in figure.data] == [10, 10]
 
 
+def test_prompt_and_output_histograms_each_have_their_own_axis():
+    """Issue 19 item 7: prompts of 10..100 tokens span their panel, outputs of 5 tokens theirs."""
+    figure = length_histogram_figure(workload(10), num_bins=4)
+    assert [(trace.xaxis, trace.yaxis) for trace in figure.data] == [("x", "y"), ("x2", "y2")]
+    assert (figure.layout.xaxis.title.text, figure.layout.xaxis2.title.text) == ("prompt tokens", "output tokens")
+    assert figure.data[0].x.tolist() == [21.25, 43.75, 66.25, 88.75]    # bins of 22.5 tokens from 10 to 100
+
+
 def test_the_scatter_samples_large_workloads_and_says_so():
     figure = length_scatter_figure(workload(50), max_points=20)
     assert len(figure.data[0].x) == 20

@@ -5,13 +5,17 @@ from pathlib import Path
 from app_helpers import unescaped
 from streamlit.testing.v1 import AppTest
 
+from sim_core.scenarios.defaults import DEFAULT_SCENARIO
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "workload.py")
 AZURE = (ROOT / "tests" / "data" / "traces" / "azure_2023.csv").read_bytes()
 
 
 def page() -> AppTest:
-    return AppTest.from_file(PAGE, default_timeout=30).run()
+    """The page with its generator shown."""
+    app = AppTest.from_file(PAGE, default_timeout=30).run()
+    return app.radio(key="wl_source").set_value("Generate").run()
 
 
 def upload(app: AppTest, name: str, content: bytes) -> AppTest:
@@ -30,6 +34,25 @@ def test_the_page_renders_a_generated_workload_with_its_report():
     assert not app.exception
     assert app.title[0].value == "Workload"
     assert report(app)["format"] == "synthetic" and report(app)["requests"] == "500"
+
+
+def test_the_page_opens_on_the_current_scenarios_workload():
+    """Issue 19 item 7: not a generator's 500 requests at 4 req/s but the scenario's workload, with
+    nothing to "use"."""
+    app = AppTest.from_file(PAGE, default_timeout=30).run()
+    assert app.radio(key="wl_source").value == "Current scenario"
+    assert report(app)["requests"] == f"{DEFAULT_SCENARIO['workload']['num_requests']:,}"
+    assert len(app.button) == 0
+
+
+def test_an_error_names_the_uploaded_file_not_the_servers_copy():
+    """A trace read as the wrong format fails while previewed; the message names "t.csv", the
+    user's file, not the store's hash-named path."""
+    app = upload(page(), "t.csv", b"arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,2\n")
+    app.selectbox(key="wl_format").set_value("azure").run()
+    message = unescaped(app.error[0].value)
+    assert message.startswith("t.csv: missing column(s) TIMESTAMP, ContextTokens, GeneratedTokens"), message
+    assert "upload" not in message and "/" not in message
 
 
 def test_a_good_upload_shows_its_report_and_can_become_the_scenarios_workload():

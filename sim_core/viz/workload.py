@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from sim_core.workload.model import Workload
 from sim_core.workload.report import workload_stats
@@ -28,15 +29,17 @@ def arrival_rate_figure(workload: Workload, num_bins: int = NUM_BINS) -> go.Figu
 
 
 def length_histogram_figure(workload: Workload, num_bins: int = NUM_BINS) -> go.Figure:
-    """Histograms of prompt and output lengths (tokens), overlaid."""
-    figure = go.Figure()
-    for name, values, color in (("prompt", workload.num_prefill_tokens, "#d95f02"),
-                                ("output", workload.num_decode_tokens, "#7570b3")):
+    """Histograms of prompt and output lengths (tokens), side by side, each on its own axis
+    (outputs of tens of tokens stay readable next to prompts of thousands)."""
+    figure = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
+    for col, (name, values, color) in enumerate((("prompt", workload.num_prefill_tokens, "#d95f02"),
+                                                 ("output", workload.num_decode_tokens, "#7570b3")), start=1):
         counts, edges = np.histogram(values, bins=num_bins)
-        figure.add_bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=np.diff(edges), name=name,
-                       marker_color=color, opacity=0.65)
-    figure.update_layout(title="Length histograms", xaxis_title="tokens", yaxis_title="requests",
-                         barmode="overlay", height=320, margin={"t": 40, "b": 40})
+        figure.add_trace(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=np.diff(edges), name=name,
+                                marker_color=color, showlegend=False), 1, col)
+        figure.update_xaxes(title_text=f"{name} tokens", row=1, col=col)
+    figure.update_yaxes(title_text="requests", row=1, col=1)
+    figure.update_layout(title="Length histograms", height=320, margin={"t": 40, "b": 40})
     return figure
 
 
