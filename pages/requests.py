@@ -1,26 +1,39 @@
 """Requests: a state timeline per request (sampled), sortable and filterable; pick one to
 highlight it on the KV-cache map and the pipeline Gantt."""
 
+import json
+
+import pandas as pd
 import streamlit as st
 
 from explorer.frame import through_app
-from explorer.state import SELECTED_KEY, result, selected_request
+from explorer.state import SELECTED_KEY, result, scenario_json, selected_request, web_config
 from explorer.widgets import session_value
+from sim_core.results.sessions import session_columns, with_sessions
 from sim_core.viz.timeline import (
     SORTS,
     pick_requests,
     selected_from_event,
     timeline_figure,
 )
+from sim_core.workload import build_workload_and_format
 
 through_app()
 
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def sessions_of(scenario_text: str) -> pd.DataFrame | None:
+    """Each request's session and turn (None without sessions), from the scenario's workload."""
+    return session_columns(build_workload_and_format(web_config(json.loads(scenario_text)))[0])
+
+
 st.title("Requests")
 run = result()
-requests = run.requests
+requests = with_sessions(run.requests, sessions_of(scenario_json()))   # the run is the scenario's
+sorts = [name for name, (column, _) in SORTS.items() if column in requests.columns]
 replicas = ["all", *(replica.id for replica in run.replicas)]
 cols = st.columns([2, 1, 1, 1])
-order = cols[0].selectbox("Sort by", list(SORTS), key="rq_sort")
+order = cols[0].selectbox("Sort by", sorts, key="rq_sort")
 replica = cols[1].selectbox("Replica", replicas, key="rq_replica",
                             format_func=lambda r: r if r == "all" else run.replicas[r].name)
 limit = cols[2].number_input("Rows", 10, 1000, 100, 10, key="rq_limit",

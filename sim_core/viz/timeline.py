@@ -19,6 +19,7 @@ SORTS = {
     "slowest end-to-end": ("e2e", False),
     "most restarts": ("num_restarts", False),
     "worst TBT": ("tbt_max", False),
+    "session": ("session_id", True),        # turns of one conversation together (needs session columns)
 }
 
 
@@ -38,10 +39,14 @@ def pick_requests(requests: pd.DataFrame, sort: str = "arrival", replica: int | 
 
 def timeline_figure(result: SimulationResult, rows: pd.DataFrame, selected: int | None = None) -> go.Figure:
     """Horizontal lifecycle bars for `rows` (top to bottom in their order) on a numeric time axis;
-    one trace per segment kind, finish markers, hover with the request's metrics."""
+    one trace per segment kind, finish markers, hover with the request's metrics. Rows with
+    `session_id` and `turn` columns are labelled "#12 s3 t1" (request 12, session 3, turn 1)."""
     ids = rows["request_id"].to_numpy()
     segments = request_segments(result, ids)
     labels = {int(r): f"#{int(r)}" for r in ids}
+    if "session_id" in rows.columns:
+        labels = {int(r): f"#{int(r)} s{int(s)} t{int(t)}"
+                  for r, s, t in zip(ids, rows["session_id"].to_numpy(), rows["turn"].to_numpy())}
     info = rows.set_index("request_id")
     figure = go.Figure()
     for kind, color in KIND_COLORS.items():
