@@ -3,6 +3,7 @@
 import streamlit as st
 
 from explorer.frame import through_app
+from explorer.selection import time_window, zoom_button
 from explorer.state import result, selected_request
 from sim_core.viz.kv_map import MAX_CELLS, kv_layout, kv_map_figure
 from sim_core.viz.overview import blocks_text
@@ -19,11 +20,12 @@ st.caption(f"{blocks_text(run)} blocks per replica of {run.replicas[0].block_siz
            + (f"Each cell aggregates {group} blocks (more than {MAX_CELLS:,} blocks): colour is the share in use."
               if group > 1 else "One cell per physical block; hover to see its owner."))
 left, mid, right = st.columns([3, 1, 1])
-window = left.slider("Time window (s)", 0.0, max(end, 0.001), (0.0, end), key="kv_window")
+window = time_window("kv", run, end, (0.0, end), follow=False, where=left)
 frames = mid.slider("Frames", 10, 120, 40, 10, key="kv_frames", help="Snapshots in the animation.")
 shown = right.number_input("Replicas shown", 1, replicas, min(replicas, 4), key="kv_replicas")
 figure = kv_map_figure(run, *window, max_frames=frames, selected=selected_request(), replicas=int(shown))
+zoom_button("kv")
 st.plotly_chart(figure, key="kv_map")
 st.caption("Press ▶ Play to animate, drag the t = slider to scrub. Below: KV use per replica (dotted: "
            "vllm_v0's CPU swap space in use); x marks a preemption (hover for the request). The selected "
-           "request's blocks are yellow.")
+           "request's blocks are yellow; the map opens where it holds most.")

@@ -5,6 +5,7 @@ import json
 import streamlit as st
 
 from explorer.frame import through_app
+from explorer.selection import time_window, zoom_button
 from explorer.state import result, scenario, selected_request, web_config
 from sim_core.config import config_to_yaml
 from sim_core.export import chrome_trace
@@ -16,8 +17,10 @@ through_app()
 st.title("Pipeline")
 run = result(events=False)  # no block or state events needed here
 end = float(run.batch_stages["end"].max()) if len(run.batch_stages) else 1.0
-window = st.slider("Time window (s)", 0.0, max(end, 0.001), (0.0, min(end, 5.0)), key="pp_window",
-                   help="Bars are batch stages; a gap on a stage row is a pipeline bubble (the stage idles).")
+window = time_window("pp", run, end, (0.0, min(end, 5.0)), follow=True,
+                     help="Bars are batch stages; a gap on a stage row is a pipeline bubble (the stage idles). "
+                          "It opens on the selected request.")
+zoom_button("pp")
 st.plotly_chart(pipeline_gantt(run, *window, selected=selected_request()), key="pp_gantt")
 busy = stage_busy(run, *window)
 st.caption("Busy share per stage in the window (1 - busy = bubbles and idle time): "

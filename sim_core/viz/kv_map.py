@@ -14,6 +14,7 @@ from sim_core.viz.decimate import step_peaks
 from sim_core.viz.kv_blocks import (
     CACHED,
     FREE,
+    SELECTED,
     STATE_COLORS,
     STATE_NAMES,
     BlockFrames,
@@ -66,7 +67,9 @@ def kv_map_figure(result: SimulationResult, start: float = 0.0, end: float | Non
     owners = _stack(cast(list[np.ndarray], [s[1] for s in stacked]), height) if group == 1 else None
     figure = make_subplots(rows=2, cols=1, row_heights=[0.72, 0.28], vertical_spacing=0.08)
     present = sorted({0, *np.unique(z[z >= 0]).tolist()}) if group == 1 else []
-    first = peak_frame(z, group > 1)                     # open on the fullest moment, not an empty cache
+    # open where the selected request holds most blocks, else on the fullest moment (not an empty cache)
+    first = selected_frame(z) if selected is not None and group == 1 else None
+    first = peak_frame(z, group > 1) if first is None else first
     figure.add_trace(_heatmap(z[first], owners[first] if owners is not None else None, group, width, height), 1, 1)
     _add_utilization(figure, result, shown, times[first])
     for code in present:
@@ -78,6 +81,13 @@ def kv_map_figure(result: SimulationResult, start: float = 0.0, end: float | Non
                      for i, t in enumerate(times)]
     _animate(figure, times, [replica.name for replica in shown], height, first)
     return figure
+
+
+def selected_frame(z: np.ndarray) -> int | None:
+    """Index of the frame where the selected request holds the most blocks (state codes; the
+    first on ties); None when it holds none in any frame."""
+    held = (z == SELECTED).reshape(len(z), -1).sum(axis=1)
+    return int(np.argmax(held)) if held.any() else None
 
 
 def peak_frame(z: np.ndarray, percent: bool) -> int:

@@ -37,6 +37,20 @@ def pick_requests(requests: pd.DataFrame, sort: str = "arrival", replica: int | 
     return rows.head(limit)
 
 
+def request_window(requests: pd.DataFrame, request_id: int, end: float, pad: float = 0.1) -> tuple[float, float] | None:
+    """The time window that shows request `request_id`: its arrival to its completion (the run's
+    `end` if it never completed), widened by `pad` of its length on each side and clipped to
+    [0, end]; None when there is no such request."""
+    row = requests[requests["request_id"] == request_id]
+    if row.empty or not np.isfinite(row["arrived_at"].iloc[0]):
+        return None
+    start = float(row["arrived_at"].iloc[0])
+    done = row["completed_at"].iloc[0]
+    stop = float(done) if pd.notna(done) and done >= start else end
+    margin = max(stop - start, 1e-3) * pad
+    return max(0.0, start - margin), min(end, stop + margin)
+
+
 def timeline_figure(result: SimulationResult, rows: pd.DataFrame, selected: int | None = None) -> go.Figure:
     """Horizontal lifecycle bars for `rows` (top to bottom in their order) on a numeric time axis;
     one trace per segment kind, finish markers, hover with the request's metrics. Rows with
