@@ -86,11 +86,12 @@ def _optional(number):
 
 
 def bound(path: str, place: str = "form", label: str | None = None, options: list | None = None,
-          kind: str | None = None, fmt: str | None = None, low=None, high=None):
+          kind: str | None = None, fmt: str | None = None, low=None, high=None, step=None):
     """Render the widget for the scenario field at `path`; returns its current value.
 
     `place` keeps widgets of the same field on different parts of the screen apart; `options`
-    turns it into a select box; `kind="slider"` with `low`/`high` narrows the field's range."""
+    turns it into a select box; `kind="slider"` with `low`/`high` narrows the field's range;
+    `step`: a number box's +/- step."""
     info = field_info(path)
     annotation, optional = _unwrap_optional(info.annotation)
     current = get_path(scenario(), path, _default(info))
@@ -123,7 +124,7 @@ def bound(path: str, place: str = "form", label: str | None = None, options: lis
     if kind == "slider":
         low, high = min(low, current), max(high, current)
         return st.slider(label, min_value=number(low), max_value=number(high), **common)
-    step = 1 if number is int else None
+    step = number(step) if step is not None else (1 if number is int else None)
     if fmt is None and number is float:
         fmt = "%.6f" if current is not None and 0 < abs(current) < 0.01 else "%.3f"
     return st.number_input(label, min_value=number(low) if low is not None else None,

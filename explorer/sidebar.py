@@ -33,8 +33,11 @@ def quick_knobs() -> None:
                 bound("cluster.pipeline_parallel_size", "side", "PP", options=[1, 2, 4, 8])
             bound("cluster.num_replicas", "side", "Replicas", kind="slider", low=1, high=16)
         if not get_path(current, "workload.trace_file"):
-            bound("workload.arrival.qps", "side", "Arrival rate (req/s)", kind="slider", low=0.25, high=64.0)
-            bound("workload.num_requests", "side", "Requests", kind="slider", low=10, high=20000)
+            # typed boxes, not sliders: a value is exact (7.9, 20,000) and each re-simulation waits
+            # for Enter or a step (a slider re-simulated for every 0.01 req/s it passed)
+            bound("workload.arrival.qps", "side", "Arrival rate (req/s)", low=0.25, high=64.0, step=0.25,
+                  fmt="%.2f")
+            bound("workload.num_requests", "side", "Requests", low=10, high=20000, step=100)
         selected = st.session_state.get(SELECTED_KEY)
         if selected is not None:
             st.info(f"Selected request #{selected}", icon=":material/my_location:")

@@ -11,12 +11,12 @@ def test_a_sidebar_knob_shows_a_change_made_on_another_page():
     """The Workload page's "Use" sets 120 requests; the sidebar's Requests slider, bound to the
     same field, shows 120 (no widget key was dropped by hand)."""
     app = open_app("pages/workload.py")
-    assert app.sidebar.slider(key="w:side:workload.num_requests").value == 40
+    assert app.sidebar.number_input(key="w:side:workload.num_requests").value == 40
     app.radio(key="wl_source").set_value("Generate").run()
     app.number_input(key="wl_count").set_value(120).run()
     app.button(key="wl_use").click().run()
     assert app.session_state["scenario"]["workload"]["num_requests"] == 120
-    assert app.sidebar.slider(key="w:side:workload.num_requests").value == 120
+    assert app.sidebar.number_input(key="w:side:workload.num_requests").value == 120
 
 
 def test_a_page_value_survives_a_page_switch():
@@ -65,3 +65,15 @@ def test_the_selected_request_is_one_value_for_the_number_box_the_chart_and_the_
     assert app.sidebar.info[0].value == "Selected request #7"
     app.sidebar.button[0].click().run()
     assert app.number_input(key="rq_pick").value is None
+
+
+def test_the_rate_and_request_count_take_typed_values_up_to_20000():
+    """Issue 19 item 12: the sidebar's rate and request count are number boxes (typed values,
+    applied on Enter): 7.9 req/s is set exactly, and the request count reaches 20,000 in steps of 100."""
+    app = open_app()
+    rate = app.sidebar.number_input(key="w:side:workload.arrival.qps")
+    assert (rate.min, rate.max, rate.step) == (0.25, 64.0, 0.25)
+    rate.set_value(7.9).run()
+    assert app.session_state["scenario"]["workload"]["arrival"]["qps"] == 7.9
+    count = app.sidebar.number_input(key="w:side:workload.num_requests")
+    assert (count.min, count.max, count.step) == (10, 20000, 100)

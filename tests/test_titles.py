@@ -45,7 +45,7 @@ def test_the_sidebar_the_overview_and_the_chrome_trace_name_the_knobs_a_user_tur
     app.sidebar.selectbox(key="w:side:cluster.tensor_parallel_size").set_value(2).run()
     app.sidebar.selectbox(key="w:side:cluster.pipeline_parallel_size").set_value(4).run()
     app.sidebar.slider(key="w:side:cluster.num_replicas").set_value(3).run()
-    app.sidebar.slider(key="w:side:workload.arrival.qps").set_value(7.9).run()
+    app.sidebar.number_input(key="w:side:workload.arrival.qps").set_value(7.9).run()
     assert not app.exception
     title = "tiny: 40 requests, 64 KV blocks (edited: 3 replicas, PP 4, TP 2, sarathi, 7.9 req/s)"
     assert app.session_state["scenario"]["name"] == title
@@ -53,7 +53,7 @@ def test_the_sidebar_the_overview_and_the_chrome_trace_name_the_knobs_a_user_tur
     assert unescaped(app.caption[0].value).startswith(title + " · 40 requests")
     trace = chrome_trace(run_simulation(parse_config(app.session_state["scenario"])))
     assert trace["otherData"]["scenario"] == title
-    app.sidebar.slider(key="w:side:workload.arrival.qps").set_value(6.0).run()
+    app.sidebar.number_input(key="w:side:workload.arrival.qps").set_value(6.0).run()
     assert app.session_state["scenario"]["name"] == title.replace(", 7.9 req/s", "")   # back to 6 req/s
 
 
