@@ -1,6 +1,7 @@
 """The sweep spec: a base scenario, the fields to vary, the SLOs, the capacity search and prices.
 
     base: scenario.yaml                 # a path (relative to the spec) or an inline scenario
+                                        # (no cluster.global_scheduler: least_outstanding)
     vary: {scheduler.type: [vllm, sarathi], cluster.num_replicas: [1, 2]}
     slo: {ttft_p90_s: 2.0, tbt_p99_s: 0.2}
     search: {qps_min: 0.25, qps_max: 64, num_requests: 400}
@@ -41,6 +42,7 @@ SEARCH_OWNED = {
     "engine.record": "probes keep only per-request rows (engine.record: requests)",
 }
 RATE_PROCESSES = ("poisson", "gamma", "bursty", "diurnal")
+PLANNER_ROUTER = "least_outstanding"   # the sweep's router when the base scenario names none
 MAX_GRID_POINTS = 10_000   # a grid is built in memory, point by point, before anything runs
 
 
@@ -146,7 +148,17 @@ def _base_scenario(base: str | dict, base_dir: Path | None, source: str) -> dict
         data, anchor, where = read_mapping(path), path.parent, str(path)
     else:
         data, anchor, where = base, base_dir, f"{source}: base"
-    return parse_config(data, base_dir=anchor, source=where).model_dump(mode="json")
+    return parse_config(with_planner_router(data), base_dir=anchor, source=where).model_dump(mode="json")
+
+
+def with_planner_router(scenario: dict) -> dict:
+    """The scenario with the planner's router, `least_outstanding`, unless it names one
+    (cluster.global_scheduler): a scenario's own default, round robin, and Vidur's `lor` (which
+    piles requests on replica 0 while queues are empty) understate a cluster's capacity."""
+    cluster = scenario.get("cluster")
+    if isinstance(cluster, dict) and "global_scheduler" in cluster:
+        return scenario
+    return set_path(scenario, "cluster.global_scheduler", PLANNER_ROUTER)
 
 
 def check_vary_key(key: str, source: str = "sweep spec") -> None:
