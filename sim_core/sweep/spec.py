@@ -4,7 +4,7 @@
                                         # (no cluster.global_scheduler: least_outstanding)
     vary: {scheduler.type: [vllm, sarathi], cluster.num_replicas: [1, 2]}
     slo: {ttft_p90_s: 2.0, tbt_p99_s: 0.2}
-    search: {qps_min: 0.25, qps_max: 64, num_requests: 400}
+    search: {qps_min: 0.25, qps_max: 64, num_requests: 400}   # num_requests per replica
     gpu_hour_usd: 2.5
 
 `load_sweep` validates everything a spec can get wrong on its own (unknown keys, values outside
@@ -56,9 +56,15 @@ class SearchSettings(BaseModel):
     qps_max: float = Field(64.0, gt=0.0, le=1_000_000.0, description=(
         "Highest arrival rate tried (req/s); a configuration that meets the SLOs here is reported at qps_max."))
     num_requests: int = Field(400, ge=10, le=10_000_000, description=(
-        "Requests simulated per probe (a trace: its first N, arrival times rescaled to each rate)."))
+        "Requests simulated per probe for each replica of the cluster (a trace: its first N, arrival "
+        "times rescaled to each rate; a shorter trace is resampled)."))
+    warmup: float = Field(0.2, ge=0.0, le=0.9, description=(
+        "Share of a probe's requests, the first to arrive, left out of its measurement window."))
     tolerance: float = Field(0.05, ge=0.001, le=1.0, description=(
         "Stop when the lowest failing rate is within this fraction above the highest passing one."))
+    repeats: int = Field(1, ge=0, le=10, description=(
+        "Probes repeated with other seeds at the answer and at the failing rate above it; a "
+        "disagreement widens the reported range and lowers the answer to a rate that always passed."))
 
 
 class SweepSpec(BaseModel):
