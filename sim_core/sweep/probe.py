@@ -15,8 +15,9 @@ from sim_core.config import SimulationConfig, parse_config
 from sim_core.engine.simulation import run_simulation
 from sim_core.errors import SimulationError
 from sim_core.results.metrics import PERCENTILES, quantiles
+from sim_core.sweep.goodput import attainment
 from sim_core.sweep.resample import resample_rows
-from sim_core.sweep.spec import SearchSettings, set_path
+from sim_core.sweep.spec import ATTAINMENT, SearchSettings, set_path
 from sim_core.workload import build_workload
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 KEPT = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tbt_p50_s", "tbt_p90_s", "tbt_p99_s", "e2e_p50_s",
         "e2e_p90_s", "e2e_p99_s", "scheduling_delay_p99_s", "throughput_rps", "offered_rps", "backlog_growth",
-        "output_tokens_per_s",
+        "slo_attainment", "output_tokens_per_s",
         "num_preemptions", "kv_utilization_mean", "num_rejected")
 REJECTED = "rejected requests"
 OVERLOADED = "overloaded"
@@ -45,8 +46,8 @@ class Probe:
         metrics: the run's figures (KEPT; None where a run has no sample, e.g. no TBT gaps),
             measured over the steady-state window (see `steady_summary`).
         violated: what failed, worst first: REJECTED when requests were not served, OVERLOADED
-            when the window's backlog grew, SLO keys by value / limit, or
-            "simulation error: ..." when the policy could not go on.
+            when the window's backlog grew, SLO keys by value / limit (with slo.attainment:
+            "slo_attainment"), or "simulation error: ..." when the policy could not go on.
         repeat: 0 for the search's own seed; k for the k-th reseeded repeat.
     """
 
@@ -118,7 +119,7 @@ def run_probe(scenario: dict, qps: float, slo: dict, settings: SearchSettings, r
         result = run_simulation(config, probe_workload(config, num_requests))
     except SimulationError as error:
         return Probe(qps, False, {}, (f"simulation error: {error}",), repeat)
-    probe = judge(qps, steady_summary(result.requests, result.summary, settings.warmup), slo)
+    probe = judge(qps, steady_summary(result.requests, result.summary, settings.warmup, slo), slo)
     return replace(probe, repeat=repeat)
 
 
@@ -133,19 +134,22 @@ def probe_workload(config: SimulationConfig, num_requests: int) -> Workload | No
     return resample_rows(workload, num_requests, config.seed if config.workload.seed is None else config.workload.seed)
 
 
-def steady_summary(requests: pd.DataFrame, summary: dict, warmup: float) -> dict:
+def steady_summary(requests: pd.DataFrame, summary: dict, warmup: float, slo: dict | None = None) -> dict:
     """The run's summary measured over its steady-state window: from the arrival of the first
     request after the `warmup` share of them to the last arrival (the drain after it is left
     out). TTFT, e2e and scheduling-delay percentiles are those of the requests arriving in the
     window; `throughput_rps` is the completions in the window over its length, `offered_rps`
-    the arrivals, `backlog_growth` see _backlog_growth; TBT percentiles stay the whole run's
-    (token gaps are kept as one histogram)."""
+    the arrivals, `backlog_growth` see _backlog_growth, `slo_attainment` the share of the
+    window's requests meeting every limit of `slo` (sweep/goodput.py); TBT percentiles stay the
+    whole run's (token gaps are kept as one histogram)."""
     arrived = np.sort(requests["arrived_at"].to_numpy())
     if len(arrived) < 2:
-        return {**summary, "offered_rps": None, "backlog_growth": None}
+        return {**summary, "offered_rps": None, "backlog_growth": None,
+                "slo_attainment": attainment(requests, slo) if slo else None}
     start, end = float(arrived[int(warmup * (len(arrived) - 1))]), float(arrived[-1])
     if end <= start:
-        return {**summary, "offered_rps": None, "backlog_growth": None}
+        return {**summary, "offered_rps": None, "backlog_growth": None,
+                "slo_attainment": attainment(requests, slo) if slo else None}
     window = requests[requests["arrived_at"] >= start]
     finished = window[window["status"] == "finished"]
     steady = dict(summary)
@@ -155,6 +159,7 @@ def steady_summary(requests: pd.DataFrame, summary: dict, warmup: float) -> dict
     completed = requests["completed_at"].to_numpy()
     steady["throughput_rps"] = float(np.count_nonzero((completed > start) & (completed <= end))) / (end - start)
     steady["offered_rps"] = float(np.count_nonzero((arrived > start) & (arrived <= end))) / (end - start)
+    steady["slo_attainment"] = attainment(window, slo) if slo else None
     steady["backlog_growth"] = _backlog_growth(arrived, np.sort(completed[np.isfinite(completed)]), start, end)
     return steady
 
@@ -179,8 +184,12 @@ def judge(qps: float, summary: dict, slo: dict) -> Probe:
     1 - SERVED_SHARE (when measured), and every SLO metric is at or below its limit (a metric without
     samples, e.g. TBT when every request has one output token, cannot fail)."""
     metrics = {key: _finite(summary.get(key)) for key in KEPT}
-    over = [key for key, limit in slo.items() if metrics[key] is not None and metrics[key] > limit]
-    over.sort(key=lambda key: metrics[key] / slo[key], reverse=True)
+    if ATTAINMENT in slo:
+        share = metrics["slo_attainment"]
+        over = ["slo_attainment"] if share is not None and share < slo[ATTAINMENT] else []
+    else:
+        over = [key for key, limit in slo.items() if metrics[key] is not None and metrics[key] > limit]
+        over.sort(key=lambda key: metrics[key] / slo[key], reverse=True)
     growth = summary.get("backlog_growth")
     overloaded = growth is not None and growth > 1.0 - SERVED_SHARE
     violated = ([REJECTED] if summary["num_rejected"] else []) + ([OVERLOADED] if overloaded else []) + over

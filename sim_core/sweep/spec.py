@@ -3,7 +3,7 @@
     base: scenario.yaml                 # a path (relative to the spec) or an inline scenario
                                         # (no cluster.global_scheduler: least_outstanding)
     vary: {scheduler.type: [vllm, sarathi], cluster.num_replicas: [1, 2]}
-    slo: {ttft_p90_s: 2.0, tbt_p99_s: 0.2}
+    slo: {ttft_p90_s: 2.0, tbt_p99_s: 0.2}   # + attainment: 0.9 for goodput (sweep/goodput.py)
     search: {qps_min: 0.25, qps_max: 64, num_requests: 400}   # num_requests per replica
     gpu_hour_usd: 2.5
 
@@ -34,6 +34,7 @@ from sim_core.export.text import shorten
 from sim_core.results.metrics import PERCENTILES
 
 SLO_METRICS = tuple(f"{name}_p{p}_s" for name in ("ttft", "tbt", "e2e", "scheduling_delay") for p in PERCENTILES)
+ATTAINMENT = "attainment"   # slo.attainment: the goodput criterion (see sweep/goodput.py)
 SEARCH_OWNED = {
     "workload.arrival.qps": "the arrival rate is what the capacity search varies (search.qps_min .. qps_max)",
     "workload.target_qps": "the arrival rate is what the capacity search varies (search.qps_min .. qps_max)",
@@ -77,7 +78,9 @@ class SweepSpec(BaseModel):
     vary: dict[str, list] = Field(default_factory=dict, description=(
         "Dotted scenario keys -> lists of values; the grid is their product (empty: the base alone)."))
     slo: dict[str, float] = Field(description=(
-        f"Latency limits in seconds that a rate must meet, e.g. ttft_p90_s: 2.0; keys: {', '.join(SLO_METRICS)}."))
+        f"Latency limits in seconds that a rate must meet, e.g. ttft_p90_s: 2.0; keys: {', '.join(SLO_METRICS)}. "
+        f"With {ATTAINMENT}: 0.9 a rate must instead have that share of its requests meet every limit "
+        "(the percentile in a key is then ignored; TBT limits bound each request's mean TPOT)."))
     search: SearchSettings = Field(default_factory=SearchSettings, description="Capacity search settings.")
     gpu_hour_usd: float | dict[str, float] = Field(2.5, description=(
         "Price of one GPU-hour in USD, or a mapping device id -> price when the grid varies the device."))
@@ -93,14 +96,17 @@ class SweepSpec(BaseModel):
         if self.search.qps_min >= self.search.qps_max:
             raise ValueError(f"search.qps_min: got {self.search.qps_min:g}; must be below search.qps_max "
                              f"({self.search.qps_max:g})")
-        unknown = [key for key in self.slo if key not in SLO_METRICS]
+        unknown = [key for key in self.slo if key not in (*SLO_METRICS, ATTAINMENT)]
         if unknown:
-            raise ValueError(f"slo: unknown metric '{unknown[0]}'; allowed: {', '.join(SLO_METRICS)}")
-        if not self.slo:
+            raise ValueError(f"slo: unknown metric '{unknown[0]}'; allowed: {', '.join(SLO_METRICS)}, {ATTAINMENT}")
+        if not set(self.slo) - {ATTAINMENT}:
             raise ValueError(f"slo: give at least one limit, e.g. ttft_p90_s: 2.0 (allowed: {', '.join(SLO_METRICS)})")
-        bad = [(key, value) for key, value in self.slo.items() if not value > 0]
+        bad = [(key, value) for key, value in self.slo.items() if not value > 0 and key != ATTAINMENT]
         if bad:
             raise ValueError(f"slo.{bad[0][0]}: got {bad[0][1]!r}; allowed range 0 (exclusive) .. inf seconds")
+        share = self.slo.get(ATTAINMENT, 1.0)
+        if not 0.0 < share <= 1.0:
+            raise ValueError(f"slo.{ATTAINMENT}: got {share!r}; allowed range 0 (exclusive) .. 1 (a share of requests)")
         prices = self.gpu_hour_usd.values() if isinstance(self.gpu_hour_usd, dict) else [self.gpu_hour_usd]
         if any(not price >= 0 for price in prices):
             raise ValueError("gpu_hour_usd: prices must be >= 0 USD per GPU-hour")
