@@ -33,7 +33,7 @@ from sim_core.engine.budget import check_budget
 from sim_core.errors import ConfigError
 from sim_core.sweep import LocalBackend, RayBackend, parse_sweep_spec
 from sim_core.sweep.job import SweepJob
-from sim_core.sweep.probe import probe_scenario
+from sim_core.sweep.probe import num_probe_requests, probe_scenario
 from sim_core.workload import build_workload
 
 JOB_KEY, SESSION_KEY, ERROR_KEY = "capacity_job", "capacity_session", "capacity_error"
@@ -125,12 +125,13 @@ def _backend(spec_data: dict, backend: str, address: str, workers: int | None):
 
 def _check_probes(job: SweepJob) -> None:
     """Refuse a sweep whose probes would cost more than the server's run budget (each point is
-    probed with search.num_requests requests; the rate changes little of the cost). A trace's
+    probed with search.num_requests requests per replica; the rate changes little of the cost). A trace's
     lengths are known only once it is read: each distinct workload is built once and the points
     are checked on its exact figures."""
     search, workloads = job.spec.search, {}
     for point in job.grid.points:
-        config = parse_config(probe_scenario(point.scenario, search.qps_max, search.num_requests), source="sweep")
+        num_requests = num_probe_requests(point.scenario, search.num_requests)
+        config = parse_config(probe_scenario(point.scenario, search.qps_max, num_requests), source="sweep")
         check_budget(config, settings().limits)            # from the scenario: before anything is read
         if config.workload.trace_file:
             key = config.workload.model_dump_json()

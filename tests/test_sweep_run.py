@@ -74,7 +74,7 @@ def test_results_csv_has_a_row_per_configuration_with_cost_columns(tmp_path):
     assert table["cost_per_hour_usd"].tolist() == [3.0, 6.0, 3.0, 6.0]
     assert table["max_qps"].tolist() == [r["max_qps"] for r in outcome.records]
     assert table["qps_per_usd"].tolist() == pytest.approx((table["max_qps"] / table["cost_per_hour_usd"]).tolist())
-    assert set(table["binding_slo"]) <= {"ttft_p90_s", "tbt_p99_s"}
+    assert set(table["binding_slo"]) <= {"ttft_p90_s", "tbt_p99_s", "overloaded"}
 
 
 def test_a_point_limit_stops_and_the_rerun_computes_only_the_rest(tmp_path):

@@ -9,11 +9,13 @@ from hypothesis import strategies as st
 
 from sim_core import parse_config
 from sim_core.sweep import SearchSettings, bracket_search, capacity_search
-from sim_core.sweep.probe import REJECTED, Probe, judge, probe_scenario
+from sim_core.sweep.probe import OVERLOADED, REJECTED, Probe, judge, num_probe_requests, probe_scenario, probe_workload
 from sim_core.sweep.search import NO_LIMIT
+from sim_core.sweep.spec import set_path
 from sim_core.workload import build_workload
 
 SETTINGS = SearchSettings(qps_min=0.25, qps_max=64.0, num_requests=100, tolerance=0.05)
+SETTINGS_400 = SETTINGS.model_copy(update={"num_requests": 400})
 
 
 def threshold(capacity: float, served: float | None = None):
@@ -61,22 +63,123 @@ def _trace(tmp_path, rows: int = 100) -> str:
     return str(path)
 
 
-def test_real_simulation_brackets_the_capacity_of_a_one_at_a_time_server(tmp_path):
+def test_a_finite_window_no_longer_passes_an_overloaded_server(tmp_path):
     """One request at a time (batch cap 1), each 90 prompt tokens and 1 output token: service
-    s = 10 ms + 90 x 1 ms = 0.1 s. Arrivals every 1/q s: above 10 req/s request i waits
-    i x (s - 1/q), so TTFT p90 (the 90th of 100, i = 89) = s + 89 (s - 1/q). With the limit
-    s + 89 x 0.02 = 1.88 s the capacity is exactly 1 / (0.1 - 0.02) = 12.5 req/s."""
+    s = 10 ms + 90 x 1 ms = 0.1 s, so the server sustains 10 req/s. Arrivals every 1/q s: above
+    10 req/s request i waits i x (s - 1/q), and 100 requests meet TTFT p90 <= 1.88 s up to 12.5
+    req/s (the old search's answer). The window now serves 10 req/s whatever arrives: a probe
+    that serves less than 95% of its offered rate is overloaded, so the answer lies between
+    10 / 1.05 (the tolerance) and 10 / 0.95, and below 10 req/s TTFT is exactly s."""
     scenario = parse_config({
         "max_model_len": 1024, "predictor": {"type": "linear", "base_s": 0.01, "per_token_s": 0.001},
         "scheduler": {"type": "vllm", "batch_size_cap": 1, "num_blocks": 64},
         "workload": {"trace_file": _trace(tmp_path)}}).model_dump(mode="json")
     result = capacity_search(scenario, {"ttft_p90_s": 1.88}, SETTINGS)
-    assert 12.5 / 1.05 < result.max_qps <= 12.5
-    assert result.binding_slo == "ttft_p90_s"
+    assert 10 / 1.05 < result.max_qps <= 10 / 0.95
+    assert result.binding_slo == OVERLOADED
     for probe in result.probes:
-        assert probe.passed == (probe.qps <= 12.5)
-        expected = 0.1 if probe.qps <= 10 else 0.1 + 89 * (0.1 - 1 / probe.qps)
-        assert math.isclose(probe.metrics["ttft_p90_s"], expected, rel_tol=1e-9)
+        assert probe.passed == (probe.qps <= result.max_qps)
+        if probe.qps <= 10:
+            assert math.isclose(probe.metrics["ttft_p90_s"], 0.1, rel_tol=1e-9)
+        if probe.qps > 10 / 0.95:
+            assert OVERLOADED in probe.violated
+
+
+def _md1(num_replicas: int) -> dict:
+    """c replicas serving one request at a time in 0.1 s (90-token prompts, one output token),
+    Poisson arrivals, least_outstanding routing: an M/D/c queue that sustains 10 c req/s."""
+    return parse_config({
+        "max_model_len": 1024, "predictor": {"type": "linear", "base_s": 0.01, "per_token_s": 0.001},
+        "scheduler": {"type": "vllm", "batch_size_cap": 1, "num_blocks": 64},
+        "cluster": {"num_replicas": num_replicas, "global_scheduler": "least_outstanding"},
+        "workload": {"prompt_tokens": {"distribution": "fixed", "value": 90},
+                     "output_tokens": {"distribution": "fixed", "value": 1}}}).model_dump(mode="json")
+
+
+def test_the_capacity_of_m_d_c_servers_is_found_at_every_size():
+    """With a TTFT limit loose enough not to bind, the capacity of 1, 2 and 4 such replicas is
+    their service rate 10 c within the search's tolerance below and the overload margin above."""
+    for num_replicas in (1, 2, 4):
+        result = capacity_search(_md1(num_replicas), {"ttft_p90_s": 5.0}, SETTINGS_400)
+        assert 10 * num_replicas / 1.05 <= result.max_qps <= 10 * num_replicas / 0.95, num_replicas
+
+
+def _batching(num_replicas: int, router: str) -> dict:
+    """vLLM batching (cap 32) of identical requests (128-token prompts, 32 outputs)."""
+    return parse_config({
+        "max_model_len": 2048, "predictor": {"type": "linear", "base_s": 0.01, "per_token_s": 0.0005},
+        "scheduler": {"type": "vllm", "num_blocks": 400, "batch_size_cap": 32},
+        "cluster": {"num_replicas": num_replicas, "global_scheduler": router},
+        "workload": {"prompt_tokens": {"distribution": "fixed", "value": 128},
+                     "output_tokens": {"distribution": "fixed", "value": 32}}}).model_dump(mode="json")
+
+
+TTFT_2S = {"ttft_p90_s": 2.0}
+WIDE = SearchSettings(qps_min=0.25, qps_max=256.0, num_requests=400, tolerance=0.05)
+
+
+def test_two_replicas_carry_about_twice_one_with_a_balancing_router():
+    """On a homogeneous workload (the M/D/c replicas above), round robin and least_outstanding
+    give 2 replicas between 1.8x and 2.2x the capacity of one."""
+    one = capacity_search(_md1(1), {"ttft_p90_s": 5.0}, SETTINGS_400).max_qps
+    for router in ("round_robin", "least_outstanding"):
+        two = capacity_search(set_path(_md1(2), "cluster.global_scheduler", router), {"ttft_p90_s": 5.0},
+                              SETTINGS_400).max_qps
+        assert 1.8 <= two / one <= 2.2, router
+
+
+def test_the_capacity_does_not_move_when_the_probe_length_doubles():
+    """vLLM batching under TTFT p90 <= 2 s: 400 and 800 requests per replica give capacities
+    within the search's tolerance."""
+    short = capacity_search(_batching(1, "round_robin"), TTFT_2S, WIDE).max_qps
+    long = capacity_search(_batching(1, "round_robin"), TTFT_2S, WIDE.model_copy(update={"num_requests": 800})).max_qps
+    assert abs(long / short - 1) <= WIDE.tolerance
+
+
+def test_a_short_trace_is_resampled_with_its_seed(tmp_path):
+    """A 20-row trace probed with 100 requests: 100 of its rows drawn with replacement, arriving
+    after gaps drawn from its own (all 1/q s once rescaled); another seed draws other rows."""
+    path = tmp_path / "sizes.csv"
+    path.write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n"
+                    + "".join(f"{i}.0,{10 + i},{1 + i}\n" for i in range(20)))
+    scenario = parse_config({"workload": {"trace_file": str(path)}}).model_dump(mode="json")
+    one = probe_workload(parse_config(probe_scenario(scenario, 4.0, 100)), 100)
+    again = probe_workload(parse_config(probe_scenario(scenario, 4.0, 100)), 100)
+    other = probe_workload(parse_config(probe_scenario(scenario, 4.0, 100, repeat=1)), 100)
+    assert len(one) == 100 and set(one.num_prefill_tokens) <= set(range(10, 30))
+    np.testing.assert_array_equal(one.num_decode_tokens, one.num_prefill_tokens - 9)
+    np.testing.assert_allclose(one.arrived_at, np.arange(100) / 4.0)
+    np.testing.assert_array_equal(one.num_prefill_tokens, again.num_prefill_tokens)
+    assert list(one.num_prefill_tokens) != list(other.num_prefill_tokens)
+
+
+def test_a_probe_has_requests_for_every_replica():
+    base = parse_config({"cluster": {"num_replicas": 3}}).model_dump(mode="json")
+    pools = parse_config({"disaggregation": {"enabled": True, "prefill": {"num_replicas": 1},
+                                             "decode": {"num_replicas": 2}}}).model_dump(mode="json")
+    assert (num_probe_requests(base, 400), num_probe_requests(pools, 50)) == (1200, 150)
+
+
+def test_reseeded_repeats_widen_the_range_and_lower_the_answer():
+    """Capacity 10 with the search's seed, 9.5 with the other seed: the bracket is [9.663,
+    10.09]; the repeats fail at both, so the capacity lies between the highest rate every seed
+    passed, 9.253, and 10.09, and the answer is 9.253."""
+    def repeat(qps, k):
+        return Probe(qps, qps <= 9.5, {}, () if qps <= 9.5 else ("ttft_p90_s",), k)
+    result = bracket_search(threshold(10.0), SETTINGS, repeat)
+    repeats = [(round(p.qps, 3), p.passed, p.repeat) for p in result.probes[-2:]]
+    assert repeats == [(9.663, False, 1), (10.091, False, 1)]
+    assert tuple(round(rate, 3) for rate in result.qps_range) == (9.253, 10.091)
+    assert round(result.max_qps, 3) == 9.253 and result.non_monotonic == ()
+
+
+def test_a_pass_above_a_fail_is_reported():
+    """A repeat that fails at the bracket's 9.663 and passes at its 10.09: the pass above the
+    fail is reported; 10.09 and 9.663 both have a pass and a fail, so the range runs from
+    9.253 (every seed passed) to 12 (every seed failed)."""
+    result = bracket_search(threshold(10.0), SETTINGS, lambda qps, k: Probe(qps, qps > 10, {}, (), k))
+    assert result.non_monotonic == ("pass at 10.09 req/s above a fail at 9.663",)
+    assert tuple(round(rate, 3) for rate in result.qps_range) == (9.253, 12.0)
 
 
 def test_a_configuration_that_cannot_run_is_infeasible_at_every_rate():
@@ -127,4 +230,5 @@ def test_a_pd_disaggregated_scenario_is_searched_like_any_other():
     ).model_dump(mode="json")
     result = capacity_search(scenario, {"ttft_p90_s": 0.5}, SearchSettings(num_requests=60, tolerance=0.1))
     assert 0.25 < result.max_qps < 64 and result.binding_slo == "ttft_p90_s"
-    assert all(p.passed == (p.qps <= result.max_qps) for p in result.probes)
+    assert all(p.passed for p in result.probes if p.qps <= result.max_qps and p.repeat == 0)
+    assert not any(p.passed for p in result.probes if p.qps >= result.qps_range[1])

@@ -105,6 +105,17 @@ class DecodeView:
     def num_waiting(self) -> int:
         return self.endpoint.num_waiting + len(self.inbox)
 
+    @property
+    def num_outstanding(self) -> int:
+        return self.endpoint.num_outstanding + len(self.inbox)
+
+    @property
+    def num_kv_blocks_used(self) -> int:
+        return self.endpoint.num_kv_blocks_used
+
+    def num_cached_blocks(self, request: Request) -> int:
+        return self.endpoint.num_cached_blocks(request)
+
 
 class Disaggregation:
     """Hand-offs, inboxes and links of a disaggregated run (owned by its Simulator)."""
@@ -151,7 +162,7 @@ class Disaggregation:
                 sim.kernel.at_instant_end((HANDOFF_PHASE, request.id), self._route, transfer)
 
     def _route(self, transfer: Transfer) -> None:
-        index = self.router.route(self.views)
+        index = self.router.route(transfer.request, self.views)
         target = self.num_prefill + index
         request = transfer.request
         self.endpoints[target].expect_transfer(request)

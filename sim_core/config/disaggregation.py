@@ -18,8 +18,9 @@ class PoolConfig(BaseModel):
     pipeline_parallel_size: int = Field(1, ge=1, le=64, description=(
         "Pipeline stages per replica of this pool (PP); a replica keeps up to PP batches in flight."))
     global_scheduler: GlobalSchedulerType = Field("round_robin", description=(
-        "How requests are spread over this pool's replicas: round_robin, lor (fewest waiting; "
-        "for the decode pool, waiting includes hand-offs not yet accepted) or random (seeded)."))
+        "How requests are spread over this pool's replicas: any of cluster.global_scheduler's "
+        "routers (for the decode pool, waiting and outstanding include hand-offs not yet "
+        "accepted)."))
     num_blocks: int | None = Field(None, ge=1, le=1_000_000_000, description=(
         "KV-cache blocks per replica of this pool; empty: scheduler.num_blocks, or the memory "
         "planner for this pool's TP and PP when that is empty too."))

@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 # checks that before validating, see coercion.py.)
 Strict = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-GlobalSchedulerType = Literal["round_robin", "lor", "random"]
+GlobalSchedulerType = Literal["round_robin", "lor", "random", "least_outstanding", "least_kv", "prefix_affinity",
+                              "power_of_two"]
 
 
 class ClusterConfig(BaseModel):
@@ -28,8 +29,12 @@ class ClusterConfig(BaseModel):
         "Pipeline stages per replica (PP); each stage holds num_layers / PP layers and a replica "
         "keeps up to PP batches in flight."))
     global_scheduler: GlobalSchedulerType = Field("round_robin", description=(
-        "Request router: round_robin (i-th request to replica i mod n), lor (fewest waiting "
-        "requests, ties to the lowest id) or random (seeded)."))
+        "Request router: round_robin (i-th request to replica i mod n), lor (Vidur's rule: fewest "
+        "waiting requests, running ones not counted, ties to the lowest id), random (seeded), "
+        "least_outstanding (fewest waiting + running), least_kv (fewest KV blocks in use), "
+        "prefix_affinity (longest cached prompt prefix among replicas within 4 outstanding "
+        "requests of the least loaded) or power_of_two (the less loaded of two seeded draws). "
+        "Ties go to the lowest replica id."))
 
 
 class EngineConfig(BaseModel):

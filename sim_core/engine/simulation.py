@@ -65,7 +65,8 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
     rng = np.random.default_rng(config.seed)
     routers = [ROUTERS[v.config.cluster.global_scheduler](v.num_replicas, rng) for v in views]
     simulator = Simulator(schedulers, routers[0], predictors, workload, recorder,
-                          fast_forward=config.engine.fast_forward, num_entry=views[0].num_replicas,
+                          fast_forward=config.engine.fast_forward and not any(r.reads_load for r in routers),
+                          num_entry=views[0].num_replicas,
                           kv_copy_cost=KvCopyCost.from_config(config))
     if len(views) > 1:
         simulator.handoff = Disaggregation(simulator, views[0].num_replicas, routers[1], config.disaggregation,

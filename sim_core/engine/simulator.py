@@ -142,7 +142,7 @@ class Simulator:
     def on_global_schedule(self) -> None:
         touched = set()
         for request in self.pending_routing:
-            replica = self.router.route(self.entry)
+            replica = self.router.route(request, self.entry)
             self.schedulers[replica].add_request(request)
             self.recorder.on_state(replica, request.id, QUEUED)
             if self.fast is not None:

@@ -51,6 +51,25 @@ class ReplicaEndpoint:
         """Requests waiting in the replica's queue (what routers compare and records show)."""
         return len(self.scheduler.waiting)
 
+    @property
+    def num_outstanding(self) -> int:
+        """Requests the replica has taken and not finished (what least-load routers compare):
+        those waiting and those holding KV blocks, i.e. running, in a batch now, or (decode)
+        accepted hand-offs whose KV is on its way; a P/D prefill replica also counts hand-offs
+        whose KV has not left yet. Policies differ on whether `running` includes requests in a
+        batch, the block holders do not."""
+        return len(self.scheduler.waiting) + self.scheduler.pool.num_holders
+
+    @property
+    def num_kv_blocks_used(self) -> int:
+        """KV blocks held by requests now (what `least_kv` compares)."""
+        return self.scheduler.pool.num_used
+
+    def num_cached_blocks(self, request: Request) -> int:
+        """Full blocks of the request's prompt this replica holds in its prefix cache now (none
+        without one); changes nothing."""
+        return 0
+
     def rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
         """Why a request of this size can never be served here, or None if it can (a prefill
         replica holds only the prompt and its first output token)."""

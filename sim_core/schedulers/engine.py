@@ -74,6 +74,11 @@ class EngineScheduler(ReplicaScheduler):
             keys = self._keys[request.id] = self.prefix.block_keys(request.id)
         return keys
 
+    def _cached_prefix(self, request: Request) -> list[int]:
+        """Blocks of the longest cached prefix of the request's prompt, but its last token (prefix
+        caching on; locks and changes nothing but the request's memoised keys)."""
+        return []
+
     @staticmethod
     def kv_tokens(request: Request) -> int:
         """Tokens whose KV is computed: while decoding, the newest output token is not yet."""
@@ -154,6 +159,16 @@ class EngineEndpoint(ReplicaEndpoint):
     has arrived joins the tail of running, as an admission would."""
 
     scheduler: EngineScheduler
+
+    def num_cached_blocks(self, request: Request) -> int:
+        scheduler = self.scheduler
+        if not scheduler.caching:
+            return 0
+        known = request.id in scheduler._keys
+        hits = len(scheduler._cached_prefix(request))
+        if not known:
+            del scheduler._keys[request.id]   # a request routed elsewhere keeps no keys here
+        return hits
 
     def hand_off(self, request: Request) -> None:
         super().hand_off(request)

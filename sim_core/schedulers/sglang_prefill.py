@@ -139,6 +139,9 @@ class SglangPrefill(EngineScheduler):
                 self.batch_is_full = self.batch_is_full or state == NO_TOKEN
                 return
 
+    def _cached_prefix(self, request: Request) -> list[int]:
+        return self._match(request)[0]
+
     def _match(self, request: Request) -> tuple[list[int], RadixNode]:
         if not self.caching:
             return [], self.pool.tree.root

@@ -1,20 +1,39 @@
-"""One probe of the capacity search: a point's scenario at one arrival rate, simulated and judged
-against the SLOs."""
+"""One probe of the capacity search: a point's scenario at one arrival rate, simulated long enough
+to reach a steady state (`num_requests` per replica) and judged on a window that leaves out the
+warm-up and the drain: against the SLOs, and against the offered rate (an overloaded system fails
+whatever its percentiles)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from sim_core.config import parse_config
+import numpy as np
+
+from sim_core.config import SimulationConfig, parse_config
 from sim_core.engine.simulation import run_simulation
 from sim_core.errors import SimulationError
-from sim_core.sweep.spec import set_path
+from sim_core.results.metrics import PERCENTILES, quantiles
+from sim_core.sweep.goodput import attainment
+from sim_core.sweep.resample import resample_rows
+from sim_core.sweep.spec import ATTAINMENT, SearchSettings, set_path
+from sim_core.workload import build_workload
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from sim_core.workload.model import Workload
 
 KEPT = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tbt_p50_s", "tbt_p90_s", "tbt_p99_s", "e2e_p50_s",
-        "e2e_p90_s", "e2e_p99_s", "scheduling_delay_p99_s", "throughput_rps", "output_tokens_per_s",
+        "e2e_p90_s", "e2e_p99_s", "scheduling_delay_p99_s", "throughput_rps", "offered_rps", "backlog_growth",
+        "slo_attainment", "output_tokens_per_s",
         "num_preemptions", "kv_utilization_mean", "num_rejected")
 REJECTED = "rejected requests"
+OVERLOADED = "overloaded"
+# a probe is overloaded when over its measurement window the backlog grew as if it served less
+# than this share of what arrived: the queue grows without bound, whatever the percentiles say
+SERVED_SHARE = 0.97
 
 
 @dataclass(frozen=True)
@@ -23,29 +42,47 @@ class Probe:
 
     Attributes:
         qps: the arrival rate tried (req/s).
-        passed: every SLO met and every request served.
-        metrics: the run's figures (KEPT; None where a run has no sample, e.g. no TBT gaps).
-        violated: what failed, worst first: SLO keys by value / limit, REJECTED when requests
-            were not served, or "simulation error: ..." when the policy could not go on.
+        passed: every SLO met, every request served, and not overloaded.
+        metrics: the run's figures (KEPT; None where a run has no sample, e.g. no TBT gaps),
+            measured over the steady-state window (see `steady_summary`).
+        violated: what failed, worst first: REJECTED when requests were not served, OVERLOADED
+            when the window's backlog grew, SLO keys by value / limit (with slo.attainment:
+            "slo_attainment"), or "simulation error: ..." when the policy could not go on.
+        repeat: 0 for the search's own seed; k for the k-th reseeded repeat.
     """
 
     qps: float
     passed: bool
     metrics: dict
     violated: tuple[str, ...]
+    repeat: int = 0
 
     def to_json(self) -> list:
-        return [self.qps, self.passed, self.metrics, list(self.violated)]
+        return [self.qps, self.passed, self.metrics, list(self.violated), self.repeat]
 
 
-def probe_scenario(scenario: dict, qps: float, num_requests: int) -> dict:
-    """The scenario at arrival rate `qps` with `num_requests` requests, keeping per-request rows only.
+def num_probe_requests(scenario: dict, per_replica: int) -> int:
+    """Requests of a probe: `per_replica` for every replica of the cluster (of both pools when
+    disaggregated), so that each replica sees as many whatever the cluster's size."""
+    pools = scenario.get("disaggregation") or {}
+    if pools.get("enabled"):
+        return per_replica * (pools["prefill"]["num_replicas"] + pools["decode"]["num_replicas"])
+    return per_replica * scenario["cluster"]["num_replicas"]
+
+
+def probe_scenario(scenario: dict, qps: float, num_requests: int, repeat: int = 0) -> dict:
+    """The scenario at arrival rate `qps` with `num_requests` requests, keeping per-request rows
+    only; `repeat` k > 0 adds k to the seed (the workload's, when it has its own).
 
     A trace keeps its first `num_requests` rows and has its arrival times rescaled to the rate
     (`workload.target_qps`); a synthetic workload gets its process's rate parameters scaled so
     that its mean rate is `qps` (poisson/gamma: qps; bursty: qps and off_qps; diurnal: qps or
     the rate curve)."""
     scenario = set_path(scenario, "engine.record", "requests")
+    if repeat:
+        own = scenario["workload"].get("seed")
+        scenario = (set_path(scenario, "seed", (scenario["seed"] + repeat) % 2**32) if own is None
+                    else set_path(scenario, "workload.seed", (own + repeat) % 2**32))
     workload = scenario["workload"]
     if workload.get("trace_file"):
         scenario = set_path(scenario, "workload.max_trace_requests", num_requests)
@@ -70,31 +107,96 @@ def _mean_rate(arrival: dict) -> float:
     return arrival["qps"]
 
 
-def run_probe(scenario: dict, qps: float, slo: dict, num_requests: int) -> Probe:
-    """Simulate the point at `qps` and judge it.
+def run_probe(scenario: dict, qps: float, slo: dict, settings: SearchSettings, repeat: int = 0) -> Probe:
+    """Simulate the point at `qps` (`repeat`: see probe_scenario) and judge its steady state.
 
     Raises:
         ConfigError, TraceError: the point cannot run at any rate (e.g. the model does not fit).
     """
-    config = parse_config(probe_scenario(scenario, qps, num_requests), source=f"probe at {qps:g} req/s")
+    num_requests = num_probe_requests(scenario, settings.num_requests)
+    config = parse_config(probe_scenario(scenario, qps, num_requests, repeat), source=f"probe at {qps:g} req/s")
     try:
-        summary = run_simulation(config).summary
+        result = run_simulation(config, probe_workload(config, num_requests))
     except SimulationError as error:
-        return Probe(qps, False, {}, (f"simulation error: {error}",))
-    return judge(qps, summary, slo)
+        return Probe(qps, False, {}, (f"simulation error: {error}",), repeat)
+    probe = judge(qps, steady_summary(result.requests, result.summary, settings.warmup, slo), slo)
+    return replace(probe, repeat=repeat)
+
+
+def probe_workload(config: SimulationConfig, num_requests: int) -> Workload | None:
+    """A trace with fewer rows than the probe, resampled to `num_requests` (None: the run
+    builds its workload itself)."""
+    if not config.workload.trace_file:
+        return None
+    workload = build_workload(config)
+    if len(workload) >= num_requests:
+        return workload
+    return resample_rows(workload, num_requests, config.seed if config.workload.seed is None else config.workload.seed)
+
+
+def steady_summary(requests: pd.DataFrame, summary: dict, warmup: float, slo: dict | None = None) -> dict:
+    """The run's summary measured over its steady-state window: from the arrival of the first
+    request after the `warmup` share of them to the last arrival (the drain after it is left
+    out). TTFT, e2e and scheduling-delay percentiles are those of the requests arriving in the
+    window; `throughput_rps` is the completions in the window over its length, `offered_rps`
+    the arrivals, `backlog_growth` see _backlog_growth, `slo_attainment` the share of the
+    window's requests meeting every limit of `slo` (sweep/goodput.py); TBT percentiles stay the
+    whole run's (token gaps are kept as one histogram)."""
+    arrived = np.sort(requests["arrived_at"].to_numpy())
+    if len(arrived) < 2:
+        return {**summary, "offered_rps": None, "backlog_growth": None,
+                "slo_attainment": attainment(requests, slo) if slo else None}
+    start, end = float(arrived[int(warmup * (len(arrived) - 1))]), float(arrived[-1])
+    if end <= start:
+        return {**summary, "offered_rps": None, "backlog_growth": None,
+                "slo_attainment": attainment(requests, slo) if slo else None}
+    window = requests[requests["arrived_at"] >= start]
+    finished = window[window["status"] == "finished"]
+    steady = dict(summary)
+    for name in ("ttft", "e2e", "scheduling_delay"):
+        for p, value in zip(PERCENTILES, quantiles(finished[name].to_numpy(), PERCENTILES)):
+            steady[f"{name}_p{p}_s"] = value
+    completed = requests["completed_at"].to_numpy()
+    steady["throughput_rps"] = float(np.count_nonzero((completed > start) & (completed <= end))) / (end - start)
+    steady["offered_rps"] = float(np.count_nonzero((arrived > start) & (arrived <= end))) / (end - start)
+    steady["slo_attainment"] = attainment(window, slo) if slo else None
+    steady["backlog_growth"] = _backlog_growth(arrived, np.sort(completed[np.isfinite(completed)]), start, end)
+    return steady
+
+
+def _backlog_growth(arrived: np.ndarray, completed: np.ndarray, start: float, end: float) -> float:
+    """How much the backlog (arrived, not completed) grew over the window, as a share of the
+    requests arriving in half of it: its mean over the window's second half minus its mean over
+    the first, seen at each arrival (Poisson arrivals see time averages). A queue growing at
+    rate arrivals - completions gives 1 - completions / arrivals; a stable one about 0 (the
+    means smooth out the bursts in which a batch completes its requests)."""
+    inside = arrived[(arrived >= start) & (arrived <= end)]
+    backlog = np.arange(1, len(arrived) + 1)[np.searchsorted(arrived, inside, side="right") - 1] \
+        - np.searchsorted(completed, inside, side="right")
+    second = inside > (start + end) / 2
+    if second.all() or not second.any():
+        return 0.0
+    return float(backlog[second].mean() - backlog[~second].mean()) / (len(inside) / 2)
 
 
 def judge(qps: float, summary: dict, slo: dict) -> Probe:
-    """Pass when no request was rejected and every SLO metric is at or below its limit (a metric
-    without samples, e.g. TBT when every request has one output token, cannot fail)."""
-    metrics = {key: _finite(summary[key]) for key in KEPT}
-    over = [key for key, limit in slo.items() if metrics[key] is not None and metrics[key] > limit]
-    over.sort(key=lambda key: metrics[key] / slo[key], reverse=True)
-    violated = ([REJECTED] if summary["num_rejected"] else []) + over
+    """Pass when no request was rejected, the window's backlog did not grow by more than
+    1 - SERVED_SHARE (when measured), and every SLO metric is at or below its limit (a metric without
+    samples, e.g. TBT when every request has one output token, cannot fail)."""
+    metrics = {key: _finite(summary.get(key)) for key in KEPT}
+    if ATTAINMENT in slo:
+        share = metrics["slo_attainment"]
+        over = ["slo_attainment"] if share is not None and share < slo[ATTAINMENT] else []
+    else:
+        over = [key for key, limit in slo.items() if metrics[key] is not None and metrics[key] > limit]
+        over.sort(key=lambda key: metrics[key] / slo[key], reverse=True)
+    growth = summary.get("backlog_growth")
+    overloaded = growth is not None and growth > 1.0 - SERVED_SHARE
+    violated = ([REJECTED] if summary["num_rejected"] else []) + ([OVERLOADED] if overloaded else []) + over
     return Probe(qps, not violated, metrics, tuple(violated))
 
 
-def _finite(value: float) -> float | None:
-    if isinstance(value, int):
+def _finite(value: float | None) -> float | None:
+    if value is None or isinstance(value, int):
         return value
     return float(value) if math.isfinite(value) else None

@@ -7,11 +7,16 @@ A bracketing search on the rate, as Vidur-Search does, with geometric steps:
    its service rate) and probe it, halving the rate until a probe passes (at qps_min, a
    failure means capacity 0);
 3. bisect geometrically between the highest passing and the lowest failing rate until the
-   failing one is within `tolerance` above the passing one.
+   failing one is within `tolerance` above the passing one;
+4. repeat the probes at those two rates with `repeats` other seeds: the capacity lies in
+   `qps_range`, from the highest rate that passed with every seed it was tried with to the
+   lowest that failed with every one (the bracket when the seeds agree).
 
-Invariant after step 2: `low` passed and `high` failed, low < high. The answer is `low`; the
-binding SLO is the worst violation at `high`. A rate that passes is assumed to mean every lower
-rate passes (the search, like Vidur's, does not check monotonicity).
+Invariant after step 2: `low` passed and `high` failed, low < high. The answer is `low`, or the
+range's low end when a repeat failed at `low` (and some rate passed with every seed); the
+binding SLO is the worst violation at `high`. Every pair of probes (any seed) where a rate passed
+above one that failed is reported in `non_monotonic`: the search assumes that lower rates pass,
+and says when that fails.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from sim_core.sweep.probe import Probe, run_probe
 from sim_core.sweep.spec import SearchSettings
 
 NO_LIMIT = "none (meets the SLOs at qps_max)"
+MAX_REPORTED = 5   # non-monotonic pairs listed
 
 
 @dataclass(frozen=True)
@@ -33,33 +39,49 @@ class Capacity:
     """The search's answer for one configuration.
 
     Attributes:
-        max_qps: highest rate that met every SLO (0 when even qps_min failed or it cannot run).
+        max_qps: highest rate that met every SLO, with every seed tried when one did (0 when even
+            qps_min failed or it cannot run).
         binding_slo: the SLO that failed just above max_qps, NO_LIMIT, or "infeasible: ..." when
             the configuration cannot run at any rate.
-        probes: every probe, in the order made.
+        probes: every probe, in the order made (reseeded repeats last).
         at_capacity: the metrics of the probe at max_qps (None when max_qps is 0).
+        qps_range: (low, high) the capacity lies in, given every seed tried: see step 4 (high
+            None above qps_max).
+        non_monotonic: "pass at X above a fail at Y" for the first MAX_REPORTED such pairs.
     """
 
     max_qps: float
     binding_slo: str
     probes: tuple[Probe, ...]
     at_capacity: dict | None
+    qps_range: tuple[float, float | None] = (0.0, None)
+    non_monotonic: tuple[str, ...] = ()
+
+    @property
+    def uncertainty(self) -> float | None:
+        """Relative width of qps_range, (high - low) / low (None when unbounded)."""
+        low, high = self.qps_range
+        return None if high is None or low <= 0 else (high - low) / low
 
     def to_json(self) -> dict:
         return {"max_qps": self.max_qps, "binding_slo": self.binding_slo, "at_capacity": self.at_capacity,
-                "probes": [probe.to_json() for probe in self.probes]}
+                "qps_range": list(self.qps_range), "uncertainty": self.uncertainty,
+                "non_monotonic": list(self.non_monotonic), "probes": [probe.to_json() for probe in self.probes]}
 
 
 Evaluate = Callable[[float], Probe]
+Repeat = Callable[[float, int], Probe]   # (rate, k) -> the probe with the k-th other seed
 
 
 def capacity_search(scenario: dict, slo: dict, settings: SearchSettings) -> Capacity:
     """Search the capacity of one scenario by simulating it (see the module docstring)."""
-    return bracket_search(lambda qps: run_probe(scenario, qps, slo, settings.num_requests), settings)
+    return bracket_search(lambda qps: run_probe(scenario, qps, slo, settings), settings,
+                          lambda qps, k: run_probe(scenario, qps, slo, settings, k))
 
 
-def bracket_search(evaluate: Evaluate, settings: SearchSettings) -> Capacity:
-    """The search over any rate -> Probe function (tests pass one with a known capacity)."""
+def bracket_search(evaluate: Evaluate, settings: SearchSettings, repeat: Repeat | None = None) -> Capacity:
+    """The search over any rate -> Probe function (tests pass one with a known capacity);
+    `repeat` reruns a rate with another seed (None: no repeats)."""
     probes: list[Probe] = []
 
     def probe(qps: float) -> Probe:
@@ -68,16 +90,39 @@ def bracket_search(evaluate: Evaluate, settings: SearchSettings) -> Capacity:
     try:
         top = probe(settings.qps_max)
         if top.passed:
-            return Capacity(top.qps, NO_LIMIT, tuple(probes), top.metrics)
+            return Capacity(top.qps, NO_LIMIT, tuple(probes), top.metrics, (top.qps, None))
         low, high = _bracket(probe, top, settings)
         if low is None:
-            return Capacity(0.0, high.violated[0], tuple(probes), None)
+            return Capacity(0.0, high.violated[0], tuple(probes), None, (0.0, high.qps), _non_monotonic(probes))
         while high.qps > low.qps * (1.0 + settings.tolerance):
             middle = probe(math.sqrt(low.qps * high.qps))
             low, high = (middle, high) if middle.passed else (low, middle)
+        if repeat is not None:
+            probes += [repeat(rate, k) for rate in (low.qps, high.qps) for k in range(1, settings.repeats + 1)]
     except ConfigError as error:          # the configuration cannot run (e.g. the model does not fit)
         return Capacity(0.0, f"infeasible: {shorten(error, 500)}", tuple(probes), None)
-    return Capacity(low.qps, high.violated[0], tuple(probes), low.metrics)
+    qps_range = _range(probes)
+    if 0.0 < qps_range[0] < low.qps:     # a repeat failed at low: answer what every seed passed
+        low = next(p for p in probes if p.qps == qps_range[0])
+    return Capacity(low.qps, high.violated[0], tuple(probes), low.metrics, qps_range, _non_monotonic(probes))
+
+
+def _range(probes: list[Probe]) -> tuple[float, float | None]:
+    """(the highest rate that passed with every seed tried there, below every rate that failed
+    with every seed, or 0; the lowest such failing rate, None if none)."""
+    by_rate: dict[float, list[bool]] = {}
+    for probe in probes:
+        by_rate.setdefault(probe.qps, []).append(probe.passed)
+    ceiling = min((rate for rate, verdicts in by_rate.items() if not any(verdicts)), default=None)
+    below = [rate for rate, verdicts in by_rate.items() if all(verdicts) and (ceiling is None or rate < ceiling)]
+    return max(below, default=0.0), ceiling
+
+
+def _non_monotonic(probes: list[Probe]) -> tuple[str, ...]:
+    """Pairs where a rate passed above a rate that failed (any seeds)."""
+    fails = sorted({p.qps for p in probes if not p.passed})
+    pairs = sorted({(p.qps, f) for p in probes if p.passed for f in fails if f < p.qps})
+    return tuple(f"pass at {up:.4g} req/s above a fail at {down:.4g}" for up, down in pairs[:MAX_REPORTED])
 
 
 def _bracket(probe: Callable[[float], Probe], top: Probe, settings: SearchSettings) -> tuple[Probe | None, Probe]:

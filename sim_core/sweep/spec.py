@@ -1,9 +1,10 @@
 """The sweep spec: a base scenario, the fields to vary, the SLOs, the capacity search and prices.
 
     base: scenario.yaml                 # a path (relative to the spec) or an inline scenario
+                                        # (no cluster.global_scheduler: least_outstanding)
     vary: {scheduler.type: [vllm, sarathi], cluster.num_replicas: [1, 2]}
-    slo: {ttft_p90_s: 2.0, tbt_p99_s: 0.2}
-    search: {qps_min: 0.25, qps_max: 64, num_requests: 400}
+    slo: {ttft_p90_s: 2.0, tbt_p99_s: 0.2}   # + attainment: 0.9 for goodput (sweep/goodput.py)
+    search: {qps_min: 0.25, qps_max: 64, num_requests: 400}   # num_requests per replica
     gpu_hour_usd: 2.5
 
 `load_sweep` validates everything a spec can get wrong on its own (unknown keys, values outside
@@ -33,6 +34,7 @@ from sim_core.export.text import shorten
 from sim_core.results.metrics import PERCENTILES
 
 SLO_METRICS = tuple(f"{name}_p{p}_s" for name in ("ttft", "tbt", "e2e", "scheduling_delay") for p in PERCENTILES)
+ATTAINMENT = "attainment"   # slo.attainment: the goodput criterion (see sweep/goodput.py)
 SEARCH_OWNED = {
     "workload.arrival.qps": "the arrival rate is what the capacity search varies (search.qps_min .. qps_max)",
     "workload.target_qps": "the arrival rate is what the capacity search varies (search.qps_min .. qps_max)",
@@ -41,6 +43,7 @@ SEARCH_OWNED = {
     "engine.record": "probes keep only per-request rows (engine.record: requests)",
 }
 RATE_PROCESSES = ("poisson", "gamma", "bursty", "diurnal")
+PLANNER_ROUTER = "least_outstanding"   # the sweep's router when the base scenario names none
 MAX_GRID_POINTS = 10_000   # a grid is built in memory, point by point, before anything runs
 
 
@@ -54,9 +57,15 @@ class SearchSettings(BaseModel):
     qps_max: float = Field(64.0, gt=0.0, le=1_000_000.0, description=(
         "Highest arrival rate tried (req/s); a configuration that meets the SLOs here is reported at qps_max."))
     num_requests: int = Field(400, ge=10, le=10_000_000, description=(
-        "Requests simulated per probe (a trace: its first N, arrival times rescaled to each rate)."))
+        "Requests simulated per probe for each replica of the cluster (a trace: its first N, arrival "
+        "times rescaled to each rate; a shorter trace is resampled)."))
+    warmup: float = Field(0.2, ge=0.0, le=0.9, description=(
+        "Share of a probe's requests, the first to arrive, left out of its measurement window."))
     tolerance: float = Field(0.05, ge=0.001, le=1.0, description=(
         "Stop when the lowest failing rate is within this fraction above the highest passing one."))
+    repeats: int = Field(1, ge=0, le=10, description=(
+        "Probes repeated with other seeds at the answer and at the failing rate above it; a "
+        "disagreement widens the reported range and lowers the answer to a rate that always passed."))
 
 
 class SweepSpec(BaseModel):
@@ -69,7 +78,9 @@ class SweepSpec(BaseModel):
     vary: dict[str, list] = Field(default_factory=dict, description=(
         "Dotted scenario keys -> lists of values; the grid is their product (empty: the base alone)."))
     slo: dict[str, float] = Field(description=(
-        f"Latency limits in seconds that a rate must meet, e.g. ttft_p90_s: 2.0; keys: {', '.join(SLO_METRICS)}."))
+        f"Latency limits in seconds that a rate must meet, e.g. ttft_p90_s: 2.0; keys: {', '.join(SLO_METRICS)}. "
+        f"With {ATTAINMENT}: 0.9 a rate must instead have that share of its requests meet every limit "
+        "(the percentile in a key is then ignored; TBT limits bound each request's mean TPOT)."))
     search: SearchSettings = Field(default_factory=SearchSettings, description="Capacity search settings.")
     gpu_hour_usd: float | dict[str, float] = Field(2.5, description=(
         "Price of one GPU-hour in USD, or a mapping device id -> price when the grid varies the device."))
@@ -85,14 +96,17 @@ class SweepSpec(BaseModel):
         if self.search.qps_min >= self.search.qps_max:
             raise ValueError(f"search.qps_min: got {self.search.qps_min:g}; must be below search.qps_max "
                              f"({self.search.qps_max:g})")
-        unknown = [key for key in self.slo if key not in SLO_METRICS]
+        unknown = [key for key in self.slo if key not in (*SLO_METRICS, ATTAINMENT)]
         if unknown:
-            raise ValueError(f"slo: unknown metric '{unknown[0]}'; allowed: {', '.join(SLO_METRICS)}")
-        if not self.slo:
+            raise ValueError(f"slo: unknown metric '{unknown[0]}'; allowed: {', '.join(SLO_METRICS)}, {ATTAINMENT}")
+        if not set(self.slo) - {ATTAINMENT}:
             raise ValueError(f"slo: give at least one limit, e.g. ttft_p90_s: 2.0 (allowed: {', '.join(SLO_METRICS)})")
-        bad = [(key, value) for key, value in self.slo.items() if not value > 0]
+        bad = [(key, value) for key, value in self.slo.items() if not value > 0 and key != ATTAINMENT]
         if bad:
             raise ValueError(f"slo.{bad[0][0]}: got {bad[0][1]!r}; allowed range 0 (exclusive) .. inf seconds")
+        share = self.slo.get(ATTAINMENT, 1.0)
+        if not 0.0 < share <= 1.0:
+            raise ValueError(f"slo.{ATTAINMENT}: got {share!r}; allowed range 0 (exclusive) .. 1 (a share of requests)")
         prices = self.gpu_hour_usd.values() if isinstance(self.gpu_hour_usd, dict) else [self.gpu_hour_usd]
         if any(not price >= 0 for price in prices):
             raise ValueError("gpu_hour_usd: prices must be >= 0 USD per GPU-hour")
@@ -146,7 +160,17 @@ def _base_scenario(base: str | dict, base_dir: Path | None, source: str) -> dict
         data, anchor, where = read_mapping(path), path.parent, str(path)
     else:
         data, anchor, where = base, base_dir, f"{source}: base"
-    return parse_config(data, base_dir=anchor, source=where).model_dump(mode="json")
+    return parse_config(with_planner_router(data), base_dir=anchor, source=where).model_dump(mode="json")
+
+
+def with_planner_router(scenario: dict) -> dict:
+    """The scenario with the planner's router, `least_outstanding`, unless it names one
+    (cluster.global_scheduler): a scenario's own default, round robin, and Vidur's `lor` (which
+    piles requests on replica 0 while queues are empty) understate a cluster's capacity."""
+    cluster = scenario.get("cluster")
+    if isinstance(cluster, dict) and "global_scheduler" in cluster:
+        return scenario
+    return set_path(scenario, "cluster.global_scheduler", PLANNER_ROUTER)
 
 
 def check_vary_key(key: str, source: str = "sweep spec") -> None:
