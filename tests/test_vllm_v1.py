@@ -30,9 +30,16 @@ def test_zero_slots_means_unbounded():
     assert batches_of(result)[0][1] == list(range(10))
 
 
-def test_a_100_token_prompt_with_threshold_16_schedules_16_per_iteration():
+def test_two_100_token_prompts_with_threshold_16_schedule_16_each_per_iteration():
+    result = simulate([(0.0, 100, 2)] * 2, "vllm_v1", scheduler={"long_prefill_token_threshold": 16})
+    assert [tokens for _, _, tokens in batches_of(result)[:7]] == [[16, 16]] * 6 + [[4, 4]]
+
+
+def test_a_lone_request_runs_its_prompt_past_the_threshold():
+    """The threshold keeps a long prompt from starving others; with nobody else running or
+    waiting, vLLM lifts it: the 100-token prompt runs whole."""
     result = simulate([(0.0, 100, 2)], "vllm_v1", scheduler={"long_prefill_token_threshold": 16})
-    assert [tokens for _, _, tokens in batches_of(result)[:7]] == [[16]] * 6 + [[4]]
+    assert batches_of(result)[0] == (0.0, [0], [100])
 
 
 def test_a_running_decode_gets_its_token_before_a_waiting_prefill_gets_what_is_left():

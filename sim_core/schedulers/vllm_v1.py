@@ -3,16 +3,20 @@
 Each iteration (vLLM's `Scheduler.schedule`), with budget = max_num_batched_tokens:
 
 1. Running requests, in admission order, while budget is left: each gets n = the tokens it
-   lags behind (a decode: 1), cut to long_prefill_token_threshold (when > 0) and to the budget.
-   It needs KV slots for its computed tokens plus n; when the free blocks do not cover them,
-   the tail of running (priority policy: the largest (priority, arrival, id)) is preempted
-   (recompute: blocks freed, outputs folded into the prompt, back to the head of the waiting
-   queue) until they do, or until the request itself is the victim, which ends this phase.
+   lags behind (a decode: 1), cut to long_prefill_token_threshold (when > 0 and more than one
+   request is running or waiting: alone, a prompt starves nobody) and to the budget. It needs
+   KV slots for its computed tokens plus n; when the free blocks do not cover them, the tail of
+   running (priority policy: the largest (priority, arrival), the first in running order among
+   equals) is preempted (recompute: blocks freed, outputs folded into the prompt, back to the
+   head of the waiting queue) until they do, or until the request itself is the victim: under
+   FCFS that ends this phase; under priority the phase goes on with the next running request
+   (which outranks it).
 2. Only if nothing was preempted: waiting requests in FCFS (priority: (priority, arrival))
    order, while budget is left and fewer than max_num_seqs are running (0 = unbounded): with
    prefix caching its cached full blocks (at most prompt - 1 tokens: at least one token is
-   always computed) are taken as computed, the rest is clamped as in 1; if its blocks do not fit
-   beside the free ones it stays, and so does everyone behind it (head-of-line blocking).
+   always computed) are taken as computed, the rest is clamped as in 1; if blocks for its whole
+   prompt (less the cached ones) do not fit beside the free ones (scheduler_reserve_full_isl,
+   on by default) it stays, and so does everyone behind it (head-of-line blocking).
 With prioritize_prefill the order is: running prompt chunks, admissions, then running decodes
 with what is left (a preemption in the last phase may take back a request admitted this step).
 With pipeline parallelism, requests in a batch in flight are neither scheduled nor preempted; a
@@ -81,6 +85,7 @@ class VllmV1Scheduler(EngineScheduler):
         cfg = self.config
         self.max_seqs = cfg.max_num_seqs or UNBOUNDED
         self.by_priority = cfg.scheduling_policy == "priority"
+        self._threshold = 0   # this step's long_prefill_token_threshold (0: none)
         if self.by_priority:
             self.waiting = PriorityQueue()
 
@@ -107,6 +112,8 @@ class VllmV1Scheduler(EngineScheduler):
 
     def _step(self) -> Step:
         step = Step(self.config.max_num_batched_tokens or V1_BATCHED_TOKENS)
+        # the threshold keeps a long prompt from starving the others; alone, it has nobody to starve
+        self._threshold = self.config.long_prefill_token_threshold if len(self.running) + len(self.waiting) > 1 else 0
         runnable = self.runnable()
         if self.config.prioritize_prefill:
             self._run(step, [r for r in runnable if not r.is_prefill_complete])
@@ -120,7 +127,7 @@ class VllmV1Scheduler(EngineScheduler):
         return step
 
     def clamp(self, num_tokens: int, budget: int) -> int:
-        threshold = self.config.long_prefill_token_threshold
+        threshold = self._threshold
         if 0 < threshold < num_tokens:
             num_tokens = threshold
         return min(num_tokens, budget)
@@ -136,8 +143,8 @@ class VllmV1Scheduler(EngineScheduler):
             n = self.clamp(request.num_known_tokens - self.kv_tokens(request), step.budget)
             if n <= 0:
                 continue
-            if not self._fit(step, request, n):
-                return
+            if not self._fit(step, request, n) and not (self.by_priority and request.status == RequestStatus.WAITING):
+                return   # FCFS: the request itself was the tail; priority: the others outrank it, go on
 
     def _fit(self, step: Step, request: Request, n: int) -> bool:
         """Find blocks for `n` more tokens of a running request, preempting as needed; False
@@ -160,8 +167,8 @@ class VllmV1Scheduler(EngineScheduler):
 
     def _victim(self) -> Request:
         candidates = self.runnable()
-        if self.by_priority:
-            return max(candidates, key=lambda r: (r.priority, r.arrived_at, r.id))
+        if self.by_priority:   # ties: the first in running order
+            return max(candidates, key=lambda r: (r.priority, r.arrived_at))
         return candidates[-1]
 
     # ---- phase 2: waiting requests -----------------------------------------------------------
@@ -172,11 +179,13 @@ class VllmV1Scheduler(EngineScheduler):
             request = waiting[0]
             hits = self._cached_prefix(request)
             computed = len(hits) * self._block_size
-            n = self.clamp(request.num_prefill_tokens - computed, step.budget)
-            needed = ceil((computed + n) / self._block_size) - len(hits)
-            fits = self._hashed.can_allocate(needed, hits) if self.caching else self.pool.can_allocate(needed)
+            # blocks for the whole prompt must fit, not only this chunk's (scheduler_reserve_full_isl)
+            whole = ceil(request.num_prefill_tokens / self._block_size) - len(hits)
+            fits = self._hashed.can_allocate(whole, hits) if self.caching else self.pool.can_allocate(whole)
             if not fits:
                 return
+            n = self.clamp(request.num_prefill_tokens - computed, step.budget)
+            needed = ceil((computed + n) / self._block_size) - len(hits)
             waiting.popleft()
             request.num_processed_tokens = computed
             if self.caching:
