@@ -36,7 +36,7 @@ def test_kv_map_shows_shared_and_cached_blocks_under_vllm_v1():
 def test_scenario_page_lists_engine_labels_and_shows_only_the_chosen_engines_knobs():
     app = open_app("pages/scenario.py", {**TINY, "scheduler": {"type": "sglang", "block_size": 16, "num_blocks": 64}})
     policy = app.selectbox(key="w:form:scheduler.type")
-    assert "sglang · SGLang (v0.4)" in policy.options and "vllm_v1 · vLLM V1 engine (v0.8+)" in policy.options
+    assert "sglang · SGLang (v0.4)" in policy.options and "vllm_v1 · vLLM V1 engine (v0.33)" in policy.options
     shown = [w.key for kind in ("number_input", "toggle", "text_input", "selectbox") for w in app.get(kind)]
     assert "w:form:scheduler.cuda_graph_batch_sizes" in shown and "w:form:scheduler.max_running_requests" in shown
     assert "w:form:scheduler.max_num_seqs" not in shown        # a vllm_v1 knob
