@@ -40,8 +40,9 @@ Outputs (times in seconds, to the nanosecond):
 * `steps.csv`: one row per step that ran tokens, in GPU order: formed_at (the host's clock at its
   schedule()), start, end, `scheduled` (request ids in vLLM's order: running ones, then new
   admissions; `id:tokens` for more than one token, `a-b` for consecutive ids of one token each), and
-  `preempted` (requests that schedule() preempted, in preemption order; a schedule() that ran no
-  tokens lends its preemptions to the next step that does).
+  `preempted` (requests that its schedule() preempted, in preemption order; a schedule() that ran
+  no tokens lends its preemptions to the next step that does, as `r@time` when it was called at
+  another time).
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ class Step:
     formed_at: float   # the host's clock at schedule()
     start: float
     end: float
-    preempted: list[str] = field(default_factory=list)
+    preempted: list[tuple[str, float]] = field(default_factory=list)   # (request, host time)
 
 
 def read_workload(case_file: Path, scenario: dict, project_python: str) -> list[Row]:
@@ -207,7 +208,7 @@ class Driver:
         self.gpu_free = 0.0            # when the GPU finishes the work queued so far
         self.next_row = 0
         self.steps: list[Step] = []
-        self.carried: list[str] = []   # preemptions of schedule() calls that ran nothing
+        self.carried: list[tuple[str, float]] = []   # preemptions of schedule() calls that ran nothing
 
     # ---- the clock and the stand-in model ----------------------------------------------------
 
@@ -227,7 +228,8 @@ class Driver:
         """schedule() now and queue its tokens on the GPU."""
         self.admit_arrivals()
         output = self.scheduler.schedule()
-        preempted = self.carried + sorted(output.preempted_req_ids, key=self._preemption_order)
+        preempted = self.carried + [(r, self.now) for r in sorted(output.preempted_req_ids,
+                                                                 key=self._preemption_order)]
         total = output.total_num_scheduled_tokens
         start = max(self.now, self.gpu_free)
         end = start + (self.case.base_s + self.case.per_token_s * total) if total else start
@@ -373,7 +375,8 @@ def write_outputs(case_file: Path, rows: list[Row], steps: list[Step]) -> None:
         writer.writerow(["formed_at", "start", "end", "scheduled", "preempted"])
         for step in steps:
             writer.writerow([seconds(step.formed_at), seconds(step.start), seconds(step.end),
-                             scheduled_text(step.output.num_scheduled_tokens), " ".join(step.preempted)])
+                             scheduled_text(step.output.num_scheduled_tokens),
+                             " ".join(r if t == step.formed_at else f"{r}@{seconds(t)}" for r, t in step.preempted)])
 
 
 def run_case(case_file: Path, project_python: str) -> tuple[int, int, int]:
