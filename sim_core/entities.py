@@ -81,6 +81,13 @@ class Request:
             if self.num_restarts == 0:
                 self.scheduled_at = time
 
+    def on_preempted_step_start(self, time: float) -> None:
+        """A step holding this request starts at `time` though the request was preempted after
+        the step was formed (vllm_v1's async scheduling forms the next step meanwhile): if it is
+        the request's first step, the request was scheduled then."""
+        if self.scheduled_at == NOT_YET:
+            self.scheduled_at = time
+
     def on_batch_end(self, time: float, num_tokens: int) -> float:
         """Account an iteration that processed `num_tokens`; returns the gap since the previous
         output token if this iteration produced one (else -1: a partial prefill chunk, or the
@@ -98,6 +105,25 @@ class Request:
             self.finish(time)
         if not self.is_prefill_complete:
             return -1.0
+        previous, self.last_token_at = self.last_token_at, time
+        if previous == NOT_YET:
+            return -1.0
+        gap = time - previous
+        if gap > self.max_token_gap:
+            self.max_token_gap = gap
+        return gap
+
+    def on_stale_token(self, time: float) -> float:
+        """A step that was running when this request was preempted (recompute) yields its token
+        anyway (vLLM's async scheduling delivers it): one more known token to compute again, the
+        last one finishes the request. Returns the gap since the previous output token (-1: its
+        first)."""
+        self.num_prefill_tokens += 1
+        self.num_decode_tokens -= 1
+        if self.prefill_completed_at == NOT_YET:
+            self.prefill_completed_at = time
+        if not self.num_decode_tokens:
+            self.finish(time)
         previous, self.last_token_at = self.last_token_at, time
         if previous == NOT_YET:
             return -1.0
@@ -174,6 +200,8 @@ class Batch:
     num_padding: int = 0          # dummy requests added to reach a CUDA-graph batch size (sglang)
     cache_ops: CacheOps | None = None   # KV swaps and copies run before the model
     cache_seconds: float = 0.0    # their time, added to every stage's time (set when formed)
+    stale: dict[int, bool] | None = None   # request id -> its output still brings a token: requests
+    # preempted while this batch ran (vllm_v1's async scheduling); their other tokens are void
 
     def __post_init__(self) -> None:
         assert self.requests and len(self.requests) == len(self.num_tokens)

@@ -33,6 +33,9 @@ DOCUMENTS = sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "bench" / "README.md
 ELSEWHERE = {
     "vllm/core/scheduler.py",            # vLLM v0.6's V0 scheduler (docs/design/engine-schedulers.md)
     "vllm/v1/core/sched/scheduler.py",   # vLLM V1's scheduler
+    "vllm/v1/core/sched/async_scheduler.py",   # its async-scheduling subclass
+    "vllm/v1/core/kv_cache_manager.py",  # vLLM V1's KV-cache manager and block pool
+    "vllm/v1/core/block_pool.py",
     "managers/scheduler.py",             # SGLang's python/sglang/srt/managers/scheduler.py
     "schedule_policy.py",                # SGLang's python/sglang/srt/managers/schedule_policy.py
     "bench/out/",                        # written by the benchmarks (git-ignored)

@@ -78,18 +78,26 @@ def test_reference_counted_pool_hands_out_the_same_ids_with_one_reference_each(o
                 max_size=80))
 def test_hashed_pool_queue_matches_an_eager_queue_of_every_id(ops):
     """vllm_v1's pool: new blocks come off the front of the queue (fresh ids first, in order),
-    freed blocks join the back, a hit on a free cached block takes it out of the middle: the
-    full queue order equals an eager OrderedDict of every id after each step."""
+    freed keyed blocks join the back, freed unkeyed ones the front (in the order freed), a hit
+    on a free cached block takes it out of the middle: the full queue order equals an eager
+    OrderedDict of every id after each step."""
     pool, queue = HashedBlockPool(NUM_BLOCKS, 2), OrderedDict.fromkeys(range(NUM_BLOCKS))
     refs = [0] * NUM_BLOCKS
     requests, next_key = [request(i) for i in range(5)], iter(range(10**6))
     for op, who, num in ops:
         target = requests[who]
         if op == "free":
+            unkeyed = []
             for block in reversed(target.blocks):
                 refs[block] -= 1
                 if not refs[block]:
-                    queue[block] = None
+                    if pool.key_of(block) is None:
+                        unkeyed.append(block)
+                    else:
+                        queue[block] = None
+            for block in reversed(unkeyed):
+                queue[block] = None
+                queue.move_to_end(block, last=False)
             pool.free(target)
         elif op == "allocate" and not target.blocks and len(queue) >= num:
             expected = [queue.popitem(last=False)[0] for _ in range(num)]

@@ -108,7 +108,8 @@ def _holders(simulator, replica):
 def _check(simulator):
     for scheduler in simulator.schedulers:
         scheduler.check_integrity(_holders(simulator, scheduler.replica_id))
-        assert scheduler._num_running_batches <= scheduler.num_stages
+        # vllm_v1's async scheduling queues one step behind the running one
+        assert scheduler._num_running_batches <= scheduler.num_stages + getattr(scheduler, "async_steps", False)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

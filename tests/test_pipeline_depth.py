@@ -1,4 +1,5 @@
-"""Pipeline depth: a replica never has more than pipeline_parallel_size batches in flight."""
+"""Pipeline depth: a replica never has more than pipeline_parallel_size batches in flight (vllm_v1's
+async scheduling, on one stage, queues one step behind the running one: two)."""
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -66,8 +67,11 @@ def scenarios(draw):
 def _depths(config) -> dict[int, int]:
     pd = config.get("disaggregation")
     if pd is None:
-        return {r: config["cluster"]["pipeline_parallel_size"] for r in range(config["cluster"]["num_replicas"])}
-    return {0: pd["prefill"]["pipeline_parallel_size"], 1: pd["decode"]["pipeline_parallel_size"]}
+        depths = {r: config["cluster"]["pipeline_parallel_size"] for r in range(config["cluster"]["num_replicas"])}
+    else:
+        depths = {0: pd["prefill"]["pipeline_parallel_size"], 1: pd["decode"]["pipeline_parallel_size"]}
+    queued = config["scheduler"]["type"] == "vllm_v1" and config["scheduler"].get("async_scheduling", True)
+    return {r: depth + 1 if queued and depth == 1 else depth for r, depth in depths.items()}
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -137,8 +137,9 @@ def test_radix_pool_evicts_lru_leaves_when_the_free_list_runs_short():
 
 def test_freed_blocks_stay_hits_until_the_queue_hands_them_out_again():
     """4 blocks of 2 tokens. A caches keys k0 k1 in blocks 0 1 and finishes: freed last block
-    first, so the queue is 2 3 1 0. B hits both and takes block 2 new. Then C takes 3 and 1:
-    block 1 is evicted (its key dropped), so a later lookup hits only block 0."""
+    first, so the queue is 2 3 1 0. B hits both and takes block 2 new. B finishes: block 2, never
+    keyed, goes to the front (it can never be a hit), 1 and 0 to the back. Then C takes 2 and 3,
+    then 1: block 1 is evicted (its key dropped), so a later lookup hits only block 0."""
     pool = HashedBlockPool(4, 2)
     a, b, c = request(0), request(1), request(2)
     assert pool.allocate(a, 2) == [0, 1]
@@ -150,8 +151,8 @@ def test_freed_blocks_stay_hits_until_the_queue_hands_them_out_again():
     assert pool.allocate(b, 1, hits) == [0, 1, 2]
     assert pool.free_order() == [3]
     pool.free(b)
-    assert pool.free_order() == [3, 2, 1, 0]
-    assert pool.allocate(c, 2) == [3, 2]
+    assert pool.free_order() == [2, 3, 1, 0]
+    assert pool.allocate(c, 2) == [2, 3]
     assert pool.allocate(c, 1) == [1]
     assert pool.key_of(1) is None and pool.cached_prefix([100, 101]) == [0]
     pool.check_integrity([c])

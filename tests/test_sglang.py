@@ -135,7 +135,7 @@ class FixedCost:
 def test_overlap_hides_schedule_and_output_processing_behind_the_previous_gpu_time():
     """Back to back, each iteration after the first hides 1 + 1 ms of CPU time: 10, 8, 8 ms;
     after an idle gap nothing is hidden again: 10 ms."""
-    clock, shape = OverlapClock([FixedCost()]), BatchShape(1, 1)
+    clock, shape = OverlapClock([FixedCost()], [("schedule", "process_outputs")]), BatchShape(1, 1)
     durations, now = [], 0.0
     for _ in range(3):                  # each starts when the previous ends (as the kernel does)
         durations.append(clock.iteration_time(0, shape, now))
@@ -147,7 +147,7 @@ def test_overlap_hides_schedule_and_output_processing_behind_the_previous_gpu_ti
 
 def test_overlap_hides_no_more_than_the_previous_gpu_time():
     """A previous iteration with only 0.5 ms of GPU work hides 0.5 of the 2 ms."""
-    short, clock = FixedCost(gpu=0.0005), OverlapClock([FixedCost()])
+    short, clock = FixedCost(gpu=0.0005), OverlapClock([FixedCost()], [("schedule", "process_outputs")])
     clock.predictors[0] = short
     first = clock.iteration_time(0, BatchShape(1, 1), 0.0)
     clock.predictors[0] = FixedCost()

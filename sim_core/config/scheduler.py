@@ -136,5 +136,11 @@ class SchedulerConfig(ChoiceBase):
 
     def overlap_schedule(self, num_stages: int) -> bool:
         """Whether the host work of iteration i hides behind the GPU work of iteration i - 1
-        (SGLang's overlap loop) on a replica with `num_stages` pipeline stages."""
+        (SGLang's overlap loop, vLLM's async scheduling) on a replica with `num_stages` pipeline
+        stages."""
         return False
+
+    def overlapped_cpu_phases(self) -> tuple[str, ...]:
+        """With overlap: the host phases of an iteration (`CPU_PHASES`) that run while the GPU
+        works on the previous one (SGLang: scheduling and processing outputs)."""
+        return ("schedule", "process_outputs")

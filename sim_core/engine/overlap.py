@@ -1,16 +1,18 @@
-"""Overlap scheduling (SGLang's overlap loop): the CPU schedules iteration i and processes the
-outputs of iteration i-1 while the GPU runs, so that host time hides behind GPU time.
+"""Overlap scheduling (SGLang's overlap loop, vLLM's async scheduling): the CPU schedules
+iteration i and processes the outputs of iteration i-1 while the GPU runs, so that host time
+hides behind GPU time.
 
 Without overlap an iteration takes the predictor's stage time T_i, which holds the four CPU
 phases of the host loop (`cpu_times`: schedule, prepare inputs, sample, process outputs) and
-the GPU work G_i = T_i - (sum of the CPU phases). With overlap, iteration i's schedule and
-process-outputs time runs while the GPU is still busy with iteration i-1:
+the GPU work G_i = T_i - (sum of the CPU phases). With overlap, the phases H the policy names
+(`overlapped_cpu_phases`; SGLang: schedule and process outputs; vLLM also prepares the inputs
+of step N+1 while step N runs) of iteration i run while the GPU is still busy with i-1:
 
-    time_i = T_i - min(cpu_schedule_i + cpu_process_outputs_i, G_(i-1))
+    time_i = T_i - min(sum of cpu_h_i for h in H, G_(i-1))
 
 when iteration i starts the instant iteration i-1 ends on the same replica (back to back).
-After an idle gap nothing is hidden: there was no GPU work to hide behind. Preparing inputs and
-sampling stay on the critical path. The CPU phases are priced for the batch's (padded) size.
+After an idle gap nothing is hidden: there was no GPU work to hide behind. The other phases
+stay on the critical path. The CPU phases are priced for the batch's (padded) size.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ if TYPE_CHECKING:
 class OverlapClock:
     """Prices first-stage iterations of replicas that overlap (pipeline parallelism 1)."""
 
-    def __init__(self, predictors: Sequence[Predictor]) -> None:
+    def __init__(self, predictors: Sequence[Predictor], hidden_phases: Sequence[tuple[str, ...]]) -> None:
         self.predictors = predictors                 # per replica
+        self.hidden = [tuple(f"cpu_{phase}" for phase in phases) for phases in hidden_phases]   # per replica
         self._last = [(-1.0, 0.0)] * len(predictors)  # (end time, GPU seconds) of the last iteration
         self.hidden_s = 0.0                          # CPU seconds hidden so far (all replicas)
 
@@ -37,7 +40,7 @@ class OverlapClock:
         cpu = predictor.cpu_times(shape.num_requests)
         gpu = full - sum(cpu.values())
         end, previous_gpu = self._last[replica]
-        hidden = min(cpu["cpu_schedule"] + cpu["cpu_process_outputs"], previous_gpu) if end == now else 0.0
+        hidden = min(sum(cpu[phase] for phase in self.hidden[replica]), previous_gpu) if end == now else 0.0
         duration = full - hidden
         self.hidden_s += hidden
         self._last[replica] = (now + duration, gpu)

@@ -65,7 +65,8 @@ class Simulator:
         self.single_stage = all(s.num_stages == 1 for s in schedulers)
         self.fast = FastForward(self) if fast_forward and self.single_stage else None
         self.overlapping = [s.config.overlap_schedule(s.num_stages) for s in schedulers]   # per replica
-        self.overlap = OverlapClock(predictors) if any(self.overlapping) else None
+        self.overlap = (OverlapClock(predictors, [s.config.overlapped_cpu_phases() for s in schedulers])
+                        if any(self.overlapping) else None)
         self.kv_copy_cost = kv_copy_cost  # prices the KV swaps / copies a batch runs first (vllm_v0)
         # parallel samples per request, for policies that serve them (the others serve one each)
         self.num_seqs = workload.n if workload.n is not None and schedulers[0].traits.serves_parallel_samples else None
@@ -167,18 +168,31 @@ class Simulator:
             batch.shape = self.batch_shape(batch)
             if batch.cache_ops is not None:
                 self._price_cache_ops(replica, batch)
-            for request in batch.requests:
-                if not request.scheduled:
-                    record.on_state(replica, request.id, ADMITTED)
-                request.on_batch_schedule(now)
+            queued = self.single_stage and self.stages[replica][0].busy   # vllm_v1 async: behind the running step
+            if not queued:
+                self._on_start(replica, batch)
             record.on_batch(batch)
             if self.fast is not None and self.fast.try_start(replica, batch):
                 continue
-            if self.single_stage:
+            if queued:
+                self.stages[replica][0].add(batch)
+            elif self.single_stage:
                 self._start_stage(replica, self.stages[replica][0], batch)
             else:
                 self.kernel.soon(self.on_stage_arrival, replica, 0, batch)
         self.record_replica(scheduler)
+
+    def _on_start(self, replica: int, batch: Batch) -> None:
+        """The batch's requests are scheduled now: when it is formed, or (queued behind a running
+        step on its only stage) when that stage takes it."""
+        now, record, stale = self.kernel.now, self.recorder, batch.stale
+        for request in batch.requests:
+            if stale is not None and request.id in stale:   # preempted before the step started
+                request.on_preempted_step_start(now)
+                continue
+            if not request.scheduled:
+                record.on_state(replica, request.id, ADMITTED)
+            request.on_batch_schedule(now)
 
     def _price_cache_ops(self, replica: int, batch: Batch) -> None:
         """Price and record the KV swaps / copies the batch runs before its model; their time
@@ -200,9 +214,14 @@ class Simulator:
         return padded(shape, batch.num_padding) if batch.num_padding else shape
 
     def on_batch_end(self, replica: int, batch: Batch) -> None:
-        now, on_gap = self.kernel.now, self.recorder.on_token_gap
+        now, on_gap, stale = self.kernel.now, self.recorder.on_token_gap, batch.stale
         for request, tokens in zip(batch.requests, batch.num_tokens):
-            gap = request.on_batch_end(now, tokens)
+            if stale is not None and request.id in stale:   # preempted while the batch ran
+                if not stale[request.id]:
+                    continue
+                gap = request.on_stale_token(now)
+            else:
+                gap = request.on_batch_end(now, tokens)
             if gap >= 0.0:
                 on_gap(gap)
             if request.completed:
@@ -259,7 +278,12 @@ class Simulator:
         state = self.stages[replica][stage]
         state.finish()
         self.recorder.on_stage(batch.id, replica, stage, state.started_at, self.kernel.now)
-        if self.single_stage:  # nothing can be queued at the only stage: go straight to the end
+        if self.single_stage:  # the only stage: the step queued behind (async) starts, this one ends
+            queued = state.start_next(self.kernel.now)
+            if queued is not None:
+                self._on_start(replica, queued)
+                self.kernel.at(self.kernel.now + self.stage_time(replica, queued, 0), self.on_stage_end, replica, 0,
+                               queued)
             self.kernel.soon(self.on_batch_end, replica, batch)
             return
         self.kernel.soon(self.on_stage_schedule, replica, stage)

@@ -2,24 +2,26 @@
 after they are freed.
 
 Free blocks wait in a queue in eviction order (front first); a fresh pool queues 0, 1, 2, ...
-A block whose last holder lets go joins the back of the queue but keeps its key, so it is still
+A block whose last holder lets go keeps its key and joins the back of the queue, so it is still
 a prefix hit (a hit takes it out of the queue again) until it reaches the front and is handed
-out as a new block, which drops its key: that is eviction, least recently freed first. A
-request frees its blocks last block first, so the tail of a sequence, the part least likely
-shared, is evicted before its head.
+out as a new block, which drops its key: that is eviction, least recently freed first. A block
+freed without a key (never filled) can never be a hit: it joins the front, to be reused first
+(vLLM 0.33's `BlockPool.free_blocks`). A request frees its blocks last block first, so the tail
+of a sequence, the part least likely shared, is evicted before its head.
 
-Memory grows with the blocks the run uses, not with `num_blocks`. The queue is held in two parts:
+Memory grows with the blocks the run uses, not with `num_blocks`. The queue is held in three parts:
 
-    [next_fresh, num_blocks)   never handed out: implicit, at the front, in id order
-    _free                      blocks freed since (cached or not), front first
+    _unkeyed                   blocks freed without a key, front first (the latest frees first)
+    [next_fresh, num_blocks)   never handed out: implicit, in id order
+    _free                      blocks freed with a key, front first (least recently freed)
 
-Freed blocks always join behind the never-used ones, so this is exactly the queue a fresh pool
-of all ids would become. `_ref` and `_key` cover ids [0, next_fresh).
+This is exactly the queue of a pool that starts with every id queued: unkeyed frees are put in
+front of everything, keyed ones behind everything. `_ref` and `_key` cover ids [0, next_fresh).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 
 from sim_core.entities import Request
@@ -40,7 +42,8 @@ class HashedBlockPool:
                  on_cache: Callable[[list[int], int], None] | None = None) -> None:
         assert num_blocks >= 1
         self.num_blocks, self.block_size = num_blocks, block_size
-        self._free: OrderedDict[int, None] = OrderedDict()   # freed blocks, front first
+        self._unkeyed: deque[int] = deque()                   # blocks freed without a key, front first
+        self._free: OrderedDict[int, None] = OrderedDict()   # blocks freed with a key, front first
         self.next_fresh = 0                                   # ids >= this were never handed out
         self._ref: list[int] = []                             # per id below next_fresh
         self._key: list[int | None] = []
@@ -52,14 +55,14 @@ class HashedBlockPool:
     @property
     def num_free(self) -> int:
         """Blocks nobody holds (cached ones included: they are evictable)."""
-        return len(self._free) + self.num_blocks - self.next_fresh
+        return len(self._unkeyed) + len(self._free) + self.num_blocks - self.next_fresh
 
     @property
     def num_used(self) -> int:
-        return self.next_fresh - len(self._free)
+        return self.next_fresh - len(self._free) - len(self._unkeyed)
 
     def num_cached_free(self) -> int:
-        return sum(1 for block in self._free if self._key[block] is not None)
+        return len(self._free)
 
     def ref_count(self, block: int) -> int:
         return self._ref[block] if block < self.next_fresh else 0
@@ -69,7 +72,7 @@ class HashedBlockPool:
 
     def free_order(self) -> list[int]:
         """The free queue, front (next to be handed out) first (for tests: lists every free id)."""
-        return [*range(self.next_fresh, self.num_blocks), *self._free]
+        return [*self._unkeyed, *range(self.next_fresh, self.num_blocks), *self._free]
 
     # ---- lookups and allocation -------------------------------------------------------------
 
@@ -101,9 +104,14 @@ class HashedBlockPool:
                 del self._free[block]
             self._ref[block] += 1
             taken.append(block)
-        fresh = self._take_fresh(num, taken) if self.next_fresh < self.num_blocks else 0
+        reused = min(num, len(self._unkeyed))
+        for _ in range(reused):
+            block = self._unkeyed.popleft()
+            self._ref[block] = 1
+            taken.append(block)
+        fresh = self._take_fresh(num - reused, taken) if self.next_fresh < self.num_blocks else 0
         evicted = []
-        for _ in range(num - fresh):
+        for _ in range(num - reused - fresh):
             block, _ = self._free.popitem(last=False)
             if self._key[block] is not None:
                 self._drop_key(block)
@@ -154,14 +162,19 @@ class HashedBlockPool:
         return keyed
 
     def free(self, request: BlockHolder) -> list[int]:
-        """Let go of all of `request`'s blocks, last first; returns its table."""
+        """Let go of all of `request`'s blocks, last first (keyed ones to the back of the queue,
+        the others to its front, in that order); returns its table."""
         blocks = request.blocks
         if blocks:
-            ref, free = self._ref, self._free
+            ref, free, key, unkeyed = self._ref, self._free, self._key, []
             for block in reversed(blocks):
                 ref[block] -= 1
                 if not ref[block]:
-                    free[block] = None
+                    if key[block] is None:
+                        unkeyed.append(block)
+                    else:
+                        free[block] = None
+            self._unkeyed.extendleft(reversed(unkeyed))
             self.num_holders -= 1
             self._num_keyed.pop(request.id, None)
             request.blocks, request.num_blocks = [], 0
@@ -179,13 +192,16 @@ class HashedBlockPool:
     # ---- invariants -------------------------------------------------------------------------
 
     def check_integrity(self, holders: list[Request] | None = None) -> None:
-        """Assert: the free queue is exactly the unreferenced blocks; the key index matches the
-        blocks' keys; with `holders` (every request holding blocks), reference counts equal
-        the number of tables holding each block."""
+        """Assert: the free queue is exactly the unreferenced blocks, keyed ones at its back; the
+        key index matches the blocks' keys; with `holders` (every request holding blocks),
+        reference counts equal the number of tables holding each block."""
         assert len(self._ref) == len(self._key) == self.next_fresh <= self.num_blocks, "tables out of step"
-        assert all(b < self.next_fresh for b in self._free), "a never-used block is in the freed queue"
-        assert all(self._ref[b] == 0 for b in self._free), "a referenced block is in the free queue"
-        assert sum(1 for r in self._ref if r == 0) == len(self._free), "an unreferenced block is lost"
+        freed = [*self._unkeyed, *self._free]
+        assert all(b < self.next_fresh for b in freed), "a never-used block is in the freed queue"
+        assert all(self._ref[b] == 0 for b in freed), "a referenced block is in the free queue"
+        assert all(self._key[b] is None for b in self._unkeyed), "a keyed block is at the front of the queue"
+        assert all(self._key[b] is not None for b in self._free), "an unkeyed block is at the back of the queue"
+        assert sum(1 for r in self._ref if r == 0) == len(freed) == len(set(freed)), "an unreferenced block is lost"
         assert all(r >= 0 for r in self._ref), "negative reference count"
         indexed = {(key, b) for key, blocks in self._by_key.items() for b in blocks}
         assert indexed == {(k, b) for b, k in enumerate(self._key) if k is not None}, "key index drifted"

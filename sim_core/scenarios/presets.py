@@ -168,14 +168,14 @@ _CHAT = {"num_requests": 300, "arrival": {"process": "poisson", "qps": 1.0},
                       "system_prompt_tokens": 512, "num_system_prompts": 2}}
 
 PRESETS += (
-    Preset("vLLM V1 engine (v0.8+): one token budget",
+    Preset("vLLM V1 engine (v0.33): one token budget",
            "vllm_v1 gives every running request its token first (a decode needs 1) and spends the rest "
            "of max_num_batched_tokens (2,048) on prompt chunks: no decode waits for a whole prompt. "
            "Same workload as \"Full prefill stalls decodes (vLLM)\", the v0-style prefill-first policy.",
            "Overview: compare the worst-TBT CDF with the vLLM preset; Pipeline: mixed bars.",
            _scenario("vLLM V1: unified token budget, long prompts", cluster=_ONE_REPLICA,
                      scheduler={"type": "vllm_v1", "enable_prefix_caching": False}, workload=_LONG_PROMPTS)),
-    Preset("vLLM V1 engine (v0.8+): prefix caching of system prompts",
+    Preset("vLLM V1 engine (v0.33): prefix caching of system prompts",
            "Every prompt starts with one of 4 system prompts of 1,536 tokens. vllm_v1 hashes full KV "
            "blocks and keeps them after they are freed, so a prompt computes only what follows its "
            "cached prefix: most prompt tokens are never computed.",
@@ -191,7 +191,7 @@ PRESETS += (
            "decode bars.",
            _scenario("SGLang: radix cache, multi-turn chat", cluster=_ONE_REPLICA, max_model_len=8192,
                      scheduler={"type": "sglang"}, workload=_CHAT)),
-    Preset("vLLM V1 engine (v0.8+): P/D with prefix caches on both pools",
+    Preset("vLLM V1 engine (v0.33): P/D with prefix caches on both pools",
            "Agentic multi-turn sessions (closed loop) on one prefill and one decode replica, as vLLM "
            "deploys P/D with a KV connector. Each turn resends the conversation: the prefill replica's "
            "cache computes only the new input, and the decode replica, which still holds the earlier "

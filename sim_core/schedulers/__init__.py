@@ -47,7 +47,7 @@ register(*POLICIES)
 
 
 def scheduler_label(name: str) -> str:
-    """`name` with the engine (and version) it mirrors, for the UI: "vllm_v1 · vLLM V1 engine (v0.8+)"."""
+    """`name` with the engine (and version) it mirrors, for the UI: "vllm_v1 · vLLM V1 engine (v0.33)"."""
     policy = SCHEDULERS.get(name)
     return f"{name} · {policy.traits.label}" if policy is not None else name
 

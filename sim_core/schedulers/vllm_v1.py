@@ -1,26 +1,36 @@
-"""`vllm_v1` (vLLM V1 engine, v0.8+): one token budget for everything, running first.
+"""`vllm_v1` (vLLM V1 engine, rule for rule as vLLM 0.33.0): one token budget, running first.
 
 Each iteration (vLLM's `Scheduler.schedule`), with budget = max_num_batched_tokens:
 
 1. Running requests, in admission order, while budget is left: each gets n = the tokens it
-   lags behind (a decode: 1), cut to long_prefill_token_threshold (when > 0) and to the budget.
-   It needs KV slots for its computed tokens plus n; when the free blocks do not cover them,
-   the tail of running (priority policy: the largest (priority, arrival, id)) is preempted
-   (recompute: blocks freed, outputs folded into the prompt, back to the head of the waiting
-   queue) until they do, or until the request itself is the victim, which ends this phase.
+   lags behind (a decode: 1), cut to long_prefill_token_threshold (when > 0 and more than one
+   request is running or waiting: alone, a prompt starves nobody) and to the budget. It needs
+   KV slots for its computed tokens plus n; when the free blocks do not cover them, the tail of
+   running (priority policy: the largest (priority, arrival), the first in running order among
+   equals) is preempted (recompute: blocks freed, outputs folded into the prompt, back to the
+   head of the waiting queue) until they do, or until the request itself is the victim: under
+   FCFS that ends this phase; under priority the phase goes on with the next running request
+   (which outranks it).
 2. Only if nothing was preempted: waiting requests in FCFS (priority: (priority, arrival))
    order, while budget is left and fewer than max_num_seqs are running (0 = unbounded): with
    prefix caching its cached full blocks (at most prompt - 1 tokens: at least one token is
-   always computed) are taken as computed, the rest is clamped as in 1; if its blocks do not fit
-   beside the free ones it stays, and so does everyone behind it (head-of-line blocking).
+   always computed) are taken as computed, the rest is clamped as in 1; if blocks for its whole
+   prompt (less the cached ones) do not fit beside the free ones (scheduler_reserve_full_isl,
+   on by default) it stays, and so does everyone behind it (head-of-line blocking).
 With prioritize_prefill the order is: running prompt chunks, admissions, then running decodes
 with what is left (a preemption in the last phase may take back a request admitted this step).
 With pipeline parallelism, requests in a batch in flight are neither scheduled nor preempted; a
 request that would have to preempt itself while others are in flight waits for them instead.
 
+Async scheduling (vLLM's default; one pipeline stage): step N+1 is scheduled while step N runs,
+before N's outputs are processed (`in_flight.py`): "computed" above counts N's tokens, a step in
+flight that samples leaves a placeholder token to compute, a request whose last token is in
+flight is left out, and a preempted request still gets its in-flight step's token.
+
 Blocks (vLLM's KVCacheManager): ceil((computed + n) / block_size) per request, no watermark.
-With prefix caching, full blocks get chained keys as soon as they are scheduled and stay
-cached after they are freed (`memory/block_hash_cache.py`).
+With prefix caching, full blocks get chained keys as soon as they are scheduled (async: once the
+outputs that fill them arrive) and stay cached after they are freed (`memory/block_hash_cache.py`).
+`tests/test_vllm_reference.py` replays vLLM 0.33.0's own scheduler step by step.
 """
 
 from __future__ import annotations
@@ -36,7 +46,8 @@ from sim_core.config.scheduler import MaxNumBatchedTokens, MaxNumSeqs
 from sim_core.entities import Batch, Request, RequestStatus
 from sim_core.memory.block_hash_cache import HashedBlockPool
 from sim_core.schedulers.base import UNBOUNDED
-from sim_core.schedulers.engine import EngineEndpoint, EngineScheduler, PrefixCachingConfig
+from sim_core.schedulers.engine import EngineScheduler, PrefixCachingConfig
+from sim_core.schedulers.in_flight import InFlight
 from sim_core.schedulers.steady import SteadyDecode
 from sim_core.schedulers.step import Step
 from sim_core.schedulers.waiting import PriorityQueue
@@ -45,6 +56,7 @@ if TYPE_CHECKING:
     from sim_core.memory.kv_pool import KvPool
     from sim_core.results.record import Recorder
     from sim_core.schedulers.base import ReplicaLimits
+    from sim_core.schedulers.vllm_v1_endpoint import V1Endpoint
 
 V1_BATCHED_TOKENS = 2048  # max_num_batched_tokens when the scenario leaves it empty (vLLM V1's default)
 
@@ -65,14 +77,24 @@ class VllmV1Config(PrefixCachingConfig):
     scheduling_policy: Literal["fcfs", "priority"] = Field("fcfs", description=(
         "vllm_v1: fcfs (arrival order) or priority (the workload's priority column, smaller "
         "first, ties by arrival): the admission order and, in reverse, the preemption victim."))
+    async_scheduling: bool = Field(True, description=(
+        "vllm_v1: vLLM's async scheduling (its default since v0.14): step N+1 is scheduled while "
+        "step N runs, before N's outputs are processed, and the host's work hides behind the "
+        "GPU's; off: schedule, run, process outputs, one after the other (one pipeline stage only)."))
 
     def prefill_chunk(self) -> int | None:
         budget = self.max_num_batched_tokens or V1_BATCHED_TOKENS
         return min(budget, self.long_prefill_token_threshold or budget)
 
+    def overlap_schedule(self, num_stages: int) -> bool:
+        return self.async_scheduling and num_stages == 1
+
+    def overlapped_cpu_phases(self) -> tuple[str, ...]:
+        return ("schedule", "prepare_inputs", "process_outputs")
+
 
 class VllmV1Scheduler(EngineScheduler):
-    traits = PolicyTraits(VllmV1Config, "vLLM V1 engine (v0.8+)", has_prefix_cache=True)
+    traits = PolicyTraits(VllmV1Config, "vLLM V1 engine (v0.33)", has_prefix_cache=True)
     config: VllmV1Config
 
     def __init__(self, replica_id: int, num_stages: int, config: VllmV1Config, limits: ReplicaLimits,
@@ -81,8 +103,11 @@ class VllmV1Scheduler(EngineScheduler):
         cfg = self.config
         self.max_seqs = cfg.max_num_seqs or UNBOUNDED
         self.by_priority = cfg.scheduling_policy == "priority"
+        self._threshold = 0   # this step's long_prefill_token_threshold (0: none)
         if self.by_priority:
             self.waiting = PriorityQueue()
+        self.async_steps = cfg.async_scheduling and num_stages == 1
+        self.in_flight = InFlight()   # async: steps launched whose outputs are not processed yet
 
     def _make_pool(self) -> KvPool:
         if not self.config.enable_prefix_caching:
@@ -97,16 +122,60 @@ class VllmV1Scheduler(EngineScheduler):
         assert isinstance(self.pool, HashedBlockPool), "prefix caching is off"
         return self.pool
 
+    def on_schedule(self) -> list[Batch]:
+        """Async scheduling: schedule while fewer than two steps are in flight, when the host is
+        free (idle, or its outputs of the oldest step just processed)."""
+        if not self.async_steps:
+            return super().on_schedule()
+        if not self.in_flight.host_free:
+            return []   # the host waits for the oldest step's outputs
+        self.in_flight.host_free = False
+        self._preemptions_before = self._num_preemptions
+        batches = []
+        while len(self.in_flight) < 2:
+            batch = self._next_batch()
+            if batch is None:
+                break
+            batches.append(batch)
+            self._num_running_batches += 1
+        return batches
+
     def _next_batch(self) -> Batch | None:
         # A step that preempted everyone it reached schedules nothing; vLLM's engine loop would
-        # call schedule() again at once (no GPU work in between): so do we.
+        # call schedule() again at once (no GPU work in between): so do we. With a step in
+        # flight (async) it waits for that step's outputs first.
         while True:
             step = self._step()
-            if step.requests or not step.preempted:
+            if step.requests or not step.preempted or self.in_flight:
                 return self.launch(step.requests, step.num_tokens)
+
+    def launch(self, requests: list[Request], num_tokens: list[int], num_padding: int = 0) -> Batch | None:
+        if not self.async_steps:
+            return super().launch(requests, num_tokens, num_padding)
+        batch = self._make_batch(requests, num_tokens)
+        if batch is not None:
+            self.in_flight.launch(batch)   # in flight, yet schedulable again: not `busy`
+        return batch
+
+    def after_batch(self, batch: Batch) -> None:
+        if self.async_steps:
+            self.in_flight.land(batch)
+        stale = batch.stale or {}
+        for request in batch.requests:
+            if request.id in stale:
+                if request.completed:   # preempted, its last token came with the stale output
+                    self.waiting.remove(request)
+                    self._keys.pop(request.id, None)
+            elif request.completed:
+                self.finish(request)
+            elif self.async_steps and self.caching and request.is_prefill_complete:
+                # vLLM keys the blocks its outputs completed once it has them (placeholders before)
+                self._hashed.cache_blocks(request, self.keys(request), self.kv_tokens(request))
 
     def _step(self) -> Step:
         step = Step(self.config.max_num_batched_tokens or V1_BATCHED_TOKENS)
+        # the threshold keeps a long prompt from starving the others; alone, it has nobody to starve
+        self._threshold = self.config.long_prefill_token_threshold if len(self.running) + len(self.waiting) > 1 else 0
         runnable = self.runnable()
         if self.config.prioritize_prefill:
             self._run(step, [r for r in runnable if not r.is_prefill_complete])
@@ -120,7 +189,7 @@ class VllmV1Scheduler(EngineScheduler):
         return step
 
     def clamp(self, num_tokens: int, budget: int) -> int:
-        threshold = self.config.long_prefill_token_threshold
+        threshold = self._threshold
         if 0 < threshold < num_tokens:
             num_tokens = threshold
         return min(num_tokens, budget)
@@ -133,16 +202,33 @@ class VllmV1Scheduler(EngineScheduler):
                 return
             if request.status != RequestStatus.RUNNING or request in step:
                 continue  # preempted earlier in this step
-            n = self.clamp(request.num_known_tokens - self.kv_tokens(request), step.budget)
+            computed, target = self.computed(request), request.num_known_tokens
+            if computed >= target and self.in_flight.tokens(request):   # its step in flight samples a token
+                if computed + 1 >= self._last_token(request):
+                    continue   # that token is its last here: nothing more to run
+                target += 1    # a placeholder for it
+            n = self.clamp(target - computed, step.budget)
             if n <= 0:
                 continue
-            if not self._fit(step, request, n):
-                return
+            if not self._fit(step, request, computed, n) and not (
+                    self.by_priority and request.status == RequestStatus.WAITING):
+                return   # FCFS: the request itself was the tail; priority: the others outrank it, go on
 
-    def _fit(self, step: Step, request: Request, n: int) -> bool:
+    def _last_token(self, request: Request) -> int:
+        """Tokens of the request once its last output here is known (a P/D prefill replica
+        yields only the first output, as vLLM's prefill instance runs with max_tokens 1)."""
+        if self.endpoint.role == "prefill":
+            return request.initial_prefill_tokens + 1
+        return request.total_tokens
+
+    def computed(self, request: Request) -> int:
+        """Tokens vLLM counts as computed: those whose KV is computed and those in flight."""
+        return self.kv_tokens(request) + self.in_flight.tokens(request)
+
+    def _fit(self, step: Step, request: Request, computed: int, n: int) -> bool:
         """Find blocks for `n` more tokens of a running request, preempting as needed; False
         when the request itself was preempted."""
-        needed = max(0, ceil((self.kv_tokens(request) + n) / self._block_size) - request.num_blocks)
+        needed = max(0, ceil((computed + n) / self._block_size) - request.num_blocks)
         while needed > self.pool.num_free:
             victim = self._victim()
             if victim is request and self.busy:
@@ -150,18 +236,21 @@ class VllmV1Scheduler(EngineScheduler):
                 return False
             if victim in step:
                 step.remove(victim)
+            if self.in_flight.tokens(victim):   # async: its step in flight still yields its token
+                self.in_flight.preempt(victim, self.computed(victim) >= victim.num_known_tokens)
+                victim.scheduled = True   # it ran, even if its step, formed this instant, starts after this one
             self.requeue(victim, front=True)
             step.preempted = True
             if victim is request:
                 return False
-        self._take(request, needed, n)
+        self._take(request, needed, min(computed + n, request.num_known_tokens))
         step.add(request, n)
         return True
 
     def _victim(self) -> Request:
         candidates = self.runnable()
-        if self.by_priority:
-            return max(candidates, key=lambda r: (r.priority, r.arrived_at, r.id))
+        if self.by_priority:   # ties: the first in running order
+            return max(candidates, key=lambda r: (r.priority, r.arrived_at))
         return candidates[-1]
 
     # ---- phase 2: waiting requests -----------------------------------------------------------
@@ -172,16 +261,18 @@ class VllmV1Scheduler(EngineScheduler):
             request = waiting[0]
             hits = self._cached_prefix(request)
             computed = len(hits) * self._block_size
-            n = self.clamp(request.num_prefill_tokens - computed, step.budget)
-            needed = ceil((computed + n) / self._block_size) - len(hits)
-            fits = self._hashed.can_allocate(needed, hits) if self.caching else self.pool.can_allocate(needed)
+            # blocks for the whole prompt must fit, not only this chunk's (scheduler_reserve_full_isl)
+            whole = ceil(request.num_prefill_tokens / self._block_size) - len(hits)
+            fits = self._hashed.can_allocate(whole, hits) if self.caching else self.pool.can_allocate(whole)
             if not fits:
                 return
+            n = self.clamp(request.num_prefill_tokens - computed, step.budget)
+            needed = ceil((computed + n) / self._block_size) - len(hits)
             waiting.popleft()
             request.num_processed_tokens = computed
             if self.caching:
                 self.count_hit(request, computed)
-            self._take(request, needed, n, hits)
+            self._take(request, needed, computed + n, hits)
             self.running.append(request)
             step.add(request, n)
 
@@ -191,15 +282,14 @@ class VllmV1Scheduler(EngineScheduler):
         keys = self.keys(request)
         return self._hashed.cached_prefix(keys[: (request.num_prefill_tokens - 1) // self._block_size])
 
-    def _take(self, request: Request, needed: int, n: int, hits: Sequence[int] = ()) -> None:
-        """Blocks for `n` more tokens: the cached `hits` and `needed` new ones; with caching,
-        key the blocks those tokens fill."""
+    def _take(self, request: Request, needed: int, upto: int, hits: Sequence[int] = ()) -> None:
+        """Blocks for more tokens: the cached `hits` and `needed` new ones; with caching, key
+        the blocks the first `upto` tokens fill."""
         if self.caching:
             if needed or hits:
                 taken = self._hashed.allocate(request, needed, hits)
                 self._recorder.on_allocate(self.replica_id, request.id, taken)
-            self._hashed.cache_blocks(request, self.keys(request),
-                                   min(self.kv_tokens(request) + n, request.num_known_tokens))
+            self._hashed.cache_blocks(request, self.keys(request), upto)
         elif needed:
             self._allocate(request, needed)
         request.status = RequestStatus.RUNNING
@@ -214,7 +304,7 @@ class VllmV1Scheduler(EngineScheduler):
         # so decisions are the same; the key events would carry the run's end time, so runs
         # need a record level without block events. With caching a request's blocks are keyed
         # as it frees them (see _release), so runs end at the first completion.
-        if preempted or batch.num_prefill_tokens or len(batch.requests) != len(self.running):
+        if preempted or batch.num_prefill_tokens or len(batch.requests) != len(self.running) or self.async_steps:
             return None
         if self.caching and self._recorder.keeps_blocks:
             return None
@@ -227,6 +317,8 @@ class VllmV1Scheduler(EngineScheduler):
                 self._hashed.cache_blocks(request, self.keys(request), request.num_processed_tokens)
 
     def _make_endpoint(self) -> V1Endpoint:
+        from sim_core.schedulers.vllm_v1_endpoint import V1Endpoint  # it reads this scheduler
+
         return V1Endpoint(self)
 
     def _release(self, request: Request) -> None:
@@ -240,43 +332,3 @@ class VllmV1Scheduler(EngineScheduler):
             return (f"at its longest it needs {peak} KV blocks but the replica has {self._limits.num_blocks} "
                     "(vLLM needs the KV cache to hold a whole request)")
         return None
-
-
-class V1Endpoint(EngineEndpoint):
-    """As vLLM's KV connectors do, a decode replica with prefix caching looks the prompt up first
-    and pulls only the blocks it does not hold; the pulled blocks get their keys once they have
-    arrived. A request waiting for its KV counts against max_num_seqs."""
-
-    scheduler: VllmV1Scheduler
-
-    def can_accept_transfer(self, request: Request) -> bool:
-        scheduler = self.scheduler
-        if len(scheduler.running) + len(self.incoming) >= scheduler.max_seqs:
-            return False
-        hits, needed = self._transfer_need(request)
-        if scheduler.caching:
-            return scheduler._hashed.can_allocate(needed, hits)
-        return scheduler.pool.can_allocate(needed)
-
-    def _take_transfer(self, request: Request) -> int:
-        scheduler = self.scheduler
-        hits, needed = self._transfer_need(request)
-        if scheduler.caching:
-            taken = scheduler._hashed.allocate(request, needed, hits)
-            scheduler._recorder.on_allocate(scheduler.replica_id, request.id, taken)
-        else:
-            scheduler._allocate(request, needed)
-        return request.num_prefill_tokens - len(hits) * scheduler._block_size
-
-    def on_transfer_done(self, request: Request) -> None:
-        super().on_transfer_done(request)
-        scheduler = self.scheduler
-        if scheduler.caching:
-            scheduler._hashed.cache_blocks(request, scheduler.keys(request), scheduler.kv_tokens(request))
-
-    def _transfer_need(self, request: Request) -> tuple[list[int], int]:
-        """(locally cached blocks of the prompt, new blocks for the rest of it)."""
-        scheduler, prompt = self.scheduler, request.num_prefill_tokens
-        size = scheduler._block_size
-        hits = scheduler._hashed.cached_prefix(scheduler.keys(request)[: prompt // size]) if scheduler.caching else []
-        return hits, ceil(prompt / size) - len(hits)

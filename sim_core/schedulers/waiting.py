@@ -16,6 +16,7 @@ class WaitingQueue(Protocol):
     def append(self, request: Request) -> None: ...
     def appendleft(self, request: Request) -> None: ...
     def popleft(self) -> Request: ...
+    def remove(self, request: Request) -> None: ...
 
 
 class PriorityQueue:
@@ -42,3 +43,7 @@ class PriorityQueue:
 
     def popleft(self) -> Request:
         return heapq.heappop(self._heap)[3]
+
+    def remove(self, request: Request) -> None:
+        self._heap = [entry for entry in self._heap if entry[3] is not request]
+        heapq.heapify(self._heap)

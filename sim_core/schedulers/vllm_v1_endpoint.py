@@ -1,0 +1,58 @@
+"""vllm_v1's P/D side: a decode replica takes a hand-off as vLLM's KV connectors do."""
+
+from __future__ import annotations
+
+from math import ceil
+from typing import TYPE_CHECKING
+
+from sim_core.schedulers.engine import EngineEndpoint
+
+if TYPE_CHECKING:
+    from sim_core.entities import Request
+    from sim_core.schedulers.vllm_v1 import VllmV1Scheduler
+
+
+class V1Endpoint(EngineEndpoint):
+    """As vLLM's KV connectors do, a decode replica with prefix caching looks the prompt up first
+    and pulls only the blocks it does not hold; the pulled blocks get their keys once they have
+    arrived. A request waiting for its KV counts against max_num_seqs."""
+
+    scheduler: VllmV1Scheduler
+
+    def can_pull(self) -> bool:
+        scheduler = self.scheduler
+        if not scheduler.async_steps:
+            return super().can_pull()
+        return scheduler.in_flight.host_free and len(scheduler.in_flight) < 2   # as its schedule() would
+
+    def can_accept_transfer(self, request: Request) -> bool:
+        scheduler = self.scheduler
+        if len(scheduler.running) + len(self.incoming) >= scheduler.max_seqs:
+            return False
+        hits, needed = self._transfer_need(request)
+        if scheduler.caching:
+            return scheduler._hashed.can_allocate(needed, hits)
+        return scheduler.pool.can_allocate(needed)
+
+    def _take_transfer(self, request: Request) -> int:
+        scheduler = self.scheduler
+        hits, needed = self._transfer_need(request)
+        if scheduler.caching:
+            taken = scheduler._hashed.allocate(request, needed, hits)
+            scheduler._recorder.on_allocate(scheduler.replica_id, request.id, taken)
+        else:
+            scheduler._allocate(request, needed)
+        return request.num_prefill_tokens - len(hits) * scheduler._block_size
+
+    def on_transfer_done(self, request: Request) -> None:
+        super().on_transfer_done(request)
+        scheduler = self.scheduler
+        if scheduler.caching:
+            scheduler._hashed.cache_blocks(request, scheduler.keys(request), scheduler.kv_tokens(request))
+
+    def _transfer_need(self, request: Request) -> tuple[list[int], int]:
+        """(locally cached blocks of the prompt, new blocks for the rest of it)."""
+        scheduler, prompt = self.scheduler, request.num_prefill_tokens
+        size = scheduler._block_size
+        hits = scheduler._hashed.cached_prefix(scheduler.keys(request)[: prompt // size]) if scheduler.caching else []
+        return hits, ceil(prompt / size) - len(hits)
