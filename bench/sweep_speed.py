@@ -4,7 +4,7 @@
 
 The grid (1,000 configurations) is Llama-2-7B with the roofline predictor on a synthetic chat
 workload (uniform prompts 64-1024, outputs 16-256 tokens), SLOs TTFT p90 <= 2 s and TBT p99 <=
-200 ms, search 0.25 .. 1024 req/s with 400 requests per probe and 5% tolerance, over
+200 ms, search 0.25 .. 1024 req/s with 400 requests per replica per probe and 5% tolerance, over
 device (5) x scheduler (4) x replicas (1, 2, 4, 8, 16) x PP (1, 2) x batch size cap (5).
 `--configs N` times the first N. Ray: connects to `--address`, or starts a temporary local head
 (`ray start --head` with this machine's cores; stopped at the end) and times `--ray-configs`

@@ -19,8 +19,9 @@ from sim_core.viz.capacity import PARETO_VIEWS, pareto_figure, probe_figure
 from sim_core.viz.overview import latency_cdfs, queue_figure, throughput_figure
 
 OPEN_KEY = "capacity_opened"
-SHOWN = ["max_qps", "num_gpus", "cost_per_hour_usd", "qps_per_usd", "qps_per_gpu", "binding_slo", "ttft_p90_s",
-         "tbt_p99_s", "num_probes"]
+SHOWN = ["max_qps", "uncertainty", "num_gpus", "cost_per_hour_usd", "usd_per_million_output_tokens", "qps_per_usd",
+         "qps_per_gpu", "binding_slo", "qps_low", "qps_high", "ttft_p90_s", "tbt_p99_s", "slo_attainment",
+         "non_monotonic", "num_probes"]
 
 
 def progress(job) -> None:

@@ -140,7 +140,8 @@ def _report(args: argparse.Namespace, spec: SweepSpec, outcome: SweepOutcome, ta
         print(f"  skipped {one_line(reason, 500)}")
     if not outcome.complete:
         print("stopped before the end (--limit): rerun the same command to finish")
-    shown = [*keys, "max_qps", "num_gpus", "cost_per_hour_usd", "qps_per_usd", "binding_slo"]
+    shown = [*keys, "max_qps", "uncertainty", "num_gpus", "cost_per_hour_usd", "usd_per_million_output_tokens",
+             "binding_slo"]
     if len(table):
         print(table[shown].to_string(index=False, max_rows=20, float_format=lambda v: f"{v:.4g}"))
     best = best_per_objective(table, keys)

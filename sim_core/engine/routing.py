@@ -4,7 +4,7 @@ A router sees each replica through its scheduler's `endpoint` (or, for a decode 
 endpoint with its inbox: `cluster/handoff.py`'s DecodeView), never the scheduler itself. Ties
 go to the lowest replica id everywhere. Routers that read a replica's running requests or KV
 (`reads_load`) see them exactly only when decode runs are simulated iteration by iteration, so
-a run with such a router does not fast-forward (`engine/simulation.py`).
+a run with such a router over several replicas does not fast-forward (`engine/simulation.py`).
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
     rng = np.random.default_rng(config.seed)
     routers = [ROUTERS[v.config.cluster.global_scheduler](v.num_replicas, rng) for v in views]
     simulator = Simulator(schedulers, routers[0], predictors, workload, recorder,
-                          fast_forward=config.engine.fast_forward and not any(r.reads_load for r in routers),
+                          fast_forward=config.engine.fast_forward and not _reads_load(routers, views),
                           num_entry=views[0].num_replicas,
                           kv_copy_cost=KvCopyCost.from_config(config))
     if len(views) > 1:
@@ -87,6 +87,12 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
                         num_batches=sum(scheduler.num_batches for scheduler in schedulers), predictors=predictors,
                         overlap_hidden_s=simulator.overlap.hidden_s if simulator.overlap is not None else 0.0,
                         transfers=simulator.handoff.table() if simulator.handoff is not None else None)
+
+
+def _reads_load(routers: list, views: list[PoolView]) -> bool:
+    """Whether a router reads its replicas' load (see engine/routing.py): then decode runs are
+    simulated iteration by iteration. A pool of one replica never compares loads."""
+    return any(router.reads_load and view.num_replicas > 1 for router, view in zip(routers, views))
 
 
 def _budgeted_workload(config: SimulationConfig, workload: Workload | None, limits: Limits | None) -> Workload:

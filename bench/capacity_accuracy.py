@@ -1,0 +1,89 @@
+"""Capacity-search accuracy: the search's answer against long steady-state runs, and its scaling
+with replicas under least_outstanding (figures printed, not asserted).
+
+    python bench/capacity_accuracy.py [--long-requests 10000] [--replicas 1 2 4] [--workloads conversation chat code]
+
+Scenario: Llama-2-7B on an A100-80GB, roofline predictor, vLLM (Vidur's), SLOs TTFT p90 <= 2 s
+and TBT p99 <= 0.2 s, search 0.25 .. 256 req/s at 5% tolerance with 400 requests per replica.
+Workloads: `conversation` (Poisson arrivals, Splitwise-conversation-like lengths: lognormal
+prompts of mean 1,155 tokens and outputs of mean 211, clipped to 4,096 in all), and the
+`sample_traces/chat.csv` and `code.csv` traces (resampled to each run's length).
+
+For each workload and replica count it prints the search's answer with its range, then judges
+long runs (`--long-requests` per replica) at 0.9x, 1.0x and 1.1x the answer with the probe's
+own steady-state judgement (window, overload test, SLOs): the issue's target is a pass at 0.9x
+and a fail at 1.1x (the answer within 5%-10% of the steady-state capacity), 1.0x borderline.
+Scaling: the answer at N replicas over N x the answer at 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sim_core import parse_config  # noqa: E402
+from sim_core.sweep import SearchSettings, capacity_search  # noqa: E402
+from sim_core.sweep.probe import run_probe  # noqa: E402
+
+SLO = {"ttft_p90_s": 2.0, "tbt_p99_s": 0.2}
+SEARCH = SearchSettings(qps_min=0.25, qps_max=256.0, num_requests=400, tolerance=0.05)
+WORKLOADS = {
+    "conversation": {"arrival": {"process": "poisson", "qps": 1.0},
+                     "prompt_tokens": {"distribution": "lognormal", "mean": 1155, "sigma": 1.0, "min": 16,
+                                       "max": 3584},
+                     "output_tokens": {"distribution": "lognormal", "mean": 211, "sigma": 1.0, "min": 4,
+                                       "max": 512}},
+    "chat": {"trace_file": str(ROOT / "sample_traces" / "chat.csv")},
+    "code": {"trace_file": str(ROOT / "sample_traces" / "code.csv")},
+}
+
+
+def scenario(workload: str, num_replicas: int) -> dict:
+    return parse_config({
+        "model": "llama-2-7b", "device": "a100-80gb", "max_model_len": 4096, "predictor": {"type": "roofline"},
+        "scheduler": {"type": "vllm"},
+        "cluster": {"num_replicas": num_replicas, "global_scheduler": "least_outstanding"},
+        "workload": WORKLOADS[workload]}).model_dump(mode="json")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--long-requests", type=int, default=10_000, help="requests per replica of a long run")
+    parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
+    args = parser.parse_args()
+    long = SEARCH.model_copy(update={"num_requests": args.long_requests})
+    for workload in args.workloads:
+        answers = {}
+        for num_replicas in args.replicas:
+            point = scenario(workload, num_replicas)
+            started = time.perf_counter()
+            found = capacity_search(point, SLO, SEARCH)
+            searched = time.perf_counter() - started
+            answers[num_replicas] = found.max_qps
+            low, high = found.qps_range
+            print(f"{workload:12s} {num_replicas} replica(s): {found.max_qps:7.3f} req/s "
+                  f"(range {low:.3f} .. {high if high is None else round(high, 3)}, binding {found.binding_slo}, "
+                  f"{len(found.probes)} probes, {searched:.1f} s)", flush=True)
+            for factor in (0.9, 1.0, 1.1):
+                started = time.perf_counter()
+                verdict = run_probe(point, factor * found.max_qps, SLO, long)
+                metrics = verdict.metrics
+                print(f"    long run at {factor:.1f}x ({factor * found.max_qps:.3f} req/s, "
+                      f"{args.long_requests * num_replicas} requests): {'pass' if verdict.passed else 'FAIL'} "
+                      f"{', '.join(verdict.violated)}; TTFT p90 {metrics.get('ttft_p90_s')}, "
+                      f"TBT p99 {metrics.get('tbt_p99_s')}, backlog growth {metrics.get('backlog_growth')} "
+                      f"({time.perf_counter() - started:.1f} s)", flush=True)
+        one = answers.get(1)
+        if one:
+            print(f"{workload:12s} scaling: " + ", ".join(f"{n} -> {answers[n] / (n * one):.3f} of linear"
+                                                       for n in args.replicas if n > 1), flush=True)
+
+
+if __name__ == "__main__":
+    main()
