@@ -8,7 +8,7 @@ from explorer.frame import through_app
 from explorer.selection import time_window, zoom_button
 from explorer.state import result, scenario, selected_request, web_config
 from sim_core.config import config_to_yaml
-from sim_core.export import chrome_trace
+from sim_core.export import chrome_trace, trace_file_name
 from sim_core.viz.gantt import pipeline_gantt, stage_busy
 from sim_core.viz.operators import operator_time_figure
 
@@ -38,7 +38,7 @@ st.subheader("Downloads")
 cols = st.columns(3)
 # data are callables: each file is built only when its button is pressed
 cols[0].download_button("Chrome trace (Perfetto)", lambda: json.dumps(chrome_trace(run)),
-                        file_name="chrome_trace.json", mime="application/json", key="pp_trace",
+                        file_name=trace_file_name(run.config.name), mime="application/json", key="pp_trace",
                         on_click="ignore", help="Open in https://ui.perfetto.dev or chrome://tracing")
 cols[1].download_button("Per-request CSV", lambda: run.requests.to_csv(index=False), file_name="requests.csv",
                         mime="text/csv", key="pp_requests", on_click="ignore")

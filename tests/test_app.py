@@ -115,3 +115,32 @@ def test_the_url_holds_the_scenario_on_pages_that_end_early():
         assert not app.exception
         assert decode_scenario(app.query_params["s"])["cluster"]["num_replicas"] == 5
         assert decode_scenario(app.query_params["s"]) == app.session_state["scenario"]
+
+
+def test_a_link_to_an_uploaded_trace_follows_its_content_hash_to_this_servers_store():
+    """Issue 19 item 1: a link names an uploaded trace by its content hash; opened on a server
+    whose store holds that content (here under another folder) it runs it, and a hash this
+    server does not hold is named with what to do, the default scenario staying."""
+    import hashlib
+
+    from explorer.server import uploads
+
+    data = b"arrived_at,num_prefill_tokens,num_decode_tokens\n0,100,10\n1,120,12\n"
+    digest = hashlib.sha256(data).hexdigest()
+    uploads().keep(data, "mine.csv")
+    linked = copy.deepcopy(TINY)
+    linked["workload"] = {"trace_file": f"/another/server/store/{digest}.csv"}
+    app = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    app.query_params["s"] = encode_scenario(linked)
+    app.run()
+    assert not app.exception and not app.error
+    assert app.session_state["scenario"]["workload"]["trace_file"] == str(uploads().root / f"{digest}.csv")
+
+    linked["workload"] = {"trace_file": f"/another/server/store/{'0' * 64}.csv"}
+    missing = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    missing.query_params["s"] = encode_scenario(linked)
+    missing.run()
+    assert unescaped(missing.error[0].value).endswith(
+        "scenario link: it uses an uploaded trace (content hash 000000000000...) that is not on this server; "
+        "upload the same file on the Workload page and open the link again")
+    assert missing.session_state["scenario"] == DEFAULT_SCENARIO

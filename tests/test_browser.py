@@ -91,8 +91,8 @@ def test_a_user_session_end_to_end(server, tmp_path):
         trace = json.loads(Path(download.value.path()).read_text())
         events = trace["traceEvents"]
         names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
-        assert names == {"Replica 0", "Replica 1", "Replica 2"}
-        batches = [e for e in events if e["ph"] == "X"]
+        assert names == {"Replica 0", "Replica 1", "Replica 2", "Requests"}
+        batches = [e for e in events if e["ph"] == "X" and e["cat"] == "batch"]
         assert batches and all(e["dur"] > 0 for e in batches)
         assert sum(len(e["args"]["request_ids"]) for e in batches if e["tid"] == 0) >= 60
         assert {e["name"] for e in events if e["ph"] == "C"} == {"KV blocks", "Requests"}

@@ -5,6 +5,7 @@ import json
 from conftest import cost, simulate
 
 from sim_core.export import chrome_trace
+from sim_core.export.request_tracks import REQUESTS_PID
 
 
 def test_stages_are_complete_events_on_replica_and_stage_tracks():
@@ -12,9 +13,10 @@ def test_stages_are_complete_events_on_replica_and_stage_tracks():
                       scheduler={"batch_size_cap": 4})
     trace = json.loads(json.dumps(chrome_trace(result)))
     events = trace["traceEvents"]
-    names = {(e["pid"], e["tid"], e["args"]["name"]) for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    names = {(e["pid"], e["tid"], e["args"]["name"]) for e in events if e["ph"] == "M" and e["name"] == "thread_name"
+             and e["pid"] != REQUESTS_PID}                  # request tracks: tests/test_request_tracks.py
     assert names == {(0, 0, "Stage 0"), (0, 1, "Stage 1"), (1, 0, "Stage 0"), (1, 1, "Stage 1")}
-    spans = [e for e in events if e["ph"] == "X"]
+    spans = [e for e in events if e["ph"] == "X" and e["cat"] == "batch"]
     assert len(spans) == len(result.batch_stages)
     first = next(e for e in spans if e["pid"] == 0 and e["tid"] == 0 and e["ts"] == 0)
     assert first["dur"] == cost(20) * 1e6

@@ -32,7 +32,7 @@ def test_the_views_of_a_run_without_pools_keep_their_replica_names_and_no_link()
     assert list(figure.layout.yaxis.categoryarray) == ["replica 1 / stage 0", "replica 0 / stage 0"]
     assert "KV transfer" not in [trace.name for trace in figure.data]
     events = chrome_trace(result)["traceEvents"]
-    assert [e["args"]["name"] for e in events if e["name"] == "process_name"] == ["Replica 0", "Replica 1"]
+    assert [e["args"]["name"] for e in events if e["name"] == "process_name"] == ["Replica 0", "Replica 1", "Requests"]
     assert not [e for e in events if e.get("cat") == "kv_transfer"]
 
 
@@ -41,7 +41,7 @@ def test_the_chrome_trace_names_the_pools_and_puts_transfers_on_the_link_thread(
     events = chrome_trace(result)["traceEvents"]
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
     processes = [e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"]
-    assert processes == ["Prefill replica 0", "Decode replica 1", "Decode replica 2"]
+    assert processes == ["Prefill replica 0", "Decode replica 1", "Decode replica 2", "Requests"]
     assert names[(0, 1)] == "KV link"
     moves = [e for e in events if e.get("cat") == "kv_transfer"]
     assert [(e["pid"], e["tid"], e["args"]["request_id"], e["args"]["to"]) for e in moves] == \

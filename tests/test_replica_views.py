@@ -17,6 +17,7 @@ from test_disaggregation import disaggregated
 
 from sim_core.export import chrome_trace
 from sim_core.export.files import output_files
+from sim_core.export.request_tracks import REQUESTS_PID
 from sim_core.results.compare import comparison_table
 from sim_core.results.report import format_summary
 from sim_core.viz.compare import kv_overlay
@@ -110,7 +111,7 @@ def test_the_gantt_has_each_replicas_own_stages_and_the_prefill_link():
 def test_the_chrome_trace_has_each_replicas_stages_link_and_blocks():
     """Thread per stage (prefill 0: 2, and its link on tid 2); free + used KV blocks add up to
     each replica's own blocks."""
-    events = chrome_trace(pd_run())["traceEvents"]
+    events = [e for e in chrome_trace(pd_run())["traceEvents"] if e["pid"] != REQUESTS_PID]   # replicas only
     assert [e["args"]["name"] for e in events if e["name"] == "process_name"] == [
         "Prefill replica 0", "Decode replica 1", "Decode replica 2"]
     threads = [(e["pid"], e["tid"], e["args"]["name"]) for e in events if e["name"] == "thread_name"]

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pandas as pd
+from app_helpers import TINY
 
 from sim_core import parse_config, run_simulation
 from sim_core.results.replicas import COLOCATED, ReplicaInfo
@@ -118,3 +119,26 @@ def test_a_huge_pool_is_mapped_from_the_blocks_the_run_touched_only():
     assert super_cells(frames.states, group, 1_000_000).tolist() == super_cells(full, group).tolist()
     z = kv_map_figure(run, max_frames=5).frames[-1].data[0].z
     assert np.asarray(z).size >= cells
+
+
+def test_many_preemptions_are_binned_into_at_most_max_marks_markers():
+    """Issue 19 item 5: 3 preemptions stay 3 markers; 1,000 evenly spread over 0..999 s with 200
+    bins become 200 markers of 5 each, at each bin's first preemption (0, 5, 10, ...)."""
+    from sim_core.viz.kv_map import preemption_marks
+
+    xs, counts = preemption_marks(np.array([3.0, 1.0, 2.0]))
+    assert xs.tolist() == [1.0, 2.0, 3.0] and counts.tolist() == [1, 1, 1]
+    xs, counts = preemption_marks(np.arange(1000, dtype=np.float64), max_marks=200)
+    assert len(xs) == 200 and counts.sum() == 1000
+    assert xs[:3].tolist() == [0.0, 5.0, 10.0] and set(counts.tolist()) == {5}
+
+
+def test_the_time_axis_below_the_map_spans_the_scrubbers_window():
+    """Issue 19 item 5: the lower chart's time axis is the frames' window and the scrubber spans
+    the plot's full width, so a frame's time sits over the same time below."""
+    result = run_simulation(parse_config(TINY))
+    figure = json.loads(kv_map_figure(result, 2.0, 6.0, max_frames=9).to_json())
+    assert figure["layout"]["xaxis2"]["range"] == [2.0, 6.0]
+    slider = figure["layout"]["sliders"][0]
+    assert (slider["x"], slider["len"]) == (0.0, 1.0)
+    assert [step["label"] for step in slider["steps"]][:2] == ["2.00", "2.50"]

@@ -107,14 +107,15 @@ def test_a_profile_uploaded_under_an_absolute_name_is_read_from_the_store(tmp_pa
 
 
 def test_a_phishing_name_in_a_link_shows_as_plain_shortened_text():
-    """Links, images and icons in a scenario name are escaped; a huge name is cut in the sidebar."""
+    """Links, images and icons in a scenario name are escaped; the name shows whole (a title lists
+    the edits, so it is at most MAX_NAME_CHARS = 200 characters and never cut)."""
     name = "[Session expired, sign in](https://evil.example/login) ![x](https://evil.example/p.png) :material/lock:"
     app = open_link({**TINY, "name": name})
     caption = app.sidebar.caption[0].value
-    assert unescaped(caption) == name[:79] + "…"
+    assert unescaped(caption) == name
     assert "](" not in caption.replace("\\](", "") and "https://" not in caption
     overview = app.main.caption[0].value
-    assert unescaped(overview).startswith(name[:79] + "…" + " · 40 requests")
+    assert unescaped(overview).startswith(name + " · 40 requests")
 
 
 def test_an_internal_error_shows_an_id_and_logs_the_traceback_under_it(monkeypatch, caplog):

@@ -7,16 +7,19 @@ lengths. With P/D disaggregation processes are named by pool ("Prefill replica 0
 prefill replica has one more thread, its KV link (tid = its number of stages), whose complete
 events are the KV transfers it sent (category `kv_transfer`). vllm_v0's KV swaps and copies are
 complete events on their own thread per stage (tid = KV_COPY_TID + stage, "Stage s KV copies"),
-at the start of the batch's stage.
+at the start of the batch's stage. Each request has its own track under a "Requests" process,
+with arrows to the batches that ran its prompt (`export/request_tracks.py`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sim_core.export.atomic import write_atomic
+from sim_core.export.request_tracks import request_track_events
 from sim_core.results.cache_ops import cache_op_spans
 
 if TYPE_CHECKING:
@@ -29,9 +32,16 @@ KV_COPY_TID = 1000
 def chrome_trace(result: SimulationResult) -> dict:
     """The trace as a JSON-serializable dict {"traceEvents": [...], "displayTimeUnit": "ms"}."""
     events = (_metadata(result) + _stage_events(result) + _transfer_events(result) + _cache_op_events(result)
-              + _counter_events(result))
+              + _counter_events(result) + request_track_events(result))
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"scenario": result.config.name or "", "num_blocks": result.num_blocks}}
+
+
+def trace_file_name(scenario_name: str | None) -> str:
+    """A download name for the trace of a scenario: its name as letters, digits and "-", at most
+    80 of them, then ".trace.json" ("chrome_trace.json" for an unnamed scenario)."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", scenario_name or "").strip("-")[:80].rstrip("-")
+    return f"{slug}.trace.json" if slug else "chrome_trace.json"
 
 
 def chrome_trace_text(result: SimulationResult) -> str:

@@ -35,6 +35,7 @@ MAX_CELLS = 1024          # per replica; more blocks are aggregated into super-c
 MAX_VALUES = 400_000      # cells x frames x replicas sent to the browser
 MAX_BLOCK_VALUES = 20_000_000   # touched blocks x frames (all replicas) held while the frames are built
 FRAME_MS = 150
+MAX_MARKS = 200           # preemption markers per replica before they are binned
 UTIL_COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#9c755f")
 
 
@@ -186,12 +187,26 @@ def _add_utilization(figure: go.Figure, result: SimulationResult, shown: Sequenc
                                         hovertemplate="%{x:.3f} s: %{y:.0%} of the swap space<extra></extra>"), 2, 1)
         mine = restarts[restarts["replica"] == r]
         if len(mine):
-            at = np.searchsorted(util["time"].to_numpy(), mine["time"].to_numpy(), side="right") - 1
+            xs, counts = preemption_marks(mine["time"].to_numpy(np.float64))
+            at = np.searchsorted(util["time"].to_numpy(), xs, side="right") - 1
             figure.add_trace(go.Scatter(
-                x=mine["time"], y=util["fraction"].to_numpy()[np.maximum(at, 0)], mode="markers",
+                x=xs, y=util["fraction"].to_numpy()[np.maximum(at, 0)], mode="markers",
                 marker={"symbol": "x", "size": 9, "color": color, "line": {"width": 1}},
-                name=f"{name} preemption", customdata=mine["request"],
-                hovertemplate="preempted request %{customdata} at %{x:.3f} s<extra></extra>"), 2, 1)
+                name=f"{name} preemption", customdata=counts,
+                hovertemplate="%{customdata} preemption(s) from %{x:.3f} s<extra></extra>"), 2, 1)
+
+
+def preemption_marks(times: np.ndarray, max_marks: int = MAX_MARKS) -> tuple[np.ndarray, np.ndarray]:
+    """(time, count) of the preemption markers: one per preemption, or, with more than
+    `max_marks`, one per non-empty bin of `max_marks` equal bins over their span, at the bin's
+    first preemption (so thousands of markers do not merge into a band)."""
+    times = np.sort(times)
+    if len(times) <= max_marks:
+        return times, np.ones(len(times), dtype=np.int64)
+    edges = np.linspace(times[0], times[-1], max_marks + 1)
+    bins = np.minimum(np.searchsorted(edges, times, side="right") - 1, max_marks - 1)
+    first = np.flatnonzero(np.diff(bins, prepend=-1))
+    return times[first], np.diff(np.append(first, len(times)))
 
 
 def _time_marker(t: float) -> dict:
@@ -204,12 +219,13 @@ def _animate(figure: go.Figure, times: np.ndarray, names: list[str], height: int
     play = {"frame": {"duration": FRAME_MS, "redraw": True}, "fromcurrent": True, "transition": {"duration": 0}}
     pause = {"frame": {"duration": 0, "redraw": False}, "mode": "immediate", "transition": {"duration": 0}}
     figure.update_layout(
-        height=260 + 22 * len(names) * (height + 1), margin={"l": 10, "r": 10, "t": 60, "b": 40},
-        updatemenus=[{"type": "buttons", "direction": "left", "x": 0.0, "y": 1.08, "xanchor": "left",
+        height=300 + 22 * len(names) * (height + 1), margin={"l": 10, "r": 10, "t": 100, "b": 40},
+        updatemenus=[{"type": "buttons", "direction": "left", "x": 0.0, "y": 1.16, "xanchor": "left",
                       "showactive": False, "buttons": [
                           {"label": "▶ Play", "method": "animate", "args": [None, play]},
                           {"label": "❚❚ Pause", "method": "animate", "args": [[None], pause]}]}],
-        sliders=[{"active": first, "x": 0.16, "len": 0.84, "y": 1.1, "yanchor": "bottom",
+        # the scrubber spans the plot's width, like the time axis below it (the frames' window)
+        sliders=[{"active": first, "x": 0.0, "len": 1.0, "y": 1.02, "yanchor": "bottom", "pad": {"l": 0, "r": 0},
                   "currentvalue": {"prefix": "t = ", "suffix": " s"},
                   "steps": [{"label": f"{t:.2f}", "method": "animate",
                              "args": [[f"{t:.3f}"], {**pause, "frame": {"duration": 0, "redraw": True}}]}
@@ -219,5 +235,5 @@ def _animate(figure: go.Figure, times: np.ndarray, names: list[str], height: int
     tick_rows = [r * (height + 1) + (height - 1) / 2 for r in range(len(names))]
     figure.update_yaxes(autorange="reversed", tickvals=tick_rows, ticktext=names,
                         showgrid=False, zeroline=False, row=1, col=1)
-    figure.update_xaxes(title_text="time (s)", row=2, col=1)
+    figure.update_xaxes(title_text="time (s)", range=[float(times[0]), float(times[-1])], row=2, col=1)
     figure.update_yaxes(title_text="KV in use", tickformat=".0%", range=[0, 1.05], row=2, col=1)

@@ -1,0 +1,85 @@
+"""The Chrome trace's request tracks (issue 19 item 14): a thread per request under a Requests
+process with its phases nested in its life, and flow arrows to the batches that ran its prompt."""
+
+import json
+
+import pytest
+from app_helpers import TINY
+from conftest import simulate
+
+from sim_core import parse_config, run_simulation
+from sim_core.export import chrome_trace, trace_file_name
+from sim_core.export.request_tracks import REQUESTS_PID
+
+
+def on_thread(events, request):
+    return [e for e in events if e["pid"] == REQUESTS_PID and e["tid"] == request and e["ph"] != "M"]
+
+
+def test_each_request_has_a_named_thread_with_its_life_and_phases():
+    """Two 10-token prompts in one batch: each request's thread is "request #N"; its life runs from
+    arrival to completion and its waiting, prefill and decode phases tile it in order."""
+    result = simulate([(0.0, 10, 3), (0.5, 10, 3)], scheduler={"batch_size_cap": 4})
+    events = json.loads(json.dumps(chrome_trace(result)))["traceEvents"]
+    threads = {e["tid"]: e["args"]["name"] for e in events
+               if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] == REQUESTS_PID}
+    assert threads == {0: "request #0", 1: "request #1"}
+    assert [e["args"]["name"] for e in events if e["name"] == "process_name"][-1] == "Requests"
+    for request, row in result.requests.set_index("request_id").iterrows():
+        spans = [e for e in on_thread(events, request) if e["ph"] == "X"]
+        life = spans[0]
+        assert (life["name"], life["ts"]) == (f"request #{request}", pytest.approx(row["arrived_at"] * 1e6))
+        assert life["ts"] + life["dur"] == pytest.approx(row["completed_at"] * 1e6)
+        phases = [(e["name"], e["ts"], e["ts"] + e["dur"]) for e in spans[1:]]
+        expected = [("waiting", row["arrived_at"], row["scheduled_at"]),
+                    ("prefill", row["scheduled_at"], row["prefill_completed_at"]),
+                    ("decode", row["prefill_completed_at"], row["completed_at"])]
+        expected = [(name, a * 1e6, b * 1e6) for name, a, b in expected if b > a]
+        assert [p[0] for p in phases] == [p[0] for p in expected]
+        assert [t for p in phases for t in p[1:]] == pytest.approx([t for p in expected for t in p[1:]])
+
+
+def test_flow_arrows_lead_from_a_request_to_each_batch_that_ran_its_prompt():
+    """Every batch entry of more than one token of a request starts an arrow on its thread at the
+    batch's forming time and ends on the batch's first-stage slice (bp e) of its replica."""
+    result = run_simulation(parse_config(TINY))
+    events = chrome_trace(result)["traceEvents"]
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    ends = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert starts.keys() == ends.keys() and all(e["bp"] == "e" for e in ends.values())
+    batches = result.batches
+    expected = sorted((int(r), int(b)) for b, rep, ids, tokens in zip(batches["batch_id"], batches["replica_id"],
+                                                                     batches["request_ids"], batches["request_tokens"])
+                      for r, t in zip(ids, tokens) if t > 1)
+    stage0 = {(e["pid"], e["args"]["batch_id"]): e for e in events if e.get("cat") == "batch" and e["tid"] == 0}
+    got = []
+    for flow, start in starts.items():
+        end = ends[flow]
+        batch = next(b for (rep, b), e in stage0.items() if rep == end["pid"] and e["ts"] == end["ts"])
+        got.append((start["tid"], batch))
+        assert start["pid"] == REQUESTS_PID and end["tid"] == 0
+    assert sorted(got) == expected
+
+
+def test_a_restarted_request_shows_its_preempted_spans():
+    """With state events (record full) a restart to its next admission is a "preempted" slice."""
+    result = run_simulation(parse_config(TINY))
+    states = result.state_events
+    restarted = states[states["state"] == "restarted"]
+    assert len(restarted)
+    request = int(restarted["request"].iloc[0])
+    mine = states[states["request"] == request]
+    times, names = mine["time"].tolist(), mine["state"].astype(str).tolist()
+    expected = [(times[i] * 1e6, next(times[j] for j in range(i + 1, len(names)) if names[j] == "admitted") * 1e6)
+                for i, name in enumerate(names) if name == "restarted"]
+    spans = [(e["ts"], e["ts"] + e["dur"]) for e in on_thread(chrome_trace(result)["traceEvents"], request)
+             if e["name"] == "preempted"]
+    assert [t for span in spans for t in span] == pytest.approx([t for span in expected for t in span])
+
+
+def test_the_trace_file_is_named_after_the_scenario():
+    """Letters and digits of the name joined by "-", cut at 80 characters; unnamed: chrome_trace.json."""
+    assert trace_file_name("default: Llama-2-13B on A100-40GB, 2 replicas, vLLM, 5 req/s") == \
+        "default-Llama-2-13B-on-A100-40GB-2-replicas-vLLM-5-req-s.trace.json"
+    assert trace_file_name(None) == trace_file_name("::") == "chrome_trace.json"
+    assert trace_file_name("x" * 100) == "x" * 80 + ".trace.json"
