@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
 import threading
 import time
@@ -21,6 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 SUFFIXES = (".csv", ".jsonl", ".json", ".yaml", ".yml", ".txt")
+# the shape of a name `keep` gives a file (its bytes' SHA-256 and a suffix), on this server or another
+STORE_NAME = re.compile(r"^[0-9a-f]{64}\.[a-z]+$")
 
 
 class UploadStore:

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import PurePosixPath
 
 import streamlit as st
 
 from explorer.server import uploads
 from explorer.state import ERROR_KEY, scenario
+from explorer.upload_store import STORE_NAME
 from explorer.widgets import replace_scenario
 from sim_core import SimCoreError
 from sim_core.config.share import decode_scenario, encode_scenario
 
 READ_KEY = "url_read"
-UPLOADED = re.compile(r"^[0-9a-f]{64}\.[a-z]+$")      # an upload store file: named by its content's sha256
 
 
 def read_url() -> None:
@@ -47,7 +46,7 @@ def _local_uploads(data: dict) -> str:
             missing = _local_uploads(value)
             if missing:
                 return missing
-        elif key == "trace_file" and isinstance(value, str) and UPLOADED.match(PurePosixPath(value).name):
+        elif key == "trace_file" and isinstance(value, str) and STORE_NAME.match(PurePosixPath(value).name):
             local = uploads().root / PurePosixPath(value).name
             if not local.is_file():
                 return PurePosixPath(value).stem
