@@ -32,6 +32,7 @@ FORBIDDEN = {
     "predictor": {"engine", "cluster", "results", "export", "viz", "sweep", "cli", "schedulers"},
     "scenarios": {"engine", "cluster", "results", "export", "viz", "sweep", "cli", "schedulers"},
     "sweep": {"viz", "cli"},
+    "accuracy": {"viz", "cli", "sweep"},
 }
 APP_PACKAGES = {"streamlit", "explorer", "pages"}
 

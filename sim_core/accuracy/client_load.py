@@ -1,0 +1,80 @@
+"""The load a benchmark client generated, rebuilt as a workload: when each request was sent and
+what it asked for.
+
+inference-perf (the version behind the public vLLM 0.15 runs), from its source:
+
+* `constant` load: each stage of `duration` seconds at `rate` requests/s sends
+  n = rate x duration requests; the gaps are drawn exponential and then rescaled so that the
+  stage's sends fill its duration (not evenly spaced, and not Poisson over the stage either).
+  `poisson` load keeps the exponential gaps as drawn.
+* `shared_prefix` data: a pool of PROMPT_POOL whole prompts (system prompt + question) is built
+  once and shuffled; request n of a stage sends prompt n mod PROMPT_POOL. Whole prompts repeat,
+  so after a prompt's first send every later one is a prefix-cache hit on the whole prompt.
+* `ignore_eos`: the server generates exactly `output_len` tokens.
+
+The client's own seed is not recorded; the rebuild is seeded by the scenario's seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim_core.workload.model import Workload
+
+PROMPT_POOL = 100   # inference-perf's shared_prefix generator built 10 system prompts x 10 questions
+
+
+@dataclass(frozen=True)
+class LoadStage:
+    """One stage of the client's load: `rate` requests/s for `duration_s` seconds."""
+
+    rate: float
+    duration_s: float
+
+    @property
+    def num_requests(self) -> int:
+        return int(round(self.rate * self.duration_s))
+
+
+def send_times(stages: Sequence[LoadStage], kind: str, rng: np.random.Generator) -> list[np.ndarray]:
+    """Send times (seconds from the first stage's start) of every stage's requests, per stage.
+
+    `kind` is the client's load type: `constant` rescales each stage's exponential gaps to fill
+    the stage, `poisson` keeps them."""
+    times, start = [], 0.0
+    for stage in stages:
+        gaps = rng.exponential(1.0 / stage.rate, stage.num_requests) if stage.num_requests else np.empty(0)
+        sends = np.cumsum(gaps)
+        if kind == "constant" and len(sends):
+            sends = sends * (stage.duration_s / sends[-1])
+        times.append(start + sends)
+        start += stage.duration_s
+    return times
+
+
+def shared_prefix_workload(stages: Sequence[LoadStage], kind: str, prompt_tokens: int, output_tokens: int,
+                           rng: np.random.Generator, source: str, pool: int = PROMPT_POOL) -> Workload:
+    """The requests of an inference-perf `shared_prefix` run: every request sends one of `pool`
+    whole prompts of `prompt_tokens` tokens (request n of a stage sends prompt order[n mod pool])
+    and gets `output_tokens` tokens back."""
+    order = rng.permutation(pool).astype(np.int64)
+    per_stage = send_times(stages, kind, rng)
+    arrived_at = np.concatenate(per_stage) if per_stage else np.empty(0)
+    prompt_ids = np.concatenate([order[np.arange(len(t)) % pool] for t in per_stage]) if per_stage else \
+        np.empty(0, dtype=np.int64)
+    n = len(arrived_at)
+    return Workload(arrived_at=arrived_at.astype(np.float64),
+                    num_prefill_tokens=np.full(n, prompt_tokens, dtype=np.int64),
+                    num_decode_tokens=np.full(n, output_tokens, dtype=np.int64), source=source,
+                    notes=(f"inference-perf shared_prefix: {pool} whole prompts of {prompt_tokens} tokens, "
+                           f"{output_tokens} output tokens (ignore_eos), {kind} load",),
+                    prefix_group=prompt_ids, prefix_len=np.full(n, prompt_tokens, dtype=np.int64))
+
+
+def stage_windows(stages: Sequence[LoadStage]) -> list[tuple[float, float]]:
+    """(start, end) seconds of each stage."""
+    ends = np.cumsum([s.duration_s for s in stages])
+    return [(float(end - s.duration_s), float(end)) for s, end in zip(stages, ends)]

@@ -1,0 +1,112 @@
+"""Which reader a measured run needs, found from the names of its files; and reading a folder
+from disk into the name -> bytes mapping the readers take (uploads give the same mapping)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from sim_core.accuracy.inference_perf import is_inference_perf, read_inference_perf
+from sim_core.accuracy.measured import MeasuredRun
+from sim_core.accuracy.server import device_of
+from sim_core.errors import ConfigError
+
+MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_FILES = 2_000
+READ_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".csv")
+
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What the user says about runs whose files do not: `device` overrides any GPU the files
+    name; `fallback_device` (e.g. from the folders' names) is used when they name none; `seed`
+    seeds the rebuilt client load."""
+
+    device: str | None = None
+    fallback_device: str | None = None
+    seed: int = 42
+
+
+Reader = Callable[[str, Mapping[str, bytes], ReadOptions], list[MeasuredRun]]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One kind of measured run: how to recognise its files and how to read them."""
+
+    name: str
+    describe: str
+    matches: Callable[[set[str]], bool]
+    read: Reader
+
+
+def _inference_perf(name: str, files: Mapping[str, bytes], options: ReadOptions) -> list[MeasuredRun]:
+    return [read_inference_perf(name, files, options.device, options.seed, options.fallback_device)]
+
+
+LAYOUTS: list[Layout] = [
+    Layout("inference_perf", "an inference-perf run folder (profile.yaml, exp-config.yaml, results/)",
+           is_inference_perf, _inference_perf),
+]
+
+
+def read_files(name: str, files: Mapping[str, bytes], options: ReadOptions = ReadOptions()) -> list[MeasuredRun]:
+    """The runs in one set of files (relative name -> bytes), read by the first layout that
+    recognises them.
+
+    Raises:
+        ConfigError: no layout recognises the files, or the one that does finds them malformed.
+    """
+    names = set(files)
+    for layout in LAYOUTS:
+        if layout.matches(names):
+            return layout.read(name, files, options)
+    known = "; ".join(layout.describe for layout in LAYOUTS)
+    raise ConfigError(f"{name}: not a measured run this tool can read (expected {known})")
+
+
+def read_folder(path: str | Path, options: ReadOptions = ReadOptions()) -> list[MeasuredRun]:
+    """The runs in a folder on disk: the folder itself when it is one run, else each of its
+    sub-folders that is one (a collection of runs), sorted by name. A GPU named by the folder
+    path (e.g. `runs_h100/`) is the fallback for runs whose files name none.
+
+    Raises:
+        ConfigError: nothing readable there (the message names the folder).
+    """
+    root = Path(path)
+    if not root.exists():
+        raise ConfigError(f"{root}: not found")
+    if options.fallback_device is None:
+        options = replace(options, fallback_device=device_of(*root.resolve().parts))
+    if root.is_file():
+        return read_files(root.stem, {root.name: _read(root)}, options)
+    files = folder_files(root)
+    if any(layout.matches(set(files)) for layout in LAYOUTS):
+        return read_files(root.name, files, options)
+    runs = []
+    for child in sorted(p for p in root.iterdir() if p.is_dir()):
+        inner = folder_files(child)
+        if any(layout.matches(set(inner)) for layout in LAYOUTS):
+            runs.extend(read_files(child.name, inner, options))
+    if not runs:
+        return read_files(root.name, files, options)   # raises, naming what was expected
+    return runs
+
+
+def folder_files(root: Path) -> dict[str, bytes]:
+    """Relative name -> bytes of the readable files of a run folder (up to two levels deep)."""
+    files: dict[str, bytes] = {}
+    for path in sorted(root.glob("*")) + sorted(root.glob("*/*")):
+        if path.is_file() and path.suffix in READ_SUFFIXES:
+            if len(files) >= MAX_FILES:
+                raise ConfigError(f"{root}: more than {MAX_FILES} files; point at one run or a folder of runs")
+            files[path.relative_to(root).as_posix()] = _read(path)
+    return files
+
+
+def _read(path: Path) -> bytes:
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB")
+    return path.read_bytes()

@@ -1,0 +1,75 @@
+"""Replay a measured run through the simulator and measure the simulated requests the way the
+client measured the real ones: per load stage (requests grouped by the stage they were sent in),
+mean and percentiles over the requests that finished, TTFT from send to first token, E2E from
+send to last token, `itl` from the means (see measured.METRICS)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sim_core.accuracy.measured import WHOLE_RUN, MeasuredRun, MeasuredStage
+from sim_core.config import SimulationConfig
+from sim_core.engine.simulation import run_simulation
+from sim_core.errors import ConfigError
+from sim_core.results.overload import queue_trend
+from sim_core.results.result import SimulationResult
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A measured run, its simulation and the simulated figures per measured stage."""
+
+    run: MeasuredRun
+    result: SimulationResult
+    stages: tuple[MeasuredStage, ...]     # the simulated figures, one per stage of run.stages
+    collapsed: bool                       # the simulated queue grows without bound
+
+
+def scenario_config(run: MeasuredRun, overrides: dict[str, Any] | None = None) -> SimulationConfig:
+    """The run's scenario with `overrides` merged in (one level deep per section, e.g.
+    {"predictor": {"type": "roofline"}} replaces the predictor section)."""
+    document = {**run.scenario, "workload": {"num_requests": max(len(run.workload), 1)}}
+    for key, value in (overrides or {}).items():
+        document[key] = value
+    try:
+        return SimulationConfig.model_validate(document)
+    except ValueError as exc:
+        raise ConfigError(f"{run.name}: {str(exc).splitlines()[0]}: {exc}") from None
+
+
+def replay(run: MeasuredRun, overrides: dict[str, Any] | None = None) -> Replay:
+    """Simulate `run` (with `overrides`) and measure it stage by stage."""
+    config = scenario_config(run, overrides)
+    result = run_simulation(config, run.workload)
+    requests = result.requests
+    stages = tuple(simulated_stage(requests, stage, run.output_tokens) for stage in run.stages)
+    return Replay(run, result, stages, queue_trend(result).over_capacity)
+
+
+def simulated_stage(requests: pd.DataFrame, measured: MeasuredStage, output_tokens: float) -> MeasuredStage:
+    """The simulated figures of the requests sent in `measured`'s window (all of them for the
+    whole run)."""
+    sent = requests["arrived_at"].to_numpy(np.float64)
+    mine = requests if measured.index == WHOLE_RUN else requests[(sent >= measured.start_s) & (sent < measured.end_s)]
+    finished = mine[mine["status"] == "finished"]
+    values = {metric: figures(finished[metric].to_numpy(np.float64)) for metric in ("ttft", "e2e")}
+    values["itl"] = {"mean": itl_from_means(values["e2e"]["mean"], values["ttft"]["mean"], output_tokens)}
+    return MeasuredStage(measured.index, measured.start_s, measured.end_s, measured.rate, len(mine),
+                         len(mine) - len(finished), values)
+
+
+def figures(values: np.ndarray) -> dict[str, float]:
+    """Mean and p50/p90/p99 (linear interpolation, as numpy and the clients compute them)."""
+    if not len(values):
+        return {stat: float("nan") for stat in ("mean", "p50", "p90", "p99")}
+    p50, p90, p99 = np.percentile(values, [50, 90, 99])
+    return {"mean": float(values.mean()), "p50": float(p50), "p90": float(p90), "p99": float(p99)}
+
+
+def itl_from_means(e2e_mean: float, ttft_mean: float, output_tokens: float) -> float:
+    """(mean E2E - mean TTFT) / (output tokens - 1): the time per output token after the first."""
+    return (e2e_mean - ttft_mean) / (output_tokens - 1) if output_tokens > 1 else float("nan")

@@ -1,0 +1,69 @@
+"""The server a measured run used, as a scenario: model, GPU, parallelism and vLLM's knobs.
+
+Names in benchmark files are Hugging Face repositories and marketing GPU names; they map to
+catalog ids here. vLLM's defaults fill what a run does not state (V1 engine, async scheduling,
+chunked prefill and prefix caching on, gpu_memory_utilization 0.9).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sim_core.catalog import DEVICES, MODELS
+from sim_core.catalog.vidur_names import VIDUR_MODELS
+from sim_core.errors import ConfigError
+
+# lowercase fragments of a GPU's name (a run's hardware field or folder name) -> catalog id; the
+# first match wins, so longer names come first
+GPU_NAMES = (("h100", "h100-sxm"), ("h200", "h200"), ("b200", "b200"), ("a100-40", "a100-40gb"),
+             ("a100", "a100-80gb"), ("l40s", "l40s"), ("rtx4090", "rtx-4090"), ("rtx 4090", "rtx-4090"),
+             ("a40", "a40"), ("a30", "a30"), ("mi300x", "mi300x"))
+MODEL_SUFFIXES = ("-instruct-hf", "-instruct", "-chat-hf", "-hf")
+VLLM_MAX_NUM_SEQS = 256
+VLLM_MAX_MODEL_LEN = 4096   # when a run gives none: our default (vLLM takes the model's own)
+
+
+def device_of(*hints: str) -> str | None:
+    """Catalog id of the first GPU named in the hints (a hardware field, a folder name), if any."""
+    for hint in hints:
+        text = hint.lower().replace("_", "-")
+        for fragment, device in GPU_NAMES:
+            if re.search(rf"(^|[^a-z0-9]){re.escape(fragment)}", text) and device in DEVICES:
+                return device
+    return None
+
+
+def model_of(repository: str) -> str | None:
+    """Catalog id of a Hugging Face model repository (`meta-llama/Llama-2-7b-hf`), if it has one."""
+    key = repository.lower().strip("/")
+    for candidate in (key, *(key.removesuffix(s) for s in MODEL_SUFFIXES if key.endswith(s))):
+        if candidate in VIDUR_MODELS:
+            return VIDUR_MODELS[candidate]
+        if candidate.split("/")[-1] in MODELS:
+            return candidate.split("/")[-1]
+    return None
+
+
+def vllm_scenario(name: str, model: str, device: str, tp: int, knobs: dict[str, Any], seed: int = 42) -> dict[str, Any]:
+    """A scenario document for vLLM V1 serving `model` on `tp` GPUs of `device` with `knobs`
+    (vLLM's own names: max_num_seqs, max_num_batched_tokens, max_model_len, block_size,
+    num_gpu_blocks / total_kv_blocks, enable_prefix_caching, async_scheduling)."""
+    if model not in MODELS:
+        raise ConfigError(f"{name}: model {model!r} is not in the catalog")
+    knobs = {key: value for key, value in knobs.items() if value is not None}
+    scheduler: dict[str, Any] = {
+        "type": "vllm_v1", "max_num_seqs": int(knobs.get("max_num_seqs") or VLLM_MAX_NUM_SEQS),
+        "enable_prefix_caching": bool(knobs.get("enable_prefix_caching", True)),
+        "block_size": int(knobs.get("block_size") or 16),
+        "async_scheduling": bool(knobs.get("async_scheduling", True)),
+    }
+    if knobs.get("max_num_batched_tokens"):
+        scheduler["max_num_batched_tokens"] = int(knobs["max_num_batched_tokens"])
+    blocks = knobs.get("num_gpu_blocks") or knobs.get("total_kv_blocks")
+    if blocks:
+        scheduler["num_blocks"] = int(blocks)
+    return {"name": name, "seed": seed, "model": model, "device": device,
+            "max_model_len": int(knobs.get("max_model_len") or VLLM_MAX_MODEL_LEN),
+            "cluster": {"num_replicas": 1, "tensor_parallel_size": int(tp), "pipeline_parallel_size": 1},
+            "scheduler": scheduler, "engine": {"record": "requests"}}
