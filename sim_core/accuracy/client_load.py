@@ -78,3 +78,9 @@ def stage_windows(stages: Sequence[LoadStage]) -> list[tuple[float, float]]:
     """(start, end) seconds of each stage."""
     ends = np.cumsum([s.duration_s for s in stages])
     return [(float(end - s.duration_s), float(end)) for s, end in zip(stages, ends)]
+
+
+def empty_workload(source: str) -> Workload:
+    """No requests (the workload of a run that cannot be replayed)."""
+    none = np.empty(0, dtype=np.int64)
+    return Workload(arrived_at=np.empty(0), num_prefill_tokens=none, num_decode_tokens=none, source=source)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from sim_core.accuracy.blis_table import ACTUALS, SPECS, is_blis_table, read_blis_table
 from sim_core.accuracy.inference_perf import is_inference_perf, read_inference_perf
 from sim_core.accuracy.measured import MeasuredRun
 from sim_core.accuracy.server import device_of
@@ -46,9 +47,14 @@ def _inference_perf(name: str, files: Mapping[str, bytes], options: ReadOptions)
     return [read_inference_perf(name, files, options.device, options.seed, options.fallback_device)]
 
 
+def _blis_table(name: str, files: Mapping[str, bytes], options: ReadOptions) -> list[MeasuredRun]:
+    return read_blis_table(files, options.device, options.seed)
+
+
 LAYOUTS: list[Layout] = [
     Layout("inference_perf", "an inference-perf run folder (profile.yaml, exp-config.yaml, results/)",
            is_inference_perf, _inference_perf),
+    Layout("blis_table", f"BLIS validation tables ({SPECS} and {ACTUALS})", is_blis_table, _blis_table),
 ]
 
 
@@ -96,9 +102,10 @@ def read_folder(path: str | Path, options: ReadOptions = ReadOptions()) -> list[
 
 
 def folder_files(root: Path) -> dict[str, bytes]:
-    """Relative name -> bytes of the readable files of a run folder (up to two levels deep)."""
+    """Relative name -> bytes of the readable files of a run folder (up to two levels deep, and
+    the Hugging Face configs of `model_configs/<model>/config.json`)."""
     files: dict[str, bytes] = {}
-    for path in sorted(root.glob("*")) + sorted(root.glob("*/*")):
+    for path in sorted(root.glob("*")) + sorted(root.glob("*/*")) + sorted(root.glob("model_configs/*/config.json")):
         if path.is_file() and path.suffix in READ_SUFFIXES:
             if len(files) >= MAX_FILES:
                 raise ConfigError(f"{root}: more than {MAX_FILES} files; point at one run or a folder of runs")

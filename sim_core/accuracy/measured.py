@@ -68,6 +68,8 @@ class MeasuredRun:
         notes: what the replay cannot reproduce or had to assume (shown beside the figures).
         saturated: the server could not keep up in the measurement (client time-outs or
             failures): its latencies are those of the requests that got through.
+        unsupported: why the run cannot be replayed yet (a model or GPU the catalog cannot
+            express); empty when it can. Such a run has an empty scenario and workload.
     """
 
     name: str
@@ -79,6 +81,7 @@ class MeasuredRun:
     requests: pd.DataFrame | None = None
     notes: tuple[str, ...] = field(default=())
     saturated: bool = False
+    unsupported: str = ""
 
     def stage(self, index: int) -> MeasuredStage | None:
         """The stage with this index (WHOLE_RUN for the whole run), if measured."""

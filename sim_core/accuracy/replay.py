@@ -15,7 +15,7 @@ from sim_core.accuracy.measured import WHOLE_RUN, MeasuredRun, MeasuredStage
 from sim_core.config import SimulationConfig
 from sim_core.engine.simulation import run_simulation
 from sim_core.errors import ConfigError
-from sim_core.results.overload import queue_trend
+from sim_core.results.overload import request_trend
 from sim_core.results.result import SimulationResult
 
 
@@ -47,7 +47,7 @@ def replay(run: MeasuredRun, overrides: dict[str, Any] | None = None) -> Replay:
     result = run_simulation(config, run.workload)
     requests = result.requests
     stages = tuple(simulated_stage(requests, stage, run.output_tokens) for stage in run.stages)
-    return Replay(run, result, stages, queue_trend(result).over_capacity)
+    return Replay(run, result, stages, request_trend(requests).over_capacity)
 
 
 def simulated_stage(requests: pd.DataFrame, measured: MeasuredStage, output_tokens: float) -> MeasuredStage:

@@ -45,11 +45,13 @@ def model_of(repository: str) -> str | None:
     return None
 
 
-def vllm_scenario(name: str, model: str, device: str, tp: int, knobs: dict[str, Any], seed: int = 42) -> dict[str, Any]:
+def vllm_scenario(name: str, model: str, device: str, tp: int, knobs: dict[str, Any], seed: int = 42,
+                  models: dict[str, Any] | None = None) -> dict[str, Any]:
     """A scenario document for vLLM V1 serving `model` on `tp` GPUs of `device` with `knobs`
     (vLLM's own names: max_num_seqs, max_num_batched_tokens, max_model_len, block_size,
-    num_gpu_blocks / total_kv_blocks, enable_prefix_caching, async_scheduling)."""
-    if model not in MODELS:
+    num_gpu_blocks / total_kv_blocks, enable_prefix_caching, async_scheduling); `models` adds
+    model shapes outside the catalog (id -> ModelSpec fields)."""
+    if model not in MODELS and model not in (models or {}):
         raise ConfigError(f"{name}: model {model!r} is not in the catalog")
     knobs = {key: value for key, value in knobs.items() if value is not None}
     scheduler: dict[str, Any] = {
@@ -63,7 +65,8 @@ def vllm_scenario(name: str, model: str, device: str, tp: int, knobs: dict[str, 
     blocks = knobs.get("num_gpu_blocks") or knobs.get("total_kv_blocks")
     if blocks:
         scheduler["num_blocks"] = int(blocks)
-    return {"name": name, "seed": seed, "model": model, "device": device,
+    extra = {"models": models} if models else {}
+    return {**extra, "name": name, "seed": seed, "model": model, "device": device,
             "max_model_len": int(knobs.get("max_model_len") or VLLM_MAX_MODEL_LEN),
             "cluster": {"num_replicas": 1, "tensor_parallel_size": int(tp), "pipeline_parallel_size": 1},
             "scheduler": scheduler, "engine": {"record": "requests"}}

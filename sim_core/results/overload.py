@@ -53,6 +53,25 @@ def waiting_trend(timeseries: pd.DataFrame, first_s: float, last_s: float, num_r
                       max(MIN_GROWTH, int(np.ceil(GROWTH_SHARE * num_requests))))
 
 
+def request_trend(requests: pd.DataFrame) -> QueueTrend:
+    """The same trend from the request table alone (runs that kept no time series): at time t
+    the queue holds the requests arrived by t and not yet scheduled (`scheduled_at` NaN or
+    negative: never)."""
+    arrivals = np.sort(requests["arrived_at"].to_numpy(np.float64))
+    scheduled = requests["scheduled_at"].to_numpy(np.float64)
+    scheduled = np.sort(np.where(np.isnan(scheduled) | (scheduled < 0), np.inf, scheduled))
+    if not len(arrivals):
+        return QueueTrend(0.0, 0.0, 0, 0, MIN_GROWTH)
+    first, last = float(arrivals[0]), float(arrivals[-1])
+    mid = (first + last) / 2
+
+    def waiting(t: float) -> int:
+        return int(np.searchsorted(arrivals, t, side="right") - np.searchsorted(scheduled, t, side="right"))
+
+    threshold = max(MIN_GROWTH, int(np.ceil(GROWTH_SHARE * len(arrivals))))
+    return QueueTrend(mid, last, waiting(mid), waiting(last), threshold)
+
+
 def _waiting_at(timeseries: pd.DataFrame, time_s: float) -> int:
     total = 0
     for _, rows in timeseries.groupby("replica_id"):
