@@ -12,9 +12,8 @@ import numpy as np
 import pandas as pd
 
 from sim_core.accuracy.measured import WHOLE_RUN, MeasuredRun, MeasuredStage
-from sim_core.config import SimulationConfig
+from sim_core.config import SimulationConfig, parse_config
 from sim_core.engine.simulation import run_simulation
-from sim_core.errors import ConfigError
 from sim_core.results.overload import request_trend
 from sim_core.results.result import SimulationResult
 
@@ -30,15 +29,14 @@ class Replay:
 
 
 def scenario_config(run: MeasuredRun, overrides: dict[str, Any] | None = None) -> SimulationConfig:
-    """The run's scenario with `overrides` merged in (one level deep per section, e.g.
-    {"predictor": {"type": "roofline"}} replaces the predictor section)."""
+    """The run's scenario with `overrides` merged in, section by section (e.g.
+    {"predictor": {"type": "silicon"}} changes the predictor's type and keeps its other knobs;
+    a `predictor.calibration` file fills what neither sets)."""
     document = {**run.scenario, "workload": {"num_requests": max(len(run.workload), 1)}}
     for key, value in (overrides or {}).items():
-        document[key] = value
-    try:
-        return SimulationConfig.model_validate(document)
-    except ValueError as exc:
-        raise ConfigError(f"{run.name}: {str(exc).splitlines()[0]}: {exc}") from None
+        current = document.get(key)
+        document[key] = {**current, **value} if isinstance(current, dict) and isinstance(value, dict) else value
+    return parse_config(document, base_dir=None, source=run.name)
 
 
 def replay(run: MeasuredRun, overrides: dict[str, Any] | None = None) -> Replay:

@@ -40,6 +40,7 @@ def run_accuracy(args: argparse.Namespace) -> int:
     runs: list[MeasuredRun] = []
     for folder in args.dirs:
         runs.extend(read_folder(folder, ReadOptions(device=args.device, seed=args.seed)))
+    runs = list({run.name: run for run in reversed(runs)}.values())[::-1]   # a run read twice: the first read
     overrides = replay_overrides(args.predictor, args.calibration)
     replays = [replay(run, overrides) for run in runs if not run.unsupported]
     table = comparison(replays)

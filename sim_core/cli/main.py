@@ -18,6 +18,7 @@ from sim_core.errors import SimCoreError
 if TYPE_CHECKING:
     from sim_core.engine.budget import Limits
 from sim_core.cli.accuracy import add_accuracy_command
+from sim_core.cli.calibrate import add_calibrate_command
 from sim_core.cli.planning import add_planning_commands
 from sim_core.cli.predictor import add_predictor_commands
 from sim_core.export.text import one_line, shorten
@@ -77,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     validate.set_defaults(handler=_validate)
     add_predictor_commands(commands)
     add_accuracy_command(commands)
+    add_calibrate_command(commands)
     add_planning_commands(commands)
     for sub in (run, generate, validate):
         sub.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)

@@ -24,11 +24,13 @@ PATH_FIELDS = (
     "workload.output_tokens.trace_file",
     "predictor.profiles_dir",
     "predictor.cache_dir",
+    "predictor.calibration",
     "models.*.hf_config",
 )
 # Fields that make the server write, or read a file the visitor cannot upload: never from the web.
 SERVER_ONLY_FIELDS = {
     "predictor.cache_dir": "the server alone chooses where it writes",
+    "predictor.calibration": "set the fitted knob values in the scenario instead",
     "models.*.hf_config": "paste the model's fields under models.<id> instead",
 }
 PROFILE_FIELD = "predictor.profiles_dir"

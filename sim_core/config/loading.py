@@ -10,6 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from sim_core.catalog import load_hf_config
+from sim_core.config.calibration_file import apply_calibration
 from sim_core.config.documents import DocumentError, parse_json, parse_yaml
 from sim_core.config.errors import describe_validation_error
 from sim_core.config.simulation import SimulationConfig
@@ -65,7 +66,7 @@ def parse_mapping(text: str, source: str, json_first: bool = False) -> dict[str,
 def parse_config(data: dict[str, Any], base_dir: str | Path | None = None,
                  source: str = "scenario") -> SimulationConfig:
     """Validate a scenario mapping; `base_dir` anchors relative trace and profile paths."""
-    data = _import_hf_models(data, base_dir, source)
+    data = apply_calibration(_import_hf_models(data, base_dir, source), base_dir)
     try:
         config = SimulationConfig.model_validate(data)
     except ValidationError as exc:

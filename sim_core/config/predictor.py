@@ -18,6 +18,10 @@ class PredictorConfig(ChoiceBase):
 
     model_config = Strict
 
+    calibration: str | None = Field(None, max_length=4096, description=(
+        "A calibration file written by `python -m sim_core calibrate`: its fitted knobs fill "
+        "this section (and the scheduler's) wherever the scenario does not set them."))
+
     type: Literal["linear", "roofline", "learned"] = Field("roofline", description=(
         "linear: base_s + per_token_s x tokens (exact, for teaching and Vidur comparisons); "
         "roofline: per-operator FLOPs and bytes against the device's compute and memory roofs; "

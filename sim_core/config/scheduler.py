@@ -144,3 +144,9 @@ class SchedulerConfig(ChoiceBase):
         """With overlap: the host phases of an iteration (`CPU_PHASES`) that run while the GPU
         works on the previous one (SGLang: scheduling and processing outputs)."""
         return ("schedule", "process_outputs")
+
+    def client_latency_s(self) -> float:
+        """Seconds between the engine and its client that every request's first and last token
+        carry on top of the engine's own times (an API server's work: 0 for the policies that
+        model the engine alone)."""
+        return 0.0

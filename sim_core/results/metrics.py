@@ -26,13 +26,16 @@ def quantiles(values: np.ndarray, percents: Sequence[float], weights: np.ndarray
     return [float(values[order][np.searchsorted(cumulative, max(rank, 1), side="left")]) for rank in ranks]
 
 
-def request_table(rows: dict[str, list]) -> pd.DataFrame:
-    """Per-request DataFrame with derived latencies (NaN where an event never happened)."""
+def request_table(rows: dict[str, list], client_latency_s: float = 0.0) -> pd.DataFrame:
+    """Per-request DataFrame with derived latencies (NaN where an event never happened).
+
+    `client_latency_s` (an API server's share, see SchedulerConfig.client_latency_s) is added to
+    TTFT and E2E, which are what the client sees; the event times stay the engine's."""
     frame = pd.DataFrame(rows)
     for column in ("scheduled_at", "prefill_completed_at", "completed_at"):
         frame[column] = frame[column].where(frame[column] >= 0)
-    frame["ttft"] = frame["prefill_completed_at"] - frame["arrived_at"]
-    frame["e2e"] = frame["completed_at"] - frame["arrived_at"]
+    frame["ttft"] = frame["prefill_completed_at"] - frame["arrived_at"] + client_latency_s
+    frame["e2e"] = frame["completed_at"] - frame["arrived_at"] + client_latency_s
     frame["scheduling_delay"] = frame["scheduled_at"] - frame["arrived_at"]
     decode_gaps = (frame["num_decode_tokens"] - 1).where(frame["num_decode_tokens"] > 1)
     frame["tpot"] = (frame["completed_at"] - frame["prefill_completed_at"]) / decode_gaps

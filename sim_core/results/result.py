@@ -96,7 +96,7 @@ def build_result(config: SimulationConfig, workload: Workload, replicas: Sequenc
     """
     replicas = tuple(replicas)
     assert [replica.id for replica in replicas] == list(range(len(replicas))), "replica ids are positions"
-    requests = request_table(log.rows(workload, rejected))
+    requests = request_table(log.rows(workload, rejected), config.scheduler.client_latency_s())
     end = float(np.nanmax(requests["completed_at"])) if requests["completed_at"].notna().any() else 0.0
     recorder.finish_kv(end)
     batches = _sorted(recorder.batches, ["formed_at", "replica_id", "batch_id"])

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from sim_core.schedulers.vllm_v1_endpoint import V1Endpoint
 
 V1_BATCHED_TOKENS = 2048  # max_num_batched_tokens when the scenario leaves it empty (vLLM V1's default)
+API_SERVER_S = 0.006      # api_server_s: fitted on the public vLLM 0.15 H100 runs (docs/accuracy.md)
 
 
 class VllmV1Config(PrefixCachingConfig):
@@ -82,6 +83,12 @@ class VllmV1Config(PrefixCachingConfig):
         "step N runs, before N's outputs are processed, and the host's work hides behind the "
         "GPU's; off: schedule, run, process outputs, one after the other (one pipeline stage only)."))
 
+    api_server_s: float = Field(API_SERVER_S, ge=0.0, le=10.0, description=(
+        "vllm_v1: seconds vLLM's OpenAI API server adds to each request as its client sees it "
+        "(receiving and tokenizing the prompt and handing it to the engine; taking the engine's "
+        "outputs, detokenizing and streaming them back): added to TTFT and E2E, not to the gaps "
+        "between tokens. Default fitted on public vLLM 0.15 runs (docs/accuracy.md)."))
+
     def prefill_chunk(self) -> int | None:
         budget = self.max_num_batched_tokens or V1_BATCHED_TOKENS
         return min(budget, self.long_prefill_token_threshold or budget)
@@ -91,6 +98,9 @@ class VllmV1Config(PrefixCachingConfig):
 
     def overlapped_cpu_phases(self) -> tuple[str, ...]:
         return ("schedule", "prepare_inputs", "process_outputs")
+
+    def client_latency_s(self) -> float:
+        return self.api_server_s
 
 
 class VllmV1Scheduler(EngineScheduler):

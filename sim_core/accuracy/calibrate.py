@@ -1,0 +1,216 @@
+"""Fit a predictor's device efficiencies and the engine's host and API-server terms to measured
+runs of one GPU, and check the fit on runs it did not see.
+
+The terms (each a knob of the scenario; see `TERMS`):
+
+* `compute_efficiency`, `memory_efficiency`: the fractions of the GPU's peak FLOP/s and memory
+  bandwidth its kernels reach (roofline and learned predictors);
+* `host_scale`: one factor on every host phase of an iteration (`cpu_<phase>_s` and the
+  per-request parts): the engine's Python time on the critical path;
+* `api_server_s`: what the engine's API server adds to each request's TTFT and E2E. It shifts
+  latencies without changing the simulation, so for any setting of the others it is solved in
+  closed form: the median of measured minus simulated TTFT.
+
+The loss is the mean absolute log-ratio of simulated to measured mean TTFT, mean E2E and
+time per output token over every measured stage (a ratio, so a 10 ms and a 10 s figure weigh
+the same), minimised by coordinate search in log space. Stages are replayed over their first
+`window_s` seconds (the load is steady within a stage), which keeps each evaluation to a few
+seconds of CPU per run. Saturated runs (client time-outs) are left out: their latencies are
+those of the requests that got through.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from sim_core.accuracy.compare import comparison, median_errors
+from sim_core.accuracy.measured import WHOLE_RUN, MeasuredRun
+from sim_core.accuracy.replay import replay, scenario_config
+from sim_core.config.predictor import CPU_PHASES, OperatorModelConfig
+from sim_core.errors import ConfigError
+
+HOST_KNOBS = tuple(f"cpu_{phase}{part}_s" for phase in CPU_PHASES for part in ("", "_per_request"))
+STEPS = (0.5, 0.25, 0.12, 0.06)   # log-space step of each coordinate-search round
+LOSS_CAP = math.log(10.0)         # a collapsed stage counts as 10x off, not infinitely
+
+
+@dataclass(frozen=True)
+class Term:
+    """A fitted knob: its name and bounds (values searched multiplicatively)."""
+
+    name: str
+    low: float
+    high: float
+
+
+TERMS = {"compute_efficiency": Term("compute_efficiency", 0.05, 1.0),
+         "memory_efficiency": Term("memory_efficiency", 0.05, 1.0),
+         "host_scale": Term("host_scale", 0.01, 10.0)}
+
+
+@dataclass
+class Calibration:
+    """The fitted knobs and how well they do on the runs fitted and on the runs held out."""
+
+    engine: str
+    device: str
+    predictor: str
+    values: dict[str, float]                       # term -> fitted value (api_server_s included)
+    knobs: dict[str, dict[str, Any]]               # section -> knob -> value, as the file holds them
+    fit_runs: list[str]
+    held_out_runs: list[str]
+    fit_errors: dict[str, float] = field(default_factory=dict)        # median abs % per figure
+    held_out_errors: dict[str, float] = field(default_factory=dict)
+    loss: float = float("nan")
+    evaluations: int = 0
+
+    def document(self) -> dict[str, Any]:
+        """The calibration file's content."""
+        return {"calibration": {"engine": self.engine, "device": self.device, "predictor": self.predictor,
+                                "fitted_values": self.values, "fit_runs": self.fit_runs,
+                                "held_out_runs": self.held_out_runs, "fit_median_abs_error_pct": self.fit_errors,
+                                "held_out_median_abs_error_pct": self.held_out_errors, "loss": self.loss,
+                                "evaluations": self.evaluations},
+                **self.knobs}
+
+
+def split_runs(runs: Sequence[MeasuredRun], hold_out_every: int) -> tuple[list[MeasuredRun], list[MeasuredRun]]:
+    """(fit, held out): every `hold_out_every`-th run by name is held out (none when 0, or when
+    fewer than 3 runs would be left to fit)."""
+    ordered = sorted(runs, key=lambda run: run.name)
+    if hold_out_every <= 0 or len(ordered) < 3 or len(ordered) - len(ordered) // hold_out_every < 2:
+        return ordered, []
+    held = [run for i, run in enumerate(ordered) if i % hold_out_every == hold_out_every - 1]
+    return [run for run in ordered if run not in held], held
+
+
+def truncated(run: MeasuredRun, window_s: float) -> MeasuredRun:
+    """The run's requests sent in the first `window_s` seconds of each stage, with the stages'
+    figures only (the whole-run figures mix stages)."""
+    stages = tuple(s for s in run.stages if s.index != WHOLE_RUN) or run.stages
+    sent = run.workload.arrived_at
+    keep = np.zeros(len(sent), dtype=bool)
+    for stage in stages:
+        keep |= (sent >= stage.start_s) & (sent < stage.start_s + window_s)
+    return replace(run, workload=run.workload.take(np.flatnonzero(keep)), stages=stages)
+
+
+def calibrate(runs: Sequence[MeasuredRun], predictor: str = "roofline", window_s: float = 120.0,
+              hold_out_every: int = 4, progress: Callable[[str], None] | None = None) -> Calibration:
+    """Fit the terms to `runs` (one engine and GPU; saturated and unsupported runs are left out).
+
+    Raises:
+        ConfigError: no run left to fit, or runs of several GPUs or engines.
+    """
+    usable = [run for run in runs if not run.unsupported and not run.saturated]
+    if not usable:
+        raise ConfigError("calibrate: no measured run to fit (saturated and unsupported runs are left out)")
+    devices = sorted({run.scenario["device"] for run in usable})
+    engines = sorted({run.scenario["scheduler"]["type"] for run in usable})
+    if len(devices) > 1 or len(engines) > 1:
+        raise ConfigError(f"calibrate: one GPU and engine at a time (got {', '.join(devices + engines)}); "
+                          "pass the runs of one")
+    fit, held = split_runs(usable, hold_out_every)
+    start = _start(fit[0], predictor)
+    terms = [name for name in start if name in TERMS]
+    search = _Search([truncated(run, window_s) for run in fit], predictor, start, progress)
+    values = search.minimise(terms)
+    knobs = knob_values(values, start["_host"], predictor)
+    result = Calibration(engines[0], devices[0], predictor, {k: round(v, 6) for k, v in values.items()
+                                                               if not k.startswith("_")},
+                         knobs, [run.name for run in fit], [run.name for run in held],
+                         loss=round(search.best_loss, 5), evaluations=search.evaluations)
+    overrides = {section: dict(values) for section, values in knobs.items()}
+    result.fit_errors = _medians(fit, overrides)
+    if held:
+        result.held_out_errors = _medians(held, overrides)
+    return result
+
+
+def knob_values(values: dict[str, Any], host: dict[str, float], predictor: str) -> dict[str, dict[str, Any]]:
+    """The scenario knobs the fitted terms set, by section."""
+    section: dict[str, Any] = {"type": predictor}
+    for name in ("compute_efficiency", "memory_efficiency"):
+        if name in values:
+            section[name] = round(float(values[name]), 4)
+    scale = float(values.get("host_scale", 1.0))
+    section.update({knob: round(base * scale, 7) for knob, base in host.items()})
+    return {"predictor": section, "scheduler": {"api_server_s": round(float(values.get("api_server_s", 0.0)), 5)}}
+
+
+def _start(run: MeasuredRun, predictor: str) -> dict[str, Any]:
+    config = scenario_config(run, {"predictor": {"type": predictor}})
+    cfg = config.predictor
+    if not isinstance(cfg, OperatorModelConfig):
+        raise ConfigError(f"calibrate: the {predictor} predictor has no efficiency or host terms to fit")
+    device = config.device_spec()
+    start: dict[str, Any] = {"host_scale": 1.0, "_host": {knob: float(getattr(cfg, knob)) for knob in HOST_KNOBS}}
+    if "compute_efficiency" in type(cfg).model_fields and predictor in ("roofline", "learned"):
+        start["compute_efficiency"] = cfg.compute_efficiency or device.compute_efficiency
+        start["memory_efficiency"] = cfg.memory_efficiency or device.memory_efficiency
+    return start
+
+
+def _medians(runs: Sequence[MeasuredRun], overrides: dict[str, dict[str, Any]]) -> dict[str, float]:
+    table = comparison([replay(run, overrides) for run in runs])
+    return {name: round(value, 2) for name, value in median_errors(table).items()}
+
+
+class _Search:
+    """Coordinate search in log space over the terms; api_server_s solved at each point."""
+
+    def __init__(self, runs: list[MeasuredRun], predictor: str, start: dict[str, Any],
+                 progress: Callable[[str], None] | None) -> None:
+        self.runs, self.predictor, self.progress = runs, predictor, progress
+        self.host = start["_host"]
+        self.best = {k: v for k, v in start.items() if not k.startswith("_")}
+        self.best_loss, self.evaluations = math.inf, 0
+        self.best_loss, self.best["api_server_s"] = self._loss(self.best)
+
+    def minimise(self, terms: list[str]) -> dict[str, Any]:
+        for step in STEPS:
+            for name in terms:
+                for direction in (1.0, -1.0):
+                    while self._try(name, math.exp(direction * step)):
+                        pass
+        return {**self.best, "_host": self.host}
+
+    def _try(self, name: str, factor: float) -> bool:
+        term = TERMS[name]
+        value = min(max(self.best[name] * factor, term.low), term.high)
+        if value == self.best[name]:
+            return False
+        candidate = {**self.best, name: value}
+        loss, api = self._loss(candidate)
+        if loss < self.best_loss - 1e-6:
+            self.best, self.best_loss = {**candidate, "api_server_s": api}, loss
+            return True
+        return False
+
+    def _loss(self, values: dict[str, Any]) -> tuple[float, float]:
+        knobs = knob_values({**values, "api_server_s": 0.0}, self.host, self.predictor)
+        overrides = {section: dict(v) for section, v in knobs.items()}
+        measured, simulated = [], []
+        for run in self.runs:
+            result = replay(run, overrides)
+            for real, sim in zip(run.stages, result.stages):
+                measured.append([real.values["ttft"]["mean"], real.values["e2e"]["mean"]])
+                simulated.append([sim.values["ttft"]["mean"], sim.values["e2e"]["mean"]])
+        self.evaluations += 1
+        real_arr, sim_arr = np.array(measured), np.array(simulated)
+        api = max(0.0, float(np.nanmedian(real_arr[:, 0] - sim_arr[:, 0])))
+        outputs = np.array([[run.output_tokens] for run in self.runs for _ in run.stages])[:, 0]
+        real_itl = (real_arr[:, 1] - real_arr[:, 0]) / (outputs - 1)
+        sim_itl = (sim_arr[:, 1] - sim_arr[:, 0]) / (outputs - 1)
+        ratios = np.concatenate([(sim_arr + api) / real_arr, (sim_itl / real_itl)[:, None]], axis=1)
+        logs = np.minimum(np.abs(np.log(np.where(np.isfinite(ratios) & (ratios > 0), ratios, 10.0))), LOSS_CAP)
+        loss = float(logs.mean())
+        if self.progress:
+            shown = ", ".join(f"{k} {v:.4g}" for k, v in values.items() if k in TERMS)
+            self.progress(f"evaluation {self.evaluations}: {shown}, api_server_s {api:.4f} -> loss {loss:.4f}")
+        return loss, api

@@ -1,0 +1,64 @@
+"""A calibration file (written by `python -m sim_core calibrate`) and how a scenario uses it.
+
+A scenario names one as `predictor: {calibration: path}`; its fitted knobs fill the predictor
+and scheduler sections wherever the scenario does not set them itself (a value written in the
+scenario wins). The file is YAML:
+
+    calibration: {engine: vllm_v1, device: h100-sxm, predictor: roofline, runs: [...], ...}
+    predictor: {memory_efficiency: 0.86, cpu_sample_s: 0.0004, ...}
+    scheduler: {api_server_s: 0.0061}
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sim_core.errors import ConfigError
+
+MAX_CALIBRATION_BYTES = 1_000_000
+SECTIONS = ("predictor", "scheduler")   # the sections a calibration may fill
+
+
+def read_calibration(path: Path) -> dict[str, Any]:
+    """The calibration file's mapping (checked: a mapping with mapping sections).
+
+    Raises:
+        ConfigError: missing, too large, not YAML, or not shaped like a calibration.
+    """
+    from sim_core.config.loading import read_mapping  # loading imports this module
+
+    if path.is_file() and path.stat().st_size > MAX_CALIBRATION_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CALIBRATION_BYTES} bytes; not a calibration file")
+    data = read_mapping(path)
+    if not isinstance(data.get("calibration"), dict):
+        raise ConfigError(f"{path}: not a calibration file (no 'calibration' section; write one with "
+                          "`python -m sim_core calibrate`)")
+    for section in SECTIONS:
+        if not isinstance(data.get(section, {}), dict):
+            raise ConfigError(f"{path}: {section}: expected a mapping of knob values")
+    return data
+
+
+def apply_calibration(data: dict[str, Any], base_dir: str | Path | None) -> dict[str, Any]:
+    """The scenario mapping with its `predictor.calibration` file's knobs filled in under the
+    scenario's own (a relative path is taken from `base_dir`); unchanged when it names none."""
+    predictor = data.get("predictor")
+    if not isinstance(predictor, dict) or not predictor.get("calibration"):
+        return data
+    path = Path(str(predictor["calibration"]))
+    if base_dir is not None and not path.is_absolute():
+        path = Path(base_dir) / path
+    fitted = read_calibration(path)
+    out = dict(data)
+    for section in SECTIONS:
+        knobs = fitted.get(section) or {}
+        found = out.get(section)
+        current: dict[str, Any] = found if isinstance(found, dict) else {}
+        if section == "scheduler":   # a policy's knobs apply only to that policy
+            engine = str(fitted["calibration"].get("engine", ""))
+            if engine and current.get("type", "") not in ("", engine):
+                continue
+        out[section] = {**knobs, **current}
+    out["predictor"] = {**out["predictor"], "calibration": str(path)}
+    return out
