@@ -151,8 +151,9 @@ def test_blis_tables_give_one_run_per_measured_experiment():
     """Experiment 7 (Llama-2-7B, H100) has whole-run and stage-1 rows: milliseconds become
     seconds, stage 1 spans 20-30 s of a 30 s run, the KV blocks and knobs reach the scheduler, and
     the CPU offload it ran with is noted. The table's own per-token time (which divides by the
-    client's token count) is not read: `itl` comes from the means, as for the simulated run. Experiment 8's model has no catalog entry and no
-    config.json among the files: it is read but marked unsupported with the reason."""
+    client's token count) is not read: `itl` comes from the means, as for the simulated run.
+    Experiment 8's model has no catalog entry and no config.json among the files: it is read but
+    marked unsupported with the reason."""
     files = {"blis_trainval_specs.json": json.dumps(SPECS).encode(), "blis_trainval_actuals.csv": ACTUALS.encode()}
     runs = read_blis_table(files, None, 42)
     llama, unknown = runs

@@ -35,7 +35,7 @@ from sim_core.config.predictor import CPU_PHASES, OperatorModelConfig
 from sim_core.errors import ConfigError
 
 HOST_KNOBS = tuple(f"cpu_{phase}{part}_s" for phase in CPU_PHASES for part in ("", "_per_request"))
-STEPS = (0.5, 0.25, 0.12, 0.06)   # log-space step of each coordinate-search round
+STEPS = (0.3, 0.15, 0.07, 0.03)   # log-space step of each coordinate-search round
 LOSS_CAP = math.log(10.0)         # a collapsed stage counts as 10x off, not infinitely
 
 
@@ -173,24 +173,28 @@ class _Search:
         self.best_loss, self.best["api_server_s"] = self._loss(self.best)
 
     def minimise(self, terms: list[str]) -> dict[str, Any]:
+        """Per step size: move the term whose better direction lowers the loss most, until no
+        move does; then halve the step."""
         for step in STEPS:
-            for name in terms:
-                for direction in (1.0, -1.0):
-                    while self._try(name, math.exp(direction * step)):
-                        pass
+            while True:
+                moves = [move for name in terms for move in self._moves(name, step)]
+                if not moves:
+                    break
+                loss, candidate, api = min(moves, key=lambda move: move[0])
+                if loss >= self.best_loss - 1e-6:
+                    break
+                self.best, self.best_loss = {**candidate, "api_server_s": api}, loss
         return {**self.best, "_host": self.host}
 
-    def _try(self, name: str, factor: float) -> bool:
-        term = TERMS[name]
-        value = min(max(self.best[name] * factor, term.low), term.high)
-        if value == self.best[name]:
-            return False
-        candidate = {**self.best, name: value}
-        loss, api = self._loss(candidate)
-        if loss < self.best_loss - 1e-6:
-            self.best, self.best_loss = {**candidate, "api_server_s": api}, loss
-            return True
-        return False
+    def _moves(self, name: str, step: float) -> list[tuple[float, dict[str, Any], float]]:
+        term, moves = TERMS[name], []
+        for factor in (math.exp(step), math.exp(-step)):
+            value = min(max(self.best[name] * factor, term.low), term.high)
+            if value != self.best[name]:
+                candidate = {**self.best, name: value}
+                loss, api = self._loss(candidate)
+                moves.append((loss, candidate, api))
+        return moves
 
     def _loss(self, values: dict[str, Any]) -> tuple[float, float]:
         knobs = knob_values({**values, "api_server_s": 0.0}, self.host, self.predictor)

@@ -41,10 +41,11 @@ def comparison(replays: Sequence[Replay]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def median_errors(table: pd.DataFrame, stage: str = "all") -> dict[str, float]:
-    """Median over runs of the absolute percentage error of each headline figure (`metric stat`)
-    in the given stage (`all`: whole-run figures)."""
-    mine = table[table["stage"] == stage]
+def median_errors(table: pd.DataFrame) -> dict[str, float]:
+    """Median absolute percentage error of each headline figure (`metric stat`) over the runs'
+    whole-run figures (each stage's, for a run measured per stage only)."""
+    whole = set(table.loc[table["stage"] == "all", "run"])
+    mine = table[(table["stage"] == "all") | ~table["run"].isin(whole)]
     out = {}
     for metric, stat in HEADLINE:
         errors = mine[(mine["metric"] == metric) & (mine["stat"] == stat)]["error_pct"].abs().dropna()

@@ -101,6 +101,15 @@ def read_folder(path: str | Path, options: ReadOptions = ReadOptions()) -> list[
     return runs
 
 
+def unique_runs(runs: list[MeasuredRun]) -> list[MeasuredRun]:
+    """The runs with each name once (the first read wins: a run folder given beside a table that
+    also lists it keeps the folder's fuller figures)."""
+    seen: dict[str, MeasuredRun] = {}
+    for run in runs:
+        seen.setdefault(run.name, run)
+    return list(seen.values())
+
+
 def folder_files(root: Path) -> dict[str, bytes]:
     """Relative name -> bytes of the readable files of a run folder (up to two levels deep, and
     the Hugging Face configs of `model_configs/<model>/config.json`)."""

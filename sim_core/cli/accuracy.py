@@ -34,13 +34,13 @@ def add_accuracy_command(commands: argparse._SubParsersAction) -> None:
 
 def run_accuracy(args: argparse.Namespace) -> int:
     from sim_core.accuracy.compare import comparison, median_errors
-    from sim_core.accuracy.layouts import ReadOptions, read_folder
+    from sim_core.accuracy.layouts import ReadOptions, read_folder, unique_runs
     from sim_core.accuracy.replay import replay
 
     runs: list[MeasuredRun] = []
     for folder in args.dirs:
         runs.extend(read_folder(folder, ReadOptions(device=args.device, seed=args.seed)))
-    runs = list({run.name: run for run in reversed(runs)}.values())[::-1]   # a run read twice: the first read
+    runs = unique_runs(runs)
     overrides = replay_overrides(args.predictor, args.calibration)
     replays = [replay(run, overrides) for run in runs if not run.unsupported]
     table = comparison(replays)

@@ -32,10 +32,11 @@ def add_calibrate_command(commands: argparse._SubParsersAction) -> None:
 
 def run_calibrate(args: argparse.Namespace) -> int:
     from sim_core.accuracy.calibrate import calibrate
-    from sim_core.accuracy.layouts import ReadOptions, read_folder
+    from sim_core.accuracy.layouts import ReadOptions, read_folder, unique_runs
     from sim_core.export.atomic import write_atomic
 
-    runs = [run for folder in args.measured for run in read_folder(folder, ReadOptions(device=args.device))]
+    options = ReadOptions(device=args.device)
+    runs = unique_runs([run for folder in args.measured for run in read_folder(folder, options)])
     progress = None if args.json else (lambda line: print(line, file=sys.stderr, flush=True))
     result = calibrate(runs, args.predictor, args.window, args.hold_out_every, progress)
     document = result.document()

@@ -1,0 +1,130 @@
+"""Engine overheads and calibration: vLLM's API-server time reaches TTFT and E2E (not the token
+gaps), a calibration file fills the knobs a scenario leaves unset, and `calibrate` recovers
+the device efficiency and API-server time that produced a set of runs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import yaml
+
+from sim_core import parse_config, run_simulation
+from sim_core.accuracy.calibrate import calibrate, split_runs, truncated
+from sim_core.accuracy.client_load import LoadStage, shared_prefix_workload, stage_windows
+from sim_core.accuracy.measured import MeasuredRun, MeasuredStage
+from sim_core.accuracy.replay import replay
+from sim_core.accuracy.server import vllm_scenario
+from sim_core.config.file_policy import confine_paths
+from sim_core.errors import ConfigError
+from sim_core.workload import Workload
+
+
+def _one_request(api_server_s: float):
+    config = parse_config({"model": "llama-2-7b", "device": "a100-80gb", "max_model_len": 256,
+                           "scheduler": {"type": "vllm_v1", "num_blocks": 64, "api_server_s": api_server_s},
+                           "predictor": {"type": "linear", "base_s": 0.01, "per_token_s": 0.001},
+                           "engine": {"record": "full"}})
+    return run_simulation(config, Workload(np.array([0.0]), np.array([10]), np.array([3]), "test"))
+
+
+def test_the_api_server_adds_to_ttft_and_e2e_but_not_to_the_engine_or_the_gaps():
+    """A 10-token prompt at 10 ms + 1 ms/token prefills in 20 ms; with a 5 ms API server the
+    client sees its first token at 25 ms. The engine's event times and the token gaps do not
+    move: the API server's time is outside the engine."""
+    plain, served = _one_request(0.0), _one_request(0.005)
+    assert plain.requests["ttft"][0] == pytest.approx(0.020)
+    assert served.requests["ttft"][0] == pytest.approx(0.025)
+    assert served.requests["e2e"][0] == pytest.approx(plain.requests["e2e"][0] + 0.005)
+    assert served.requests["prefill_completed_at"][0] == plain.requests["prefill_completed_at"][0]
+    assert served.summary["tbt_p50_s"] == plain.summary["tbt_p50_s"]
+
+
+def _calibration_file(tmp_path, engine="vllm_v1"):
+    path = tmp_path / "cal.yaml"
+    path.write_text(yaml.safe_dump({"calibration": {"engine": engine, "device": "h100-sxm"},
+                                    "predictor": {"memory_efficiency": 0.9, "cpu_sample_s": 0.0002},
+                                    "scheduler": {"api_server_s": 0.004}}))
+    return path
+
+
+def test_a_calibration_file_fills_the_knobs_the_scenario_leaves_unset(tmp_path):
+    """The file's memory efficiency, host time and API-server time apply; the scenario's own
+    cpu_sample_s wins over the file's."""
+    path = _calibration_file(tmp_path)
+    config = parse_config({"device": "h100-sxm", "scheduler": {"type": "vllm_v1"},
+                           "predictor": {"type": "roofline", "calibration": path.name, "cpu_sample_s": 0.003}},
+                          base_dir=tmp_path)
+    assert config.predictor.memory_efficiency == 0.9 and config.predictor.cpu_sample_s == 0.003
+    assert config.scheduler.api_server_s == 0.004
+    assert config.predictor.calibration == str(path)
+
+
+def test_a_calibration_for_another_engine_leaves_the_scheduler_alone(tmp_path):
+    """A vllm_v1 calibration names an API-server time sarathi does not have: only its predictor
+    knobs apply."""
+    config = parse_config({"scheduler": {"type": "sarathi"},
+                           "predictor": {"type": "roofline", "calibration": str(_calibration_file(tmp_path))}})
+    assert config.predictor.memory_efficiency == 0.9 and config.scheduler.type == "sarathi"
+
+
+def test_a_file_that_is_not_a_calibration_is_named(tmp_path):
+    path = tmp_path / "other.yaml"
+    path.write_text("predictor: {memory_efficiency: 0.5}\n")
+    with pytest.raises(ConfigError, match=r"other.yaml: not a calibration file \(no 'calibration' section"):
+        parse_config({"predictor": {"type": "roofline", "calibration": str(path)}})
+
+
+def test_a_link_cannot_name_a_calibration_file(tmp_path):
+    """From the web, predictor.calibration is refused before anything is opened."""
+    with pytest.raises(ConfigError, match=r"link: predictor.calibration: not accepted from a link or an upload"):
+        confine_paths({"predictor": {"calibration": "/etc/passwd"}}, [tmp_path], source="link")
+
+
+def test_split_holds_out_every_kth_run_by_name():
+    """Five runs, every 4th held out: the 4th by name; with two runs nothing is held out."""
+    runs = [MeasuredRun(name, "t", {}, Workload(np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64), "t"), (), 1)
+            for name in "edcba"]
+    fit, held = split_runs(runs, 4)
+    assert [r.name for r in held] == ["d"] and [r.name for r in fit] == ["a", "b", "c", "e"]
+    assert split_runs(runs[:2], 4)[1] == []
+
+
+def _synthetic_run(name: str, rates: tuple[float, float], truth: dict, seed: int) -> MeasuredRun:
+    """A 'measured' run made by simulating known settings (Llama-2-7B on an A100)."""
+    stages = [LoadStage(rates[0], 40.0), LoadStage(rates[1], 40.0)]
+    workload = shared_prefix_workload(stages, "constant", 300, 60, np.random.default_rng(seed), name, pool=20)
+    scenario = vllm_scenario(name, "llama-2-7b", "a100-80gb", 1, {"max_num_seqs": 64}, seed)
+    windows = stage_windows(stages)
+    stub = tuple(MeasuredStage(i, w[0], w[1], s.rate, 0, 0, {}) for i, (w, s) in enumerate(zip(windows, stages)))
+    made = replay(MeasuredRun(name, "test", scenario, workload, stub, 60.0), truth)
+    return MeasuredRun(name, "test", scenario, workload, made.stages, 60.0)
+
+
+def test_calibrate_recovers_the_settings_that_made_the_runs():
+    """Runs simulated with memory efficiency 0.6 (the A100 default is 0.8) and a 4 ms API
+    server: fitting from the defaults finds both within a few percent (the host time trades a
+    little against the efficiencies), and the fitted settings reproduce the held-out run's mean
+    latencies within 2% and its percentiles within 5%."""
+    truth = {"predictor": {"type": "roofline", "memory_efficiency": 0.6}, "scheduler": {"api_server_s": 0.004}}
+    runs = [_synthetic_run(f"run{i}", rates, truth, i) for i, rates in enumerate([(1, 3), (2, 4), (1, 2), (3, 5)])]
+    result = calibrate(runs, "roofline", window_s=40.0, hold_out_every=4)
+    assert result.held_out_runs == ["run3"]
+    assert result.values["memory_efficiency"] == pytest.approx(0.6, rel=0.05)
+    assert result.values["api_server_s"] == pytest.approx(0.004, abs=0.001)
+    assert max(v for k, v in result.held_out_errors.items() if k.endswith("mean")) < 2.0
+    assert max(result.held_out_errors.values()) < 5.0
+    assert result.knobs["scheduler"] == {"api_server_s": pytest.approx(0.004, abs=0.001)}
+
+
+def test_truncation_keeps_the_first_seconds_of_each_stage():
+    """Stages of 40 s at 1 and 3 req/s, first 10 s each: only requests sent in 0-10 s and
+    40-50 s remain, and the whole-run figures are dropped."""
+    truth = {"predictor": {"type": "roofline"}}
+    run = _synthetic_run("t", (1, 3), truth, 0)
+    run = replace(run, stages=(MeasuredStage(-1, 0, 80, float("nan"), 0, 0, {}), *run.stages))
+    short = truncated(run, 10.0)
+    sent = short.workload.arrived_at
+    assert np.all(((sent >= 0) & (sent < 10)) | ((sent >= 40) & (sent < 50)))
+    assert [s.index for s in short.stages] == [0, 1]
