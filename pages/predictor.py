@@ -16,6 +16,7 @@ from sim_core.predictor.accuracy import (
     pooled,
     roofline_accuracy,
 )
+from sim_core.predictor.overheads import overhead_rows
 from sim_core.viz import (
     decode_frame,
     decode_lines,
@@ -51,6 +52,16 @@ with right:
     contexts = st.multiselect("Context per request", [256, 1024, 2048, 4096, 8192], [1024, 4096], key="pr_ctx")
     st.plotly_chart(decode_lines(decode_frame(predictors, [1, 2, 4, 8, 16, 32, 64, 128, 256], contexts)),
                     key="pr_decode")
+
+st.subheader("Host and engine overheads")
+batch = st.select_slider("Requests in the iteration", [1, 8, 32, 64, 128, 256], 32, key="pr_host_batch")
+host = overhead_rows(config, predictors["roofline"], batch)
+st.caption("The engine's Python time per iteration, by phase, and the API server's time per request. "
+           "With async scheduling (vllm_v1) or SGLang's overlap loop, the phases marked hidden run while the "
+           "GPU works on the previous iteration (when it is longer). Set them under the predictor; "
+           "`python -m sim_core calibrate` fits them to your own benchmark runs.")
+st.dataframe({"term": [row["term"] for row in host], "ms": [round(float(row["seconds"]) * 1000, 3) for row in host],
+              "where": [row["where"] for row in host]}, key="pr_host")
 
 st.subheader("Against a measured profile")
 upload = st.file_uploader("Vidur-format mlp.csv or attention.csv (of the scenario's model)", type="csv",

@@ -15,10 +15,27 @@ def test_predictor_page_shows_prefill_and_decode_curves():
     at = AppTest.from_file(PAGE, default_timeout=30).run()
     assert not at.exception
     assert at.title[0].value == "Execution-time predictor"
-    assert [s.value for s in at.subheader][:3] == ["Prefill: time per operator vs tokens",
+    assert [s.value for s in at.subheader][:4] == ["Prefill: time per operator vs tokens",
                                                   "Decode: stage time vs batch and context",
+                                                  "Host and engine overheads",
                                                   "Against a measured profile"]
     assert "Upload a profile" in at.info[0].value
+
+
+def test_predictor_page_says_which_host_phases_async_scheduling_hides():
+    """vllm_v1 with async scheduling: of the four host phases only sampling stays on the critical
+    path; at 32 requests it costs the roofline's 1 ms + 32 x 5 us = 1.16 ms. The API server's 4 ms
+    goes to each request's TTFT and E2E."""
+    at = AppTest.from_file(PAGE, default_timeout=30)
+    at.session_state["scenario"] = {"scheduler": {"type": "vllm_v1", "api_server_s": 0.004}}
+    at.run()
+    assert not at.exception
+    host = next(frame.value for frame in at.dataframe if "where" in frame.value.columns)
+    rows = {term: (ms, where) for term, ms, where in zip(host["term"], host["ms"], host["where"])}
+    assert rows["cpu_sample"] == (1.16, "on the iteration's critical path")
+    assert rows["cpu_schedule"][1] == rows["cpu_prepare_inputs"][1] == rows["cpu_process_outputs"][1] == (
+        "hidden behind the previous iteration's GPU work")
+    assert rows["api_server"][0] == 4.0 and rows["api_server"][1].startswith("added to each request's TTFT")
 
 
 def test_predictor_page_adds_the_learned_model_of_a_learned_scenario(tmp_path, monkeypatch):

@@ -1,0 +1,30 @@
+"""The host and engine terms of an iteration and of a request, as a table: what each costs, and
+whether it is on the critical path (the engine's overlap hides some phases behind the GPU)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sim_core.config.predictor import CPU_PHASES
+
+if TYPE_CHECKING:
+    from sim_core.config import SimulationConfig
+    from sim_core.predictor.shape import Predictor
+
+HIDDEN = "hidden behind the previous iteration's GPU work"
+ON_PATH = "on the iteration's critical path"
+
+
+def overhead_rows(config: SimulationConfig, predictor: Predictor, num_requests: int) -> list[dict[str, object]]:
+    """One row per host phase of an iteration of `num_requests` requests (seconds, and where it
+    sits under the scenario's engine), then the API server's share of each request's latency."""
+    scheduler = config.scheduler
+    overlapped = scheduler.overlap_schedule(config.cluster.pipeline_parallel_size)
+    hidden = set(scheduler.overlapped_cpu_phases()) if overlapped else set()
+    times = predictor.cpu_times(num_requests)
+    rows: list[dict[str, object]] = [
+        {"term": f"cpu_{phase}", "seconds": float(times.get(f"cpu_{phase}", 0.0)),
+         "where": HIDDEN if phase in hidden else ON_PATH} for phase in CPU_PHASES]
+    rows.append({"term": "api_server", "seconds": scheduler.client_latency_s(),
+                 "where": "added to each request's TTFT and E2E (the client's view), not to the engine"})
+    return rows
