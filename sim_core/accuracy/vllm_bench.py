@@ -42,9 +42,12 @@ MAX_REQUESTS = 10_000_000
 
 
 def is_vllm_bench(names: set[str]) -> bool:
-    """Whether the files could be one `vllm bench serve` result: a single `.json` file (the
-    reader checks its fields)."""
-    return len(names) == 1 and next(iter(names)).lower().endswith(".json")
+    """Whether the files could be one `vllm bench serve` result: a single `.json` file at the top
+    of the run (the reader checks its fields)."""
+    if len(names) != 1:
+        return False
+    name = next(iter(names))
+    return name.lower().endswith(".json") and "/" not in name
 
 
 def read_vllm_bench(name: str, files: Mapping[str, bytes], device: str | None = None, seed: int = 42,
@@ -105,6 +108,8 @@ def _result(file: str, raw: bytes) -> dict[str, Any]:
     missing = [key for key in REQUIRED if key not in data]
     if missing:
         raise ConfigError(f"{file}: not a vllm bench serve result: missing field {missing[0]!r}")
+    if not isinstance(data["model_id"], str) or not data["model_id"].strip():
+        raise ConfigError(f"{file}: model_id: expected the served model's name, got {data['model_id']!r}")
     return data
 
 
