@@ -18,7 +18,13 @@ from sim_core.viz.accuracy import measured_vs_simulated_cdfs
 
 through_app()
 
-PAGE, RESULT_KEY, FROM_FILES = "acc", "acc_result", "as the files name it"
+PAGE, RESULT_KEY, PRESSED_KEY, FROM_FILES = "acc", "acc_result", "acc_pressed", "as the files name it"
+
+
+def press() -> None:
+    """Replay was pressed (kept in a callback: app.py may rerun the page before it reads the button)."""
+    st.session_state[PRESSED_KEY] = True
+
 
 st.title("Accuracy against a measured run")
 st.caption("Upload a benchmark of a real vLLM server: " + "; ".join(plain(layout.describe, 120) for layout in LAYOUTS)
@@ -31,7 +37,7 @@ device = cols[0].selectbox("GPU", [FROM_FILES, *DEVICES], help="The GPU to repla
                            "(vllm bench serve results never do).", **page_value(PAGE, "device", FROM_FILES))
 override = cols[1].toggle("Replay on this GPU even when the files name another", disabled=device == FROM_FILES,
                           **page_value(PAGE, "override", False))
-pressed = cols[2].button("Replay", type="primary", disabled=not uploads, key="acc_replay")
+cols[2].button("Replay", type="primary", disabled=not uploads, key="acc_replay", on_click=press)
 if not uploads:
     st.info("Upload a measured run, then press Replay.", icon=":material/info:")
     st.stop()
@@ -40,7 +46,7 @@ files = [(upload.name, upload.getvalue()) for upload in uploads]
 chosen = None if device == FROM_FILES else device
 digest = hashlib.sha256(repr((sorted((n, hashlib.sha256(d).hexdigest()) for n, d in files), chosen,
                               override)).encode()).hexdigest()
-if pressed:
+if st.session_state.pop(PRESSED_KEY, False):
     try:
         name, run = run_files(files)
         replays = replay_uploaded(name, run, chosen, override)
