@@ -18,7 +18,7 @@ H100 = ReadOptions(fallback_device="h100-sxm")
 
 def bench(**fields) -> dict[str, bytes]:
     """A `vllm bench serve` result of three requests at an infinite rate, saved with
-    --save-detailed (no start_times: before vLLM 0.11), with `fields` replaced."""
+    --save-detailed (no start_times, as older versions wrote it), with `fields` replaced."""
     result = {"date": "20260101-000000", "backend": "vllm", "model_id": "meta-llama/Llama-2-7b-hf",
               "tokenizer_id": "meta-llama/Llama-2-7b-hf", "num_prompts": 3, "request_rate": "inf",
               "burstiness": 1.0, "max_concurrency": None, "duration": 1.5, "completed": 3, "failed": 0,
@@ -62,7 +62,7 @@ def test_a_failed_request_is_left_out_of_the_figures_and_marks_the_run_saturated
 
 
 def test_recorded_start_times_become_the_send_times():
-    """vLLM >= 0.11 saves each request's start (perf_counter) and latency: sends at 100, 100.5 and
+    """Recent vLLM (0.33) saves each request's start (perf_counter) and latency: sends at 100, 100.5 and
     101.25 s become 0, 0.5 and 1.25 s; `latencies` is the E2E as saved."""
     [run] = read_files("bench", bench(start_times=[100.0, 100.5, 101.25], latencies=[0.25, 0.35, 1.25]), H100)
     assert run.workload.arrived_at.tolist() == [0.0, 0.5, 1.25]

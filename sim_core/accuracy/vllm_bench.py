@@ -6,7 +6,7 @@ What the file holds (vLLM's `benchmarks/serve.py`): the run's setup (`model_id`,
 `--metadata KEY=VALUE` pairs at the top level), the summary (`completed`, `failed`,
 `total_input_tokens`, `total_output_tokens`, `mean_/median_/std_/pNN_{ttft,tpot,itl,e2el}_ms`)
 and, with `--save-detailed`, one entry per request in send order: `input_lens`, `output_lens`,
-`ttfts`, `itls` (a list per request), `errors` ("" when it succeeded) and, from vLLM 0.11 on,
+`ttfts`, `itls` (a list per request), `errors` ("" when it succeeded) and, in recent versions (0.33),
 `start_times` and `latencies`.
 
 The rebuilt client load: the client sends request i at the cumulative sum of gaps drawn from
