@@ -6,8 +6,8 @@ Browsers upload files without their folders, so each uploaded file is known by i
 and the names an inference-perf run keeps under `results/` are put back there. A zip of a run
 folder is read in memory (never extracted): at most MAX_FILES entries of readable suffixes, each
 at most MAX_FILE_BYTES once inflated, MAX_TOTAL_BYTES in all; the folder the whole zip sits in
-(`run1/profile.yaml`) is taken off the names. Names only ever key the mapping: nothing is
-opened by a name from the input.
+(`run1/profile.yaml`) is taken off the names, and a zip of a folder of runs gives one run per
+sub-folder. Names only ever key the mapping: nothing is opened by a name from the input.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from explorer.server import run_slots, settings
-from sim_core.accuracy.layouts import MAX_FILE_BYTES, MAX_FILES, READ_SUFFIXES, ReadOptions, read_files
+from sim_core.accuracy.layouts import LAYOUTS, MAX_FILE_BYTES, MAX_FILES, READ_SUFFIXES, ReadOptions, read_files
+from sim_core.accuracy.measured import MeasuredRun
 from sim_core.accuracy.replay import Replay, replay, scenario_config
 from sim_core.engine.budget import check_budget
 from sim_core.errors import ConfigError
@@ -102,7 +103,7 @@ def replay_uploaded(name: str, files: dict[str, bytes], device: str | None, over
         SimCoreError: unreadable files, a run over the budget, or the server busy.
     """
     options = ReadOptions(device=device if override else None, fallback_device=device)
-    runs = read_files(name, files, options)
+    runs = read_runs(name, files, options)
     if len(runs) > MAX_RUNS:
         raise ConfigError(f"{name}: {len(runs)} runs; upload at most {MAX_RUNS} at a time")
     limits = settings().limits
@@ -115,6 +116,27 @@ def replay_uploaded(name: str, files: dict[str, bytes], device: str | None, over
         return [replay(run) for run in runs]
     finally:
         slots.release()
+
+
+def read_runs(name: str, files: dict[str, bytes], options: ReadOptions) -> list[MeasuredRun]:
+    """The runs in `files`: the files themselves when they are one run, else each top folder that
+    is one (a zip of a folder of runs), sorted by name; as `layouts.read_folder` reads a disk.
+
+    Raises:
+        ConfigError: nothing readable (the message names what was expected).
+    """
+    if any(layout.matches(set(files)) for layout in LAYOUTS):
+        return read_files(name, files, options)
+    folders: dict[str, dict[str, bytes]] = {}
+    for key, data in files.items():
+        if "/" in key:
+            head, rest = key.split("/", 1)
+            folders.setdefault(head, {})[rest] = data
+    runs = []
+    for folder in sorted(folders):
+        if any(layout.matches(set(folders[folder])) for layout in LAYOUTS):
+            runs.extend(read_files(folder, folders[folder], options))
+    return runs or read_files(name, files, options)     # raises, naming what was expected
 
 
 def _checked(where: str, size: int, data: bytes) -> bytes:

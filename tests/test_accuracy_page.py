@@ -14,8 +14,9 @@ from app_helpers import chart_specs, open_app, unescaped
 from test_accuracy_readers import bench, log_files
 
 import explorer.accuracy_inputs as inputs
-from explorer.accuracy_inputs import run_files, zip_files
+from explorer.accuracy_inputs import read_runs, run_files, zip_files
 from explorer.server import run_slots, settings
+from sim_core.accuracy.layouts import ReadOptions
 from sim_core.errors import ConfigError
 from sim_core.viz.accuracy import measured_vs_simulated_cdfs
 
@@ -64,6 +65,19 @@ def test_a_zip_entry_over_the_size_limit_is_refused_before_it_is_inflated(monkey
     monkeypatch.setattr(inputs, "MAX_FILE_BYTES", 1024)
     with pytest.raises(ConfigError, match=r"^big\.zip: run/meta\.json: larger than 0 MiB"):
         zip_files("big.zip", zipped({"run/meta.json": b"x" * 2048}))
+
+
+def test_a_zip_of_a_folder_of_runs_gives_one_run_per_sub_folder():
+    """`runs/a/vllm/...` (a request log) and `runs/b/result.json` (a bench result): `runs/` is
+    taken off, then each sub-folder is read as its own run, in name order; a folder that is no run
+    is skipped, and nothing readable names the layouts expected."""
+    entries = {f"runs/a/{name}": data for name, data in log_files(folder="vllm/").items()}
+    entries |= {"runs/b/result.json": bench()["result.json"], "runs/c/notes.yaml": b"x: 1"}
+    files = zip_files("runs.zip", zipped(entries))
+    runs = read_runs("runs", files, ReadOptions(fallback_device="h100-sxm"))
+    assert [(run.name, run.layout) for run in runs] == [("a", "request_log"), ("b", "vllm_bench")]
+    with pytest.raises(ConfigError, match=r"^runs: not a measured run this tool can read"):
+        read_runs("runs", {"c/notes.yaml": b"x: 1", "d/other.yaml": b"y: 2"}, ReadOptions())
 
 
 @pytest.mark.parametrize("uploads,message", [
