@@ -139,6 +139,11 @@ def read_runs(name: str, files: dict[str, bytes], options: ReadOptions) -> list[
     return runs or read_files(name, files, options)     # raises, naming what was expected
 
 
+def app_message(message: str) -> str:
+    """A reader's message as the page says it: the CLI's `--device` is the page's GPU box."""
+    return message.replace("(--device)", "(pick it in the GPU box)").replace("--device", "the GPU box")
+
+
 def _checked(where: str, size: int, data: bytes) -> bytes:
     if size > MAX_FILE_BYTES:
         raise ConfigError(f"{where}: larger than {MAX_FILE_BYTES // 2**20} MiB")

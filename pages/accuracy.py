@@ -5,7 +5,7 @@ import hashlib
 
 import streamlit as st
 
-from explorer.accuracy_inputs import replay_uploaded, run_files
+from explorer.accuracy_inputs import app_message, replay_uploaded, run_files
 from explorer.frame import through_app
 from explorer.safe_text import plain
 from explorer.state import show_failure
@@ -49,9 +49,10 @@ digest = hashlib.sha256(repr((sorted((n, hashlib.sha256(d).hexdigest()) for n, d
 if st.session_state.pop(PRESSED_KEY, False):
     try:
         name, run = run_files(files)
-        replays = replay_uploaded(name, run, chosen, override)
+        with st.spinner("Replaying the measured run through the simulator..."):
+            replays = replay_uploaded(name, run, chosen, override)
     except SimCoreError as error:
-        show_failure(str(error))
+        show_failure(app_message(str(error)))
         st.stop()
     st.session_state[RESULT_KEY] = (digest, replays)
 stored = st.session_state.get(RESULT_KEY)

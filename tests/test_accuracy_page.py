@@ -135,7 +135,8 @@ def test_a_bench_result_without_a_gpu_asks_for_one_and_replays_on_the_picked_gpu
     upload(app, bench())
     app.button(key="acc_replay").click().run()
     assert not app.exception
-    assert unescaped(app.error[0].value).startswith("result.json: the result names no GPU")
+    assert unescaped(app.error[0].value) == ("result.json: the result names no GPU; give the one the server ran on "
+                                             "(pick it in the GPU box)")
     app.selectbox(key="acc_device").set_value("h100-sxm").run()
     app.button(key="acc_replay").click().run()
     assert not app.exception and not app.error
