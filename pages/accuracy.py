@@ -27,9 +27,10 @@ def press() -> None:
 
 
 st.title("Accuracy against a measured run")
-st.caption("Upload a benchmark of a real vLLM server: " + "; ".join(plain(layout.describe, 120) for layout in LAYOUTS)
-           + ". Upload a run folder's files together (or one zip of the folder). The replay rebuilds the "
-           "client's load and runs the server's settings through the simulator.")
+kinds = "; ".join(plain(layout.describe.replace("`", ""), 120) for layout in LAYOUTS)
+st.caption(f"Upload a benchmark of a real vLLM server: {kinds}. Upload a run folder's files together (or one "
+           "zip of the folder). The replay rebuilds the client's load and runs the server's settings through the "
+           "simulator.")
 uploads = st.file_uploader("Measured run", type=["yaml", "yml", "json", "jsonl", "zip"], accept_multiple_files=True,
                            key="acc_upload")
 cols = st.columns([2, 2, 1])
