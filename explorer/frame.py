@@ -37,6 +37,7 @@ def pages() -> list:
         st.Page(PAGES / "predictor.py", title="Predictor", icon=":material/speed:"),
         st.Page(PAGES / "compare.py", title="Compare", icon=":material/compare_arrows:"),
         st.Page(PAGES / "capacity.py", title="Capacity", icon=":material/query_stats:"),
+        st.Page(PAGES / "accuracy.py", title="Accuracy", icon=":material/fact_check:"),
     ]
 
 

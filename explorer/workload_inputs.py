@@ -11,7 +11,7 @@ from sim_core.config.arrival import ARRIVALS
 from sim_core.config.generators import SharedPrefixConfig
 from sim_core.config.lengths import LENGTHS
 
-PROCESSES = ["poisson", "gamma", "static", "bursty", "diurnal"]
+PROCESSES = ["poisson", "gamma", "constant", "static", "bursty", "diurnal"]
 DISTRIBUTIONS = ["uniform", "fixed", "zipf", "lognormal"]
 WL, SE = WorkloadConfig.model_fields, SessionConfig.model_fields
 AR, LN = ARRIVALS.fields(), LENGTHS.fields()     # every choice's knobs

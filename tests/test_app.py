@@ -107,9 +107,10 @@ def test_a_deep_link_as_the_first_request_runs_the_page_inside_the_app():
 
 
 def test_the_url_holds_the_scenario_on_pages_that_end_early():
-    """Issue 19 item 2: the Predictor page (no profile uploaded) and Capacity (before a sweep) end
-    their run early; a knob turned there still reaches `?s=`, so a link copied there reproduces it."""
-    for page in ("pages/predictor.py", "pages/capacity.py"):
+    """Issue 19 item 2: the Predictor page (no profile uploaded), Capacity (before a sweep) and
+    Accuracy (no run uploaded) end their run early; a knob turned there still reaches `?s=`, so a
+    link copied there reproduces it."""
+    for page in ("pages/predictor.py", "pages/capacity.py", "pages/accuracy.py"):
         app = open_app(page)
         app.sidebar.slider(key="w:side:cluster.num_replicas").set_value(5).run()
         assert not app.exception

@@ -103,7 +103,7 @@ def test_each_choice_has_its_own_knobs():
                                "learned": [*roofline, "profiles_dir", "estimator", "cache_dir"]}
     assert own(PLANNERS) == {"auto": ["margin_fraction", "framework_reserve_gib"], "vidur": ["margin_fraction"],
                              "detailed": ["margin_fraction", "framework_reserve_gib"]}
-    assert own(ARRIVALS) == {"poisson": ["qps"], "gamma": ["qps", "cv"], "static": ["qps"],
+    assert own(ARRIVALS) == {"poisson": ["qps"], "gamma": ["qps", "cv"], "constant": ["qps"], "static": ["qps"],
                              "bursty": ["qps", "on_s", "off_s", "off_qps"],
                              "diurnal": ["qps", "period_s", "amplitude", "rate_curve"],
                              "replay": ["qps", "trace_file", "trace_format"]}

@@ -60,7 +60,7 @@ VALID = {
     "scheduler.enable_chunked_prefill": st.booleans(), "predictor.type": st.sampled_from(["linear", "roofline"]),
     "predictor.base_s": _floats(0.0, 1000.0), "predictor.per_token_s": _floats(0.0, 1000.0),
     "predictor.cpu_schedule_s": _floats(0.0, 10.0), "memory.margin_fraction": _floats(0.0, 0.9),
-    "workload.arrival.process": st.sampled_from(["poisson", "gamma", "static", "bursty", "diurnal"]),
+    "workload.arrival.process": st.sampled_from(["poisson", "gamma", "constant", "static", "bursty", "diurnal"]),
     "workload.arrival.qps": _floats(TINY, 1e6), "workload.arrival.cv": _floats(TINY, 100.0),
     "workload.arrival.rate_curve": st.lists(_floats(0.0, 1e6), max_size=20),
     "workload.arrival.on_s": _floats(TINY, 1e7), "workload.arrival.off_qps": _floats(0.0, 1e6),

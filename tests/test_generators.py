@@ -37,6 +37,23 @@ def test_gamma_gaps_have_the_asked_mean_and_coefficient_of_variation():
     assert gaps.std() / gaps.mean() == pytest.approx(3.0, rel=0.08)
 
 
+def test_constant_arrivals_are_evenly_spaced_from_zero():
+    """At 4 req/s, 5 requests arrive at 0, 0.25, 0.5, 0.75 and 1.0 s, whatever the seed; its mean
+    rate is its qps."""
+    for seed in (1, 2):
+        assert arrivals(n=5, seed=seed, process="constant", qps=4.0).tolist() == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert mean_rate(arrival_config(process="constant", qps=4.0)) == 4.0
+
+
+def test_a_constant_rate_scenario_builds_its_evenly_spaced_workload():
+    """A scenario naming `constant` at 2 req/s with 3 requests arrives at 0, 0.5 and 1.0 s, and
+    the process keeps only qps (it reads no cv)."""
+    config = parse_config({"workload": {"num_requests": 3, "arrival": {"process": "constant", "qps": 2.0}}})
+    assert build_workload(config).arrived_at.tolist() == [0.0, 0.5, 1.0]
+    with pytest.raises(ConfigError, match="cv"):
+        parse_config({"workload": {"arrival": {"process": "constant", "qps": 2.0, "cv": 3.0}}})
+
+
 def test_bursty_arrivals_fall_only_in_bursts_at_the_burst_rate():
     times = arrivals(process="bursty", qps=10.0, on_s=2.0, off_s=3.0)
     assert times[0] == 0.0
@@ -72,7 +89,7 @@ def test_empirical_resamples_only_observed_lengths_in_proportion():
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.sampled_from(["poisson", "gamma", "static", "bursty", "diurnal"]),
+@given(st.sampled_from(["poisson", "gamma", "constant", "static", "bursty", "diurnal"]),
        st.sampled_from(["fixed", "uniform", "zipf", "lognormal"]), st.integers(0, 2**32 - 1))
 def test_every_generator_reproduces_from_its_seed_and_keeps_its_invariants(process, distribution, seed):
     """Same seed, same workload; times start at 0 and never decrease; lengths stay >= 1."""

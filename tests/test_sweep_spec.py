@@ -153,7 +153,7 @@ def test_slo_search_and_price_mistakes():
 def test_the_base_must_have_a_rate_to_search():
     message = error_of(base={"workload": {"arrival": {"process": "static"}}})
     assert message == ("s.yaml: base workload.arrival.process: got 'static'; the capacity search sets an arrival "
-                       "rate, allowed one of: poisson, gamma, bursty, diurnal (or a trace_file)")
+                       "rate, allowed one of: poisson, gamma, constant, bursty, diurnal (or a trace_file)")
 
 
 def test_a_base_file_resolves_relative_to_the_spec_and_a_scalar_value_is_one_value(tmp_path):

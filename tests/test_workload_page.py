@@ -120,3 +120,14 @@ def test_the_generator_hands_over_only_the_knobs_of_the_chosen_process_and_distr
     app.selectbox(key="wl_process").set_value("gamma").run()
     app.button(key="wl_use").click().run()
     assert app.session_state["scenario"]["workload"]["arrival"] == {"process": "gamma", "qps": 4.0, "cv": 2.0}
+
+
+def test_the_generator_offers_a_constant_rate():
+    """`constant` is in the process list and takes only the rate: the scenario's arrival becomes
+    {constant, 4 req/s}, without the CV widget's value."""
+    app = page()
+    assert "constant" in app.selectbox(key="wl_process").options
+    app.selectbox(key="wl_process").set_value("constant").run()
+    app.button(key="wl_use").click().run()
+    assert not app.exception
+    assert app.session_state["scenario"]["workload"]["arrival"] == {"process": "constant", "qps": 4.0}

@@ -10,13 +10,14 @@ from pathlib import Path
 from sim_core.accuracy.blis_table import ACTUALS, SPECS, is_blis_table, read_blis_table
 from sim_core.accuracy.inference_perf import is_inference_perf, read_inference_perf
 from sim_core.accuracy.measured import MeasuredRun
+from sim_core.accuracy.request_log import is_request_log, read_request_log
 from sim_core.accuracy.server import device_of
+from sim_core.accuracy.vllm_bench import is_vllm_bench, read_vllm_bench
 from sim_core.errors import ConfigError
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_FILES = 2_000
 READ_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".csv")
-
 
 
 @dataclass(frozen=True)
@@ -51,10 +52,22 @@ def _blis_table(name: str, files: Mapping[str, bytes], options: ReadOptions) -> 
     return read_blis_table(files, options.device, options.seed)
 
 
+def _vllm_bench(name: str, files: Mapping[str, bytes], options: ReadOptions) -> list[MeasuredRun]:
+    return [read_vllm_bench(name, files, options.device, options.seed, options.fallback_device)]
+
+
+def _request_log(name: str, files: Mapping[str, bytes], options: ReadOptions) -> list[MeasuredRun]:
+    return [read_request_log(name, files, options.device, options.seed, options.fallback_device)]
+
+
 LAYOUTS: list[Layout] = [
     Layout("inference_perf", "an inference-perf run folder (profile.yaml, exp-config.yaml, results/)",
            is_inference_perf, _inference_perf),
     Layout("blis_table", f"BLIS validation tables ({SPECS} and {ACTUALS})", is_blis_table, _blis_table),
+    Layout("request_log", "a per-request log (requests.jsonl and meta.json, LLMServingSim's layout)",
+           is_request_log, _request_log),
+    # last: it matches any single .json file, and the reader checks the fields
+    Layout("vllm_bench", "one `vllm bench serve --save-result` JSON", is_vllm_bench, _vllm_bench),
 ]
 
 

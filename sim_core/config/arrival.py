@@ -17,8 +17,10 @@ class ArrivalConfig(ChoiceBase):
 
     model_config = Strict
 
-    process: Literal["poisson", "gamma", "static", "bursty", "diurnal", "replay"] = Field("poisson", description=(
-        "poisson: exponential gaps at rate qps; gamma: gamma gaps with mean 1/qps and coefficient "
+    process: Literal["poisson", "gamma", "constant", "static", "bursty", "diurnal", "replay"] = Field(
+        "poisson", description=(
+        "poisson: exponential gaps at rate qps; constant: evenly spaced, one every 1/qps seconds "
+        "from t = 0; gamma: gamma gaps with mean 1/qps and coefficient "
         "of variation cv (cv > 1 is burstier); static: everything at t = 0; bursty: on/off periods "
         "(Poisson at qps while on, off_qps while off); diurnal: Poisson with a rate that follows a "
         "daily curve; replay: the arrival times of trace_file."))
@@ -39,6 +41,13 @@ class GammaArrivalConfig(ArrivalConfig):
 
     process: Literal["gamma"] = "gamma"
     cv: float = Field(1.0, gt=0.0, le=100.0, description="gamma: coefficient of variation of the gaps.")
+
+
+class ConstantArrivalConfig(ArrivalConfig):
+    """The knobs the constant process reads: request i arrives at i / qps (the first at t = 0,
+    like every process here; the limit of gamma as cv -> 0)."""
+
+    process: Literal["constant"] = "constant"
 
 
 class StaticArrivalConfig(ArrivalConfig):
@@ -91,6 +100,7 @@ class ReplayArrivalConfig(ArrivalConfig):
 
 
 ARRIVALS = Choices(ArrivalConfig, "process", {
-    "poisson": PoissonArrivalConfig, "gamma": GammaArrivalConfig, "static": StaticArrivalConfig,
+    "poisson": PoissonArrivalConfig, "gamma": GammaArrivalConfig, "constant": ConstantArrivalConfig,
+    "static": StaticArrivalConfig,
     "bursty": BurstyArrivalConfig, "diurnal": DiurnalArrivalConfig, "replay": ReplayArrivalConfig})
 add_choices(ARRIVALS)

@@ -42,7 +42,7 @@ SEARCH_OWNED = {
     "workload.max_trace_requests": "requests per probe come from search.num_requests",
     "engine.record": "probes keep only per-request rows (engine.record: requests)",
 }
-RATE_PROCESSES = ("poisson", "gamma", "bursty", "diurnal")
+RATE_PROCESSES = ("poisson", "gamma", "constant", "bursty", "diurnal")
 PLANNER_ROUTER = "least_outstanding"   # the sweep's router when the base scenario names none
 MAX_GRID_POINTS = 10_000   # a grid is built in memory, point by point, before anything runs
 

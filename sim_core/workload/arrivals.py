@@ -12,6 +12,7 @@ import numpy as np
 from sim_core.config.arrival import (
     ArrivalConfig,
     BurstyArrivalConfig,
+    ConstantArrivalConfig,
     DiurnalArrivalConfig,
     GammaArrivalConfig,
     ReplayArrivalConfig,
@@ -27,6 +28,8 @@ def generate_arrivals(config: ArrivalConfig, num_requests: int, rng: np.random.G
     """Arrival times for `num_requests` requests; `replayed` holds a trace's times (replay)."""
     if isinstance(config, StaticArrivalConfig):
         return np.zeros(num_requests)
+    if isinstance(config, ConstantArrivalConfig):
+        return np.arange(num_requests) / config.qps     # evenly spaced, the first at 0
     if isinstance(config, ReplayArrivalConfig):
         return _replay(config, num_requests, replayed)
     if isinstance(config, (BurstyArrivalConfig, DiurnalArrivalConfig)):
