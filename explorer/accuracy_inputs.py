@@ -113,7 +113,7 @@ def replay_uploaded(name: str, files: dict[str, bytes], device: str | None, over
     if not slots.acquire(timeout=SLOT_WAIT_S):
         raise ConfigError("the server is running as many simulations as it allows; press Replay again in a moment")
     try:
-        return [replay(run) for run in runs]
+        return [replay(run, limits=limits) for run in runs]
     finally:
         slots.release()
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sim_core.accuracy.blis_table import ACTUALS, SPECS, is_blis_table, read_blis_table
+from sim_core.accuracy.client_load import empty_workload
 from sim_core.accuracy.inference_perf import is_inference_perf, read_inference_perf
 from sim_core.accuracy.measured import MeasuredRun
 from sim_core.accuracy.request_log import is_request_log, read_request_log
@@ -18,6 +19,7 @@ from sim_core.errors import ConfigError
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_FILES = 2_000
 READ_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".csv")
+SEARCH_DEPTH = 3   # a folder of runs may group them (e.g. <gpu>/<model>/<engine>/) this deep
 
 
 @dataclass(frozen=True)
@@ -87,8 +89,9 @@ def read_files(name: str, files: Mapping[str, bytes], options: ReadOptions = Rea
 
 
 def read_folder(path: str | Path, options: ReadOptions = ReadOptions()) -> list[MeasuredRun]:
-    """The runs in a folder on disk: the folder itself when it is one run, else each of its
-    sub-folders that is one (a collection of runs), sorted by name. A GPU named by the folder
+    """The runs in a folder on disk: the folder itself when it is one run, else every folder below
+    it (up to SEARCH_DEPTH levels) that is one, sorted by path; a run is named by its path
+    below the folder. A GPU named by the folder
     path (e.g. `runs_h100/`) is the fallback for runs whose files name none.
 
     Raises:
@@ -104,14 +107,32 @@ def read_folder(path: str | Path, options: ReadOptions = ReadOptions()) -> list[
     files = folder_files(root)
     if any(layout.matches(set(files)) for layout in LAYOUTS):
         return read_files(root.name, files, options)
-    runs = []
-    for child in sorted(p for p in root.iterdir() if p.is_dir()):
-        inner = folder_files(child)
-        if any(layout.matches(set(inner)) for layout in LAYOUTS):
-            runs.extend(read_files(child.name, inner, options))
+    runs = [run for folder in _run_folders(root, SEARCH_DEPTH) for run in _read_or_refuse(root, folder, options)]
     if not runs:
         return read_files(root.name, files, options)   # raises, naming what was expected
     return runs
+
+
+def _read_or_refuse(root: Path, folder: Path, options: ReadOptions) -> list[MeasuredRun]:
+    """The runs of one folder of a collection; one that cannot be read is kept as an unsupported
+    run carrying the reason, so the others still replay."""
+    name = folder.relative_to(root).as_posix()
+    try:
+        return read_files(name, folder_files(folder), options)
+    except ConfigError as exc:
+        return [MeasuredRun(name, "unreadable", {}, empty_workload(name), (), 0.0, unsupported=str(exc))]
+
+
+def _run_folders(root: Path, depth: int) -> list[Path]:
+    """The folders below `root` (at most `depth` levels down, sorted) that hold one run; a run's
+    own sub-folders are not searched."""
+    found = []
+    for child in sorted(p for p in root.iterdir() if p.is_dir()):
+        if any(layout.matches(set(folder_files(child))) for layout in LAYOUTS):
+            found.append(child)
+        elif depth > 1:
+            found.extend(_run_folders(child, depth - 1))
+    return found
 
 
 def unique_runs(runs: list[MeasuredRun]) -> list[MeasuredRun]:

@@ -13,7 +13,8 @@ import pandas as pd
 
 from sim_core.accuracy.measured import WHOLE_RUN, MeasuredRun, MeasuredStage
 from sim_core.config import SimulationConfig, parse_config
-from sim_core.engine.simulation import run_simulation
+from sim_core.engine.budget import Limits
+from sim_core.engine.simulation import CLI_LIMITS, run_simulation
 from sim_core.results.overload import request_trend
 from sim_core.results.result import SimulationResult
 
@@ -39,10 +40,15 @@ def scenario_config(run: MeasuredRun, overrides: dict[str, Any] | None = None) -
     return parse_config(document, base_dir=None, source=run.name)
 
 
-def replay(run: MeasuredRun, overrides: dict[str, Any] | None = None) -> Replay:
-    """Simulate `run` (with `overrides`) and measure it stage by stage."""
+def replay(run: MeasuredRun, overrides: dict[str, Any] | None = None, limits: Limits | None = CLI_LIMITS) -> Replay:
+    """Simulate `run` (with `overrides`) and measure it stage by stage; `limits` bound its cost
+    and wall time as `run_simulation`'s do.
+
+    Raises:
+        ConfigError: the run's scenario is invalid. BudgetError, RunTimeLimit: over `limits`.
+    """
     config = scenario_config(run, overrides)
-    result = run_simulation(config, run.workload)
+    result = run_simulation(config, run.workload, limits=limits)
     requests = result.requests
     stages = tuple(simulated_stage(requests, stage, run.output_tokens) for stage in run.stages)
     return Replay(run, result, stages, request_trend(requests).over_capacity)

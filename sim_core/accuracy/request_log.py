@@ -66,6 +66,10 @@ def read_request_log(name: str, files: Mapping[str, bytes], device: str | None =
         raise ConfigError(f"{meta_file}: model {repository!r} has no catalog entry")
     device = device or _device(meta_file, meta, name) or fallback_device
     if device is None:
+        named = (meta.get("hardware") or {}).get("device_name") if isinstance(meta.get("hardware"), dict) else None
+        if named:
+            raise ConfigError(f"{meta_file}: hardware.device_name: GPU {str(named)[:80]!r} has no catalog entry; "
+                              "give a catalog GPU to replay on (--device)")
         raise ConfigError(f"{meta_file}: hardware.device_name: no GPU named; give the one the server ran on (--device)")
     kv = _section(meta, "kv_cache")
     knobs = {"max_num_seqs": engine.get("max_num_seqs"), "max_num_batched_tokens": engine.get("max_num_batched_tokens"),
