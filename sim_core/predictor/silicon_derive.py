@@ -238,6 +238,8 @@ def derive_arrays(perf_db: Path, system: str) -> dict[str, np.ndarray]:
         arrays[f"gemm_{dtype}_ms"] = fill(table).astype(np.float32)
     for phase in ("context", "generation"):
         stacked = tables[f"{phase}_attention"]
+        if not stacked:
+            continue
         first = next(iter(stacked.values()))
         arrays[f"{phase}_batch"], arrays[f"{phase}_length"] = first.axes
         arrays[f"{phase}_heads"] = np.array(list(stacked), dtype=np.int64)

@@ -159,25 +159,31 @@ def tables_from_arrays(device: str, arrays: dict[str, np.ndarray]) -> DeviceTabl
     meta = json.loads(str(arrays["meta"].reshape(-1)[0]))
     gemm = {key[len("gemm_"):-len("_ms")]: LogGrid(
         [arrays[key.replace("_ms", "_m")], arrays[key.replace("_ms", "_n")], arrays[key.replace("_ms", "_k")]],
-        arrays[key] * MS) for key in arrays if key.startswith("gemm_") and key.endswith("_ms")}
+        _seconds(arrays[key])) for key in arrays if key.startswith("gemm_") and key.endswith("_ms")}
     return DeviceTables(
         device, meta, gemm,
         _attention(arrays, "context", 2.0), _attention(arrays, "generation", 1.0),
         _by_tp(arrays, "allreduce"), _by_tp(arrays, "nccl"),
-        {tuple(int(v) for v in shape): LogGrid([arrays["moe_tokens"]], row * MS)
+        {tuple(int(v) for v in shape): LogGrid([arrays["moe_tokens"]], _seconds(row))
          for shape, row in zip(arrays.get("moe_shapes", []), arrays.get("moe_ms", []))})
 
 
+def _seconds(milliseconds: np.ndarray) -> np.ndarray:
+    return milliseconds.astype(np.float64) * MS
+
+
 def _attention(arrays: dict[str, np.ndarray], name: str, length_power: float) -> AttentionTable:
+    if f"{name}_ms" not in arrays:
+        return AttentionTable({})
     axes = [arrays[f"{name}_batch"], arrays[f"{name}_length"]]
-    return AttentionTable({(int(q), int(kv), int(hd)): LogGrid(axes, grid * MS, (1.0, length_power))
+    return AttentionTable({(int(q), int(kv), int(hd)): LogGrid(axes, _seconds(grid), (1.0, length_power))
                            for (q, kv, hd), grid in zip(arrays[f"{name}_heads"], arrays[f"{name}_ms"])})
 
 
 def _by_tp(arrays: dict[str, np.ndarray], name: str) -> dict[int, LogGrid]:
     if f"{name}_ms" not in arrays:
         return {}
-    return {int(tp): LogGrid([arrays[f"{name}_bytes"]], row * MS)
+    return {int(tp): LogGrid([arrays[f"{name}_bytes"]], _seconds(row))
             for tp, row in zip(arrays[f"{name}_tp"], arrays[f"{name}_ms"])}
 
 
