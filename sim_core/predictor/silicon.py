@@ -36,6 +36,7 @@ from sim_core.predictor.shape import Count
 from sim_core.predictor.silicon_tables import AttentionTable, DeviceTables, LogGrid, load_tables
 
 CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 1024 * 1024   # vLLM's custom all-reduce buffer; NCCL above it
+PREFILL_CACHE_SIZE = 1 << 16                   # remembered (chunk, cached tokens) prices
 ELEMENTWISE = ("attn_rope", "attn_kv_cache_save", "input_layernorm", "post_attention_layernorm", "add")
 
 
@@ -186,6 +187,8 @@ class SiliconPredictor(GridPredictor):
         """Per-layer seconds the chunk adds above the step's attention launch."""
         key = (chunk, context)
         if key not in self._prefill_cache:
+            if len(self._prefill_cache) >= PREFILL_CACHE_SIZE:   # bounded: a long run sees many shapes
+                self._prefill_cache.clear()
             self._prefill_cache[key] = max(self.chunk_attention(chunk, context) - self.attention_floor, 0.0)
         return self._prefill_cache[key]
 

@@ -19,8 +19,9 @@ records which); GEMMs in bf16 and fp8
 cache on batch x length grids per (q heads, kv heads, head_dim); the vLLM custom all-reduce
 (CUDA-graph variant) and NCCL all-reduce in half precision by bytes and TP; fused MoE in bf16
 with the balanced token distribution (A100 has only power laws: power_law_1.01 there) and no
-expert parallelism, by tokens per shape. Repeated
-measurements of a point keep their median.
+expert parallelism, by tokens per shape. Repeated measurements of a point keep their median;
+a point slower than a larger measured one (more tokens, batch, length or bytes on every axis) is
+capped at it (`monotone`: the database has a few 3-7x glitches).
 
 The grids are rectangular; a point the database lacks (large batch x long sequences, the
 k = n = 65536 GEMM corner) is filled from its measured neighbours: log-linear between the
@@ -107,7 +108,20 @@ def _grid(frame: pd.DataFrame, columns: list[str], axes: list[np.ndarray] | None
     where = tuple(np.searchsorted(a, points.index.get_level_values(i)) if len(columns) > 1
                   else np.searchsorted(a, points.index) for i, a in enumerate(axes))
     values[where] = points.to_numpy()
-    return (*axes, values)
+    return (*axes, monotone(values))
+
+
+def monotone(values: np.ndarray) -> np.ndarray:
+    """Each measured point capped by every measured point of at least its size on all axes: a
+    kernel with more tokens, batch, length, heads' work or bytes is never faster, so a point
+    above a larger one is a glitch of the measurement (some are 3-7x their neighbours). NaN
+    (unmeasured) stays NaN."""
+    out = values.copy()
+    for _ in range(values.ndim):   # one pass per axis reaches every dominating point
+        for axis in range(values.ndim):
+            later_min = np.flip(np.fmin.accumulate(np.flip(out, axis), axis=axis), axis)
+            out = np.where(np.isnan(out), np.nan, later_min)
+    return out
 
 
 def measured_tables(perf_db: Path, system: str) -> tuple[dict[str, dict[tuple[object, ...], Measured]], dict[str, str]]:
