@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from sim_core.cli.main import main
-from sim_core.predictor.silicon_derive import Measured, derive_arrays, fill, pick_version, write_npz
+from sim_core.predictor.silicon_derive import Measured, derive_arrays, fill, monotone, pick_version, write_npz
 from sim_core.predictor.silicon_tables import tables_from_arrays
 
 AXIS = np.array([1, 2, 4])
@@ -34,6 +34,14 @@ def test_a_bracketed_point_is_interpolated_along_the_axis_that_brackets_it():
     filled = fill(Measured((AXIS, AXIS), grid, (1.0, 1.0), (0, 1)))
     assert filled[1, 1] == pytest.approx(2.0, rel=1e-12)
     assert filled[0, 1] == pytest.approx(9.0, rel=1e-12)
+
+
+def test_a_point_slower_than_a_larger_one_is_capped_at_it():
+    """1-D: 3 ms at size 2 above 2 ms at size 4 becomes 2; unmeasured stays unmeasured. 2-D: the
+    (small m, large k) point, 9, is capped by (large m, large k), 3; (small, small) keeps its 1."""
+    capped = monotone(np.array([np.nan, 1.0, 3.0, 2.0]))
+    assert np.isnan(capped[0]) and capped[1:].tolist() == [1.0, 2.0, 2.0]
+    assert monotone(np.array([[1.0, 9.0], [2.0, 3.0]])).tolist() == [[1.0, 3.0], [2.0, 3.0]]
 
 
 def write_perf_db(root):
