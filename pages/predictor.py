@@ -1,4 +1,4 @@
-"""Predictor: where a batch's time goes, roofline vs learned vs an uploaded profile, accuracy."""
+"""Predictor: where a batch's time goes, roofline vs learned or silicon vs an uploaded profile, accuracy."""
 
 import numpy as np
 import streamlit as st
@@ -33,8 +33,8 @@ try:
     config = web_config(scenario())
     roofline_config = as_roofline(config.predictor)   # the roofline under the scenario's settings
     predictors = {"roofline": build_predictor(config.model_copy(update={"predictor": roofline_config}))}
-    if config.predictor.type == "learned":
-        predictors["learned"] = build_predictor(config)
+    if config.predictor.type in ("learned", "silicon"):
+        predictors[config.predictor.type] = build_predictor(config)
 except SimCoreError as error:
     show_failure(str(error))
     st.stop()

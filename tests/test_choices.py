@@ -100,7 +100,7 @@ def test_each_choice_has_its_own_knobs():
            for per in ("", "_per_request")]
     roofline = ["compute_efficiency", "memory_efficiency", "link_efficiency", *cpu]
     assert own(PREDICTORS) == {"linear": ["base_s", "per_token_s"], "roofline": roofline,
-                               "learned": [*roofline, "profiles_dir", "estimator", "cache_dir"]}
+                               "learned": [*roofline, "profiles_dir", "estimator", "cache_dir"], "silicon": roofline}
     assert own(PLANNERS) == {"auto": ["margin_fraction", "framework_reserve_gib"], "vidur": ["margin_fraction"],
                              "detailed": ["margin_fraction", "framework_reserve_gib"]}
     assert own(ARRIVALS) == {"poisson": ["qps"], "gamma": ["qps", "cv"], "constant": ["qps"], "static": ["qps"],
@@ -113,7 +113,7 @@ def test_each_choice_has_its_own_knobs():
 
 @pytest.mark.parametrize("section,message", [
     ({"predictor": {"type": "linear", "link_efficiency": 0.5}},
-     "predictor.link_efficiency: got 0.5; linear does not read it (read by: roofline, learned)"),
+     "predictor.link_efficiency: got 0.5; linear does not read it (read by: roofline, learned, silicon)"),
     ({"memory": {"planner": "vidur", "framework_reserve_gib": 2.0}},
      "memory.framework_reserve_gib: got 2.0; vidur does not read it (read by: auto, detailed)"),
     ({"workload": {"arrival": {"cv": 2.0}}},          # poisson, the default process

@@ -1,5 +1,6 @@
-"""`python -m sim_core predictor fit|report|compare|calibrate`: train and check cost models
-against profiles in Vidur's layout (see sim_core/predictor/profile_dir.py)."""
+"""`python -m sim_core predictor fit|report|compare|calibrate|silicon-report`: train and check cost
+models against profiles in Vidur's layout (see sim_core/predictor/profile_dir.py), and the silicon
+predictor's interpolation against held-out measured kernels."""
 
 from __future__ import annotations
 
@@ -43,7 +44,45 @@ def add_predictor_commands(commands: argparse._SubParsersAction) -> argparse.Arg
             sub.add_argument("--json", action="store_true", help="print one JSON object")
         sub.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
         sub.set_defaults(handler=handler)
+    _add_silicon_report(subs)
     return group
+
+
+def _add_silicon_report(subs: argparse._SubParsersAction) -> None:
+    sub = subs.add_parser("silicon-report", help=(
+        "silicon predictor: median and p90 absolute %% error of its interpolation on held-out measured kernels"))
+    sub.add_argument("--perf-db", required=True, help="AIConfigurator's perf_db folder (<system>/gemm/...)")
+    sub.add_argument("--device", help="one catalog device id (default: every device with data)")
+    sub.add_argument("--fraction", type=float, default=0.2, help="share of the measured points held out")
+    sub.add_argument("--seed", type=int, default=0, help="seed of the held-out choice")
+    sub.add_argument("--json", action="store_true", help="print one JSON object")
+    sub.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    sub.set_defaults(handler=_silicon_report)
+
+
+def _silicon_report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from sim_core.predictor.silicon_derive import SYSTEMS, held_out_errors
+
+    perf_db = Path(args.perf_db)
+    systems = [s for s, d in SYSTEMS.items() if (perf_db / s).is_dir() and args.device in (None, d)]
+    if not systems or not 0 < args.fraction < 1:
+        raise ConfigError(f"--perf-db {perf_db}: no system folder for device {args.device or 'any'} "
+                          f"(devices: {', '.join(SYSTEMS.values())}), or --fraction not in (0, 1)")
+    report = {SYSTEMS[s]: held_out_errors(perf_db, s, args.fraction, args.seed) for s in systems}
+    if args.json:
+        print(json.dumps({device: {family: {"median_pct": m, "p90_pct": p, "points": n}
+                                   for family, (m, p, n) in families.items()}
+                          for device, families in report.items()}, allow_nan=False))
+        return 0
+    print(f"silicon interpolation on held-out points ({args.fraction:.0%}, seed {args.seed}): "
+          f"absolute % error")
+    print(f"{'device':10s} {'operator family':22s} {'points':>7s} {'median':>7s} {'p90':>7s}")
+    for device, families in report.items():
+        for family, (median, p90, count) in families.items():
+            print(f"{device:10s} {family:22s} {count:7d} {median:7.1f} {p90:7.1f}")
+    return 0
 
 
 def _profile_sets(args: argparse.Namespace) -> list[ProfileSet]:

@@ -18,14 +18,15 @@ class PredictorConfig(ChoiceBase):
 
     model_config = Strict
 
+    type: Literal["linear", "roofline", "learned", "silicon"] = Field("roofline", description=(
+        "linear: base_s + per_token_s x tokens (exact, for teaching and Vidur comparisons); "
+        "roofline: per-operator FLOPs and bytes against the device's compute and memory roofs; "
+        "learned: per-operator models trained on profiling CSVs in Vidur's format (profiles_dir); "
+        "silicon: per-operator latencies of vLLM's kernels measured on the device (A100-80GB, "
+        "H100, H200, B200, L40S), interpolated to the model's shapes."))
     calibration: str | None = Field(None, max_length=4096, description=(
         "A calibration file written by `python -m sim_core calibrate`: its fitted knobs fill "
         "this section (and the scheduler's) wherever the scenario does not set them."))
-
-    type: Literal["linear", "roofline", "learned"] = Field("roofline", description=(
-        "linear: base_s + per_token_s x tokens (exact, for teaching and Vidur comparisons); "
-        "roofline: per-operator FLOPs and bytes against the device's compute and memory roofs; "
-        "learned: per-operator models trained on profiling CSVs in Vidur's format (profiles_dir)."))
 
 
 class LinearPredictorConfig(PredictorConfig):
@@ -91,8 +92,16 @@ class LearnedPredictorConfig(OperatorModelConfig):
         "profiles and options (no cache when absent)."))
 
 
+class SiliconPredictorConfig(OperatorModelConfig):
+    """The knobs the silicon model reads: GEMMs, attention, MoE and all-reduce come from measured
+    tables; the roofline's knobs still price the small element-wise kernels and the host."""
+
+    type: Literal["silicon"] = "silicon"
+
+
 PREDICTORS = Choices(PredictorConfig, "type", {
-    "linear": LinearPredictorConfig, "roofline": RooflinePredictorConfig, "learned": LearnedPredictorConfig})
+    "linear": LinearPredictorConfig, "roofline": RooflinePredictorConfig, "learned": LearnedPredictorConfig,
+    "silicon": SiliconPredictorConfig})
 add_choices(PREDICTORS)
 
 

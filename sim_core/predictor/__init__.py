@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 from sim_core.config import SimulationConfig
-from sim_core.config.predictor import LearnedPredictorConfig, LinearPredictorConfig, OperatorModelConfig
+from sim_core.config.predictor import (
+    LearnedPredictorConfig,
+    LinearPredictorConfig,
+    OperatorModelConfig,
+    SiliconPredictorConfig,
+)
+from sim_core.errors import ConfigError
 from sim_core.predictor.linear import LinearPredictor
 from sim_core.predictor.roofline import RooflinePredictor
 from sim_core.predictor.shape import BatchShape, Predictor, padded, shape_of
+from sim_core.predictor.silicon import SiliconPredictor
+from sim_core.predictor.silicon_tables import has_silicon_data, silicon_devices
 
-__all__ = ["BatchShape", "LinearPredictor", "Predictor", "RooflinePredictor", "build_predictor", "padded",
-           "shape_of"]
+__all__ = ["BatchShape", "LinearPredictor", "Predictor", "RooflinePredictor", "SiliconPredictor", "build_predictor",
+           "has_silicon_data", "padded", "shape_of"]
 
 
-def build_predictor(config: SimulationConfig) -> LinearPredictor | RooflinePredictor:
-    """The scenario's predictor: `linear`, `roofline` or `learned` (trained on profiles).
+def build_predictor(config: SimulationConfig) -> LinearPredictor | RooflinePredictor | SiliconPredictor:
+    """The scenario's predictor: `linear`, `roofline`, `learned` (trained on profiles) or
+    `silicon` (measured kernel tables).
 
     Raises:
-        ConfigError, ProfileError: the learned predictor's profiles are missing or malformed.
+        ConfigError, ProfileError: the learned predictor's profiles are missing or malformed; the
+            silicon predictor has no tables for the device.
     """
     cfg = config.predictor
     if isinstance(cfg, LinearPredictorConfig):
@@ -26,5 +36,10 @@ def build_predictor(config: SimulationConfig) -> LinearPredictor | RooflinePredi
         from sim_core.predictor.learned import build_learned_predictor
 
         return build_learned_predictor(config)
+    if isinstance(cfg, SiliconPredictorConfig):
+        if not has_silicon_data(config.device):
+            raise ConfigError(f"predictor.type silicon: no measured kernel data for device '{config.device}' "
+                              f"(devices with data: {', '.join(silicon_devices())}); use type roofline")
+        return SiliconPredictor(config.model_spec(), config.device, config.device_spec(), tp, pp, cfg)
     assert isinstance(cfg, OperatorModelConfig), f"unknown predictor {cfg.type}"
     return RooflinePredictor(config.model_spec(), config.device_spec(), tp, pp, cfg)
