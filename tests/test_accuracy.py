@@ -231,3 +231,18 @@ def test_accuracy_command_prints_the_table_and_names_bad_folders(tmp_path):
     done = subprocess.run([sys.executable, "-m", "sim_core", "accuracy", str(empty)], capture_output=True, text=True,
                           cwd=ROOT, timeout=60)
     assert done.returncode == 2 and "not a measured run this tool can read" in done.stderr
+
+
+def test_a_folder_of_runs_reads_each_run_and_keeps_a_broken_one_with_its_reason(tmp_path):
+    """runs/ holds a good run, a run whose profile is not YAML, and a model's config.json (not a
+    run): the good run replays, the broken one is kept as unsupported naming its file, and the
+    config folder is not taken for a `vllm bench` result."""
+    _write_inference_perf(tmp_path / "runs" / "good-h100")
+    broken = _write_inference_perf(tmp_path / "runs" / "group" / "broken-h100")
+    (broken / "profile.yaml").write_text("load: [unclosed")
+    (tmp_path / "runs" / "model_configs" / "llama").mkdir(parents=True)
+    (tmp_path / "runs" / "model_configs" / "llama" / "config.json").write_text('{"hidden_size": 4096}')
+    runs = read_folder(tmp_path / "runs")
+    assert [run.name for run in runs] == ["good-h100", "group/broken-h100"]
+    assert not runs[0].unsupported
+    assert runs[1].unsupported.startswith("profile.yaml: not YAML/JSON")

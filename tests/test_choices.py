@@ -146,10 +146,13 @@ def test_a_knob_of_another_choice_at_its_default_is_left_out():
 
 
 def test_an_absent_discriminator_is_its_default():
+    """A section without its discriminator is its default choice (the predictor's depends on the
+    device: the default A100-80GB has measured kernels, so silicon; an A100-40GB, the roofline)."""
     config = parse_config({"predictor": {"link_efficiency": 0.5}, "memory": {"framework_reserve_gib": 2.0},
                            "workload": {"arrival": {"qps": 3.0}, "output_tokens": {"max": 64}}})
     assert (config.predictor.type, config.memory.planner, config.workload.arrival.process,
-            config.workload.output_tokens.distribution) == ("roofline", "auto", "poisson", "uniform")
+            config.workload.output_tokens.distribution) == ("silicon", "auto", "poisson", "uniform")
+    assert parse_config({"device": "a100-40gb", "predictor": {"link_efficiency": 0.5}}).predictor.type == "roofline"
     assert config.workload.output_tokens.model_dump() == {"distribution": "uniform", "min": 16, "max": 64}
 
 

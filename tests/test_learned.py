@@ -44,7 +44,7 @@ def test_calibration_recovers_the_slowdown_in_the_compute_factor(profiles_dir):
 
 def test_learned_prices_track_the_profile_and_unprofiled_operators_fall_back(profiles_dir):
     predictor = build_predictor(learned(profiles_dir))
-    roofline = build_predictor(parse_config({}))
+    roofline = build_predictor(parse_config({"predictor": {"type": "roofline"}}))
     shape = BatchShape(1, 512, ((512, 0),))
     up = predictor.breakdown(shape, 0)["mlp_up_proj"] / roofline.breakdown(shape, 0)["mlp_up_proj"]
     assert up == pytest.approx(FACTOR, rel=0.05)

@@ -6,7 +6,7 @@ from sim_core.viz import decode_frame, decode_lines, error_bars, operator_lines,
 
 
 def test_prefill_frame_has_every_operator_per_size_and_sums_to_stage_time():
-    predictor = build_predictor(parse_config({}))
+    predictor = build_predictor(parse_config({"predictor": {"type": "roofline"}}))
     frame = prefill_frame({"roofline": predictor}, [128, 1024])
     # 10 per-layer operators, prefill and decode attention, emb, lm_head and the 4 CPU phases
     assert frame.groupby("tokens")["operator"].count().tolist() == [18, 18]
@@ -18,7 +18,8 @@ def test_prefill_frame_has_every_operator_per_size_and_sums_to_stage_time():
 
 
 def test_decode_lines_one_per_context():
-    frame = decode_frame({"roofline": build_predictor(parse_config({}))}, [1, 8, 64], [512, 2048])
+    roofline = build_predictor(parse_config({"predictor": {"type": "roofline"}}))
+    frame = decode_frame({"roofline": roofline}, [1, 8, 64], [512, 2048])
     assert len(frame) == 6
     assert (frame[frame["context"] == 2048]["ms"].to_numpy() > frame[frame["context"] == 512]["ms"].to_numpy()).all()
     assert [trace.name for trace in decode_lines(frame).data] == ["512 ctx (roofline)", "2048 ctx (roofline)"]

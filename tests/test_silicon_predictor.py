@@ -180,3 +180,29 @@ def test_the_shipped_h100_table_prices_a_grid_gemm_as_measured():
     assert isinstance(silicon, SiliconPredictor) and silicon.model == MODELS["llama-2-7b"]
     assert silicon.gemm.at(4096, 4096, 4096) == measured
     assert silicon.layer_ops(np.array([4096.0]))["attn_post_proj"][0] == pytest.approx(measured, rel=1e-12)
+
+
+def test_the_catalog_lists_exactly_the_devices_with_shipped_tables():
+    """MEASURED_KERNELS (what the scenario's default predictor consults) names the devices whose
+    tables ship, no more and no fewer."""
+    from sim_core.catalog.devices import MEASURED_KERNELS
+    from sim_core.predictor import silicon_devices
+
+    assert list(MEASURED_KERNELS) == silicon_devices()
+
+
+def test_a_scenario_naming_no_predictor_gets_silicon_where_kernels_were_measured():
+    """H100: silicon; A100-40GB (no measurements): roofline; an H100 the scenario redefines under
+    `devices`: roofline; knobs without a type keep the choice; a named type is kept."""
+    from sim_core.config import SimulationConfig
+
+    def kind(**scenario):
+        return SimulationConfig.model_validate(scenario).predictor.type
+
+    assert kind(device="h100-sxm") == "silicon"
+    assert kind(device="a100-40gb") == "roofline"
+    devices = {"h100-sxm": {"name": "mine", "bf16_tflops": 900, "memory_gib": 80, "memory_bandwidth_gbps": 3000,
+                            "link_bandwidth_gbps": 400}}
+    assert kind(device="h100-sxm", devices=devices) == "roofline"
+    assert kind(device="l40s", predictor={"cpu_sample_s": 0.002}) == "silicon"
+    assert kind(device="h100-sxm", predictor={"type": "roofline"}) == "roofline"

@@ -43,11 +43,11 @@ MAX_REQUESTS = 10_000_000
 
 def is_vllm_bench(names: set[str]) -> bool:
     """Whether the files could be one `vllm bench serve` result: a single `.json` file at the top
-    of the run (the reader checks its fields)."""
+    of the run (the reader checks its fields) that is not a model's Hugging Face `config.json`."""
     if len(names) != 1:
         return False
-    name = next(iter(names))
-    return name.lower().endswith(".json") and "/" not in name
+    name = next(iter(names)).lower()
+    return name.endswith(".json") and "/" not in name and name != "config.json"
 
 
 def read_vllm_bench(name: str, files: Mapping[str, bytes], device: str | None = None, seed: int = 42,

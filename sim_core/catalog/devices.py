@@ -81,3 +81,8 @@ DEVICES: dict[str, DeviceSpec] = {
                            memory_bandwidth_gbps=1008, link_bandwidth_gbps=32,
                            compute_efficiency=0.65, memory_efficiency=0.75),  # GDDR6X
 }
+
+# Devices whose vLLM kernel latencies the silicon predictor ships (sim_core/predictor/silicon_data,
+# from AIConfigurator's measurements): a scenario on one of them is priced by `silicon` unless it
+# names its predictor. tests/test_silicon_predictor.py checks this list against the shipped files.
+MEASURED_KERNELS = ("a100-80gb", "b200", "h100-sxm", "h200", "l40s")

@@ -9,6 +9,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
+from sim_core.errors import ConfigError
 from sim_core.export.files import json_ready
 
 if TYPE_CHECKING:
@@ -42,16 +43,22 @@ def run_accuracy(args: argparse.Namespace) -> int:
         runs.extend(read_folder(folder, ReadOptions(device=args.device, seed=args.seed)))
     runs = unique_runs(runs)
     overrides = replay_overrides(args.predictor, args.calibration)
-    replays = [replay(run, overrides) for run in runs if not run.unsupported]
+    replays, refused = [], {run.name: run.unsupported for run in runs if run.unsupported}
+    for run in runs:
+        if not run.unsupported:
+            try:
+                replays.append(replay(run, overrides))
+            except ConfigError as exc:   # e.g. a predictor without data for this run's GPU
+                refused[run.name] = str(exc)
     table = comparison(replays)
     fit = [r for r in replays if not r.run.saturated]
     medians = median_errors(table[table["run"].isin([r.run.name for r in fit])])
     if args.json:
         print(json.dumps(json_ready({"runs": [_run_record(r) for r in replays],
-                                     "unsupported": {r.name: r.unsupported for r in runs if r.unsupported},
+                                     "unsupported": refused,
                                      "median_abs_error_pct": medians, "rows": table.to_dict("records")})))
         return 0
-    print(_text(replays, runs, table, medians, args.stages))
+    print(_text(replays, refused, table, medians, args.stages))
     return 0
 
 
@@ -70,7 +77,7 @@ def _run_record(item: Replay) -> dict[str, Any]:
             "simulated_collapse": item.collapsed, "notes": list(item.run.notes)}
 
 
-def _text(replays: list[Replay], runs: list[MeasuredRun], table: pd.DataFrame, medians: dict[str, float],
+def _text(replays: list[Replay], refused: dict[str, str], table: pd.DataFrame, medians: dict[str, float],
           stages: bool) -> str:
     lines = []
     shown = table if stages else table[table["stage"] == "all"]
@@ -86,9 +93,8 @@ def _text(replays: list[Replay], runs: list[MeasuredRun], table: pd.DataFrame, m
             cells = "  ".join(f"{row.stat} {_ms(row.measured_s)} -> {_ms(row.simulated_s)} ({row.error_pct:+.1f}%)"
                               for row in rows.itertuples())
             lines.append(f"  stage {stage:>3}  {metric:<4}  {cells}")
-    for run in runs:
-        if run.unsupported:
-            lines.append(f"{run.name}  not replayed: {run.unsupported}")
+    for name, reason in refused.items():
+        lines.append(f"{name}  not replayed: {reason}")
     lines.append("median absolute error over the unsaturated runs (whole-run figures): "
                  + ", ".join(f"{name} {value:.1f}%" for name, value in medians.items()))
     return "\n".join(lines)

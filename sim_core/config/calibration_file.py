@@ -1,8 +1,9 @@
 """A calibration file (written by `python -m sim_core calibrate`) and how a scenario uses it.
 
-A scenario names one as `predictor: {calibration: path}`; its fitted knobs fill the predictor
-and scheduler sections wherever the scenario does not set them itself (a value written in the
-scenario wins). The file is YAML:
+A scenario names one as `predictor: {calibration: path}`; when the scenario is loaded, its fitted
+knobs fill the predictor and scheduler sections wherever the scenario does not set them itself
+(a value written in the scenario wins) and the key is consumed: the validated scenario holds the
+values, so its dump reproduces the run without the file. The file is YAML:
 
     calibration: {engine: vllm_v1, device: h100-sxm, predictor: roofline, runs: [...], ...}
     predictor: {memory_efficiency: 0.86, cpu_sample_s: 0.0004, ...}
@@ -44,8 +45,10 @@ def apply_calibration(data: dict[str, Any], base_dir: str | Path | None) -> dict
     """The scenario mapping with its `predictor.calibration` file's knobs filled in under the
     scenario's own (a relative path is taken from `base_dir`); unchanged when it names none."""
     predictor = data.get("predictor")
-    if not isinstance(predictor, dict) or not predictor.get("calibration"):
+    if not isinstance(predictor, dict) or "calibration" not in predictor:
         return data
+    if not predictor["calibration"]:
+        return {**data, "predictor": {k: v for k, v in predictor.items() if k != "calibration"}}
     path = Path(str(predictor["calibration"]))
     if base_dir is not None and not path.is_absolute():
         path = Path(base_dir) / path
@@ -60,5 +63,5 @@ def apply_calibration(data: dict[str, Any], base_dir: str | Path | None) -> dict
             if engine and current.get("type", "") not in ("", engine):
                 continue
         out[section] = {**knobs, **current}
-    out["predictor"] = {**out["predictor"], "calibration": str(path)}
+    out["predictor"] = {key: value for key, value in out["predictor"].items() if key != "calibration"}
     return out

@@ -24,9 +24,6 @@ class PredictorConfig(ChoiceBase):
         "learned: per-operator models trained on profiling CSVs in Vidur's format (profiles_dir); "
         "silicon: per-operator latencies of vLLM's kernels measured on the device (A100-80GB, "
         "H100, H200, B200, L40S), interpolated to the model's shapes."))
-    calibration: str | None = Field(None, max_length=4096, description=(
-        "A calibration file written by `python -m sim_core calibrate`: its fitted knobs fill "
-        "this section (and the scheduler's) wherever the scenario does not set them."))
 
 
 class LinearPredictorConfig(PredictorConfig):

@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field, StringConstraints, model_validator
 
 from sim_core.catalog import DEVICES, MODELS, DeviceSpec, ModelSpec
+from sim_core.catalog.devices import MEASURED_KERNELS
 from sim_core.config.choices import BY_CHOICE
 from sim_core.config.coercion import refuse_coercion
 from sim_core.config.disaggregation import DisaggregationConfig
@@ -69,6 +70,22 @@ class SimulationConfig(BaseModel):
     def _no_coercion(cls, data: object) -> object:
         refuse_coercion(cls, data)
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_predictor(cls, data: object) -> object:
+        """A scenario that names no predictor type is priced by `silicon` on a catalog device with
+        measured kernels (MEASURED_KERNELS), else by the roofline (a device the scenario defines
+        itself under `devices` has no measurements)."""
+        if not isinstance(data, dict):
+            return data
+        predictor = data.get("predictor")
+        if predictor is not None and (not isinstance(predictor, dict) or "type" in predictor):
+            return data
+        device = data.get("device", cls.model_fields["device"].default)
+        own = isinstance(data.get("devices"), dict) and device in data["devices"]
+        kind = "silicon" if device in MEASURED_KERNELS and not own else "roofline"
+        return {**data, "predictor": {**(predictor or {}), "type": kind}}
 
     @model_validator(mode="after")
     def _check_consistency(self) -> SimulationConfig:

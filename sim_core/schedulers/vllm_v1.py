@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from sim_core.schedulers.vllm_v1_endpoint import V1Endpoint
 
 V1_BATCHED_TOKENS = 2048  # max_num_batched_tokens when the scenario leaves it empty (vLLM V1's default)
-API_SERVER_S = 0.006      # api_server_s: fitted on the public vLLM 0.15 H100 runs (docs/accuracy.md)
+API_SERVER_S = 0.007      # api_server_s: fitted on the public vLLM 0.15 H100 runs (docs/accuracy.md)
 
 
 class VllmV1Config(PrefixCachingConfig):
