@@ -246,3 +246,20 @@ def test_a_folder_of_runs_reads_each_run_and_keeps_a_broken_one_with_its_reason(
     assert [run.name for run in runs] == ["good-h100", "group/broken-h100"]
     assert not runs[0].unsupported
     assert runs[1].unsupported.startswith("profile.yaml: not YAML/JSON")
+
+
+def test_a_measured_backlog_that_keeps_growing_is_a_measured_collapse():
+    """Per-request data: 100 requests sent 0.1 s apart. Served within 50 ms, nobody waits at the
+    middle or the end: no collapse. If request i gets its first token only at 0.5 i s (the server
+    handles 2 a second while 10 arrive), 40 of the 50 sent by the middle and 80 of the 100 by the
+    end are still waiting: the queue grew by 40 (the threshold is 20), a collapse."""
+    import pandas as pd
+
+    from sim_core.accuracy.replay import measured_collapse
+
+    sent = np.arange(100) * 0.1
+    def run(ttft):
+        frame = pd.DataFrame({"arrived_at": sent, "ttft": ttft, "e2e": ttft + 1.0})
+        return MeasuredRun("r", "test", {}, Workload(sent, np.full(100, 10), np.full(100, 5), "t"), (), 5.0, frame)
+    assert not measured_collapse(run(np.full(100, 0.05)))
+    assert measured_collapse(run(np.arange(100) * 0.5 - sent + 1e-9))

@@ -9,7 +9,8 @@ The terms (each a knob of the scenario; see `TERMS`):
   per-request parts): the engine's Python time on the critical path;
 * `api_server_s`: what the engine's API server adds to each request's TTFT and E2E. It shifts
   latencies without changing the simulation, so for any setting of the others it is solved in
-  closed form: the median of measured minus simulated TTFT.
+  closed form: the median of measured minus simulated TTFT, within 0 .. API_SERVER_MAX_S (a
+  larger gap is queueing the other terms must explain).
 
 The loss is the mean absolute log-ratio of simulated to measured mean TTFT, mean E2E and
 time per output token over every measured stage (a ratio, so a 10 ms and a 10 s figure weigh
@@ -37,6 +38,7 @@ from sim_core.errors import ConfigError
 HOST_KNOBS = tuple(f"cpu_{phase}{part}_s" for phase in CPU_PHASES for part in ("", "_per_request"))
 STEPS = (0.3, 0.15, 0.07, 0.03)   # log-space step of each coordinate-search round
 LOSS_CAP = math.log(10.0)         # a collapsed stage counts as 10x off, not infinitely
+API_SERVER_MAX_S = 0.1            # an API server's share is milliseconds: more is queueing it must not absorb
 
 
 @dataclass(frozen=True)
@@ -207,7 +209,7 @@ class _Search:
                 simulated.append([sim.values["ttft"]["mean"], sim.values["e2e"]["mean"]])
         self.evaluations += 1
         real_arr, sim_arr = np.array(measured), np.array(simulated)
-        api = max(0.0, float(np.nanmedian(real_arr[:, 0] - sim_arr[:, 0])))
+        api = min(max(0.0, float(np.nanmedian(real_arr[:, 0] - sim_arr[:, 0]))), API_SERVER_MAX_S)
         outputs = np.array([[run.output_tokens] for run in self.runs for _ in run.stages])[:, 0]
         real_itl = (real_arr[:, 1] - real_arr[:, 0]) / (outputs - 1)
         sim_itl = (sim_arr[:, 1] - sim_arr[:, 0]) / (outputs - 1)

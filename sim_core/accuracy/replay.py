@@ -54,6 +54,19 @@ def replay(run: MeasuredRun, overrides: dict[str, Any] | None = None, limits: Li
     return Replay(run, result, stages, request_trend(requests).over_capacity)
 
 
+def measured_collapse(run: MeasuredRun) -> bool:
+    """Whether the real server fell behind for good: requests failed (client time-outs), or, with
+    per-request data, the queue of requests still without a first token kept growing to the last
+    arrival (the same trend test as the replay's)."""
+    if run.saturated:
+        return True
+    if run.requests is None or not len(run.requests):
+        return False
+    frame = run.requests
+    served = pd.DataFrame({"arrived_at": frame["arrived_at"], "scheduled_at": frame["arrived_at"] + frame["ttft"]})
+    return request_trend(served).over_capacity
+
+
 def simulated_stage(requests: pd.DataFrame, measured: MeasuredStage, output_tokens: float) -> MeasuredStage:
     """The simulated figures of the requests sent in `measured`'s window (all of them for the
     whole run)."""

@@ -11,7 +11,8 @@ Gen5 x16 is 64 GB/s (H100, H200, B200, MI300X: PCI-SIG 5.0, 32 GT/s x 16 lanes).
 `compute_efficiency` and `memory_efficiency` are the fractions of those peaks that real LLM
 kernels reach (the roofline predictor's defaults; a scenario or a calibration can override
 them). A100 and A30 values were read off Vidur-format profiles (large GEMMs reach ~0.70 / ~0.62
-of peak on them); the others are conservative estimates for their generation, noted per device.
+of peak on them), the RTX 4090's from a measured vLLM run; the others are conservative estimates for
+their generation, noted per device.
 """
 
 from __future__ import annotations
@@ -77,9 +78,12 @@ DEVICES: dict[str, DeviceSpec] = {
                          compute_efficiency=0.5, memory_efficiency=0.7),  # public MI300X GEMM benchmarks: ~half of peak
     # NVIDIA Ada whitepaper (RTX 4090): 165.2 TFLOPS BF16 dense with FP32 accumulate,
     # 24 GB GDDR6X at 1,008 GB/s, PCIe Gen4 x16, no NVLink.
+    # Efficiencies from a measured vLLM 0.19 run of Llama-3.1-8B (LLMServingSim, MIT; `python -m
+    # sim_core calibrate` fits memory 1.0 / compute 0.88 on it with the roofline's per-kernel
+    # launch costs, which vLLM's CUDA graphs avoid; kept at 0.92 / 0.80, attainable on GDDR6X).
     "rtx-4090": DeviceSpec(name="NVIDIA GeForce RTX 4090 24GB", bf16_tflops=165.2, memory_gib=24,
                            memory_bandwidth_gbps=1008, link_bandwidth_gbps=32,
-                           compute_efficiency=0.65, memory_efficiency=0.75),  # GDDR6X
+                           compute_efficiency=0.80, memory_efficiency=0.92),  # GDDR6X
 }
 
 # Devices whose vLLM kernel latencies the silicon predictor ships (sim_core/predictor/silicon_data,

@@ -9,6 +9,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
+from sim_core.accuracy.replay import measured_collapse
 from sim_core.errors import ConfigError
 from sim_core.export.files import json_ready
 
@@ -74,7 +75,8 @@ def replay_overrides(predictor: str | None, calibration: str | None) -> dict[str
 
 def _run_record(item: Replay) -> dict[str, Any]:
     return {"name": item.run.name, "layout": item.run.layout, "saturated": item.run.saturated,
-            "simulated_collapse": item.collapsed, "notes": list(item.run.notes)}
+            "measured_collapse": measured_collapse(item.run), "simulated_collapse": item.collapsed,
+            "notes": list(item.run.notes)}
 
 
 def _text(replays: list[Replay], refused: dict[str, str], table: pd.DataFrame, medians: dict[str, float],
@@ -83,6 +85,7 @@ def _text(replays: list[Replay], refused: dict[str, str], table: pd.DataFrame, m
     shown = table if stages else table[table["stage"] == "all"]
     for item in replays:
         flags = [f for f, on in (("measured saturated", item.run.saturated),
+                                 ("measured backlog grows", not item.run.saturated and measured_collapse(item.run)),
                                  ("SIMULATED COLLAPSE", item.collapsed)) if on]
         scenario = item.run.scenario
         flagged = f"  ({'; '.join(flags)})" if flags else ""
