@@ -8,7 +8,6 @@ same way and no name from the input is ever opened as a path.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -17,6 +16,7 @@ import numpy as np
 import yaml
 
 from sim_core.accuracy.client_load import LoadStage, shared_prefix_workload, stage_windows
+from sim_core.accuracy.json_files import json_object
 from sim_core.accuracy.measured import WHOLE_RUN, MeasuredRun, MeasuredStage
 from sim_core.accuracy.server import device_of, model_of, vllm_scenario
 from sim_core.errors import ConfigError
@@ -138,13 +138,7 @@ def _mapping(files: Mapping[str, bytes], file: str) -> dict[str, Any]:
 def _json(files: Mapping[str, bytes], file: str) -> dict[str, Any]:
     if file not in files:
         raise ConfigError(f"{file}: missing from the run folder")
-    try:
-        data = json.loads(files[file])
-    except (ValueError, RecursionError) as exc:
-        raise ConfigError(f"{file}: not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{file}: expected a JSON object")
-    return data
+    return json_object(file, files[file])
 
 
 def _field(mapping: Any, key: str, file: str) -> dict[str, Any]:

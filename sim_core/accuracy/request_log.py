@@ -16,7 +16,6 @@ would. The replay's send times are the arrivals relative to the first.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sim_core.accuracy.json_files import json_object
 from sim_core.accuracy.measured import WHOLE_RUN, MeasuredRun, MeasuredStage
 from sim_core.accuracy.server import device_of, model_of, vllm_scenario
 from sim_core.accuracy.vllm_bench import measured_figures
@@ -127,12 +127,7 @@ def request_rows(file: str, raw: bytes) -> pd.DataFrame:
 
 def _record(file: str, number: int, line: str) -> list[float]:
     where = f"{file}: line {number}"
-    try:
-        row = json.loads(line)
-    except (ValueError, RecursionError) as exc:
-        raise ConfigError(f"{where}: not valid JSON ({exc})") from None
-    if not isinstance(row, dict):
-        raise ConfigError(f"{where}: expected a JSON object")
+    row = json_object(where, line)
     values = [_number(row, key, where, minimum=1) for key in ("input_toks", "output_toks")]
     values += [_number(row, key, where) for key in ("arrival_time", "queued_ts")]
     # a request that never produced a token has no first/last token time (null): it failed
@@ -153,13 +148,7 @@ def _number(row: dict[str, Any], key: str, where: str, minimum: float | None = N
 
 
 def _meta(file: str, raw: bytes) -> dict[str, Any]:
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise ConfigError(f"{file}: not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{file}: expected a JSON object")
-    return data
+    return json_object(file, raw)
 
 
 def _device(file: str, meta: dict[str, Any], name: str) -> str | None:

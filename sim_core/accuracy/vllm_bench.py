@@ -19,7 +19,6 @@ those are used instead. The file names no GPU: the user gives it.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sim_core.accuracy.json_files import json_object
 from sim_core.accuracy.measured import WHOLE_RUN, MeasuredRun, MeasuredStage
 from sim_core.accuracy.server import device_of, model_of, vllm_scenario
 from sim_core.errors import ConfigError
@@ -99,12 +99,7 @@ def read_vllm_bench(name: str, files: Mapping[str, bytes], device: str | None = 
 
 
 def _result(file: str, raw: bytes) -> dict[str, Any]:
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise ConfigError(f"{file}: not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{file}: expected a JSON object (a vllm bench serve result)")
+    data = json_object(file, raw, "a JSON object (a vllm bench serve result)")
     missing = [key for key in REQUIRED if key not in data]
     if missing:
         raise ConfigError(f"{file}: not a vllm bench serve result: missing field {missing[0]!r}")
