@@ -162,11 +162,16 @@ def test_a_moe_shape_in_the_table_is_priced_by_it_and_another_by_the_roofline():
 
 
 def test_a_device_without_data_is_a_config_error_naming_it_and_those_with_data():
-    """L40S has data, the A40 none: asking for silicon on the A40 names both."""
+    """L40S has data, the A40 none: asking for silicon on the A40 is refused when the scenario is
+    validated, naming both (and so is an H100 the scenario redefines: no measurements of it)."""
     assert has_silicon_data("l40s") and not has_silicon_data("a40")
-    config = parse_config({"device": "a40", "predictor": {"type": "silicon"}})
-    with pytest.raises(ConfigError, match=r"device 'a40'.*h100-sxm"):
-        build_predictor(config)
+    with pytest.raises(ConfigError, match=r"predictor.type: silicon has measured kernels only for .*h100-sxm.*"
+                                          r"not 'a40'; use roofline"):
+        parse_config({"device": "a40", "predictor": {"type": "silicon"}})
+    mine = {"h100-sxm": {"name": "mine", "bf16_tflops": 900, "memory_gib": 80, "memory_bandwidth_gbps": 3000,
+                         "link_bandwidth_gbps": 400}}
+    with pytest.raises(ConfigError, match=r"not 'h100-sxm'"):
+        parse_config({"device": "h100-sxm", "devices": mine, "predictor": {"type": "silicon"}})
 
 
 def test_the_shipped_h100_table_prices_a_grid_gemm_as_measured():

@@ -95,6 +95,9 @@ class SimulationConfig(BaseModel):
         self.scheduler.check_scenario(self)
         _check_disaggregation(self)
         _check_linear_cost(self.predictor)
+        if self.predictor.type == "silicon" and (self.device not in MEASURED_KERNELS or self.device in self.devices):
+            raise ValueError(f"predictor.type: silicon has measured kernels only for the catalog devices "
+                             f"{', '.join(MEASURED_KERNELS)}, not '{clipped(self.device, 60)}'; use roofline")
         if isinstance(self.predictor, LearnedPredictorConfig) and not self.predictor.profiles_dir:
             raise ValueError("predictor.profiles_dir: the learned predictor needs a folder of profiling CSVs")
         return self
