@@ -18,12 +18,14 @@ class PredictorConfig(ChoiceBase):
 
     model_config = Strict
 
+    # the default when a scenario names none is decided by the device (SimulationConfig._default_predictor)
     type: Literal["linear", "roofline", "learned", "silicon"] = Field("roofline", description=(
         "linear: base_s + per_token_s x tokens (exact, for teaching and Vidur comparisons); "
         "roofline: per-operator FLOPs and bytes against the device's compute and memory roofs; "
         "learned: per-operator models trained on profiling CSVs in Vidur's format (profiles_dir); "
         "silicon: per-operator latencies of vLLM's kernels measured on the device (A100-80GB, "
-        "H100, H200, B200, L40S), interpolated to the model's shapes."))
+        "H100, H200, B200, L40S), interpolated to the model's shapes. Default: silicon on those "
+        "devices, roofline elsewhere."))
 
 
 class LinearPredictorConfig(PredictorConfig):
