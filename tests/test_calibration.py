@@ -4,6 +4,9 @@ the device efficiency and API-server time that produced a set of runs."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from dataclasses import replace
 
 import numpy as np
@@ -128,3 +131,31 @@ def test_truncation_keeps_the_first_seconds_of_each_stage():
     sent = short.workload.arrived_at
     assert np.all(((sent >= 0) & (sent < 10)) | ((sent >= 40) & (sent < 50)))
     assert [s.index for s in short.stages] == [0, 1]
+
+
+def test_the_calibrate_command_writes_a_file_the_accuracy_command_replays_with(tmp_path):
+    """`calibrate` on one inference-perf folder (nothing to hold out) prints that the fit is
+    unchecked and writes a calibration file; `accuracy --calibration FILE` replays with it; a
+    folder without runs is one line on stderr, exit 2."""
+    from conftest import ROOT
+    from test_accuracy import _write_inference_perf
+
+    folder = _write_inference_perf(tmp_path / "runs" / "run-h100")
+    out = tmp_path / "cal.yaml"
+    done = subprocess.run([sys.executable, "-m", "sim_core", "calibrate", "--measured", str(folder.parent),
+                           "--out", str(out), "--window", "10", "--hold-out-every", "0"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "no run held out (fewer than 3 runs, or --hold-out-every 0): the fit is unchecked" in done.stdout
+    written = yaml.safe_load(out.read_text())
+    assert written["calibration"]["fit_runs"] == ["run-h100"] and written["calibration"]["device"] == "h100-sxm"
+    assert written["predictor"]["type"] == "roofline" and 0 <= written["scheduler"]["api_server_s"] <= 0.1
+    done = subprocess.run([sys.executable, "-m", "sim_core", "accuracy", str(folder.parent), "--calibration", str(out),
+                           "--json"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert set(json.loads(done.stdout)["median_abs_error_pct"]) >= {"e2e mean", "ttft mean"}
+    (tmp_path / "empty").mkdir()
+    done = subprocess.run([sys.executable, "-m", "sim_core", "calibrate", "--measured", str(tmp_path / "empty"),
+                           "--out", str(tmp_path / "x.yaml")], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "x.yaml").exists()
