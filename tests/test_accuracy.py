@@ -138,7 +138,8 @@ SPECS = {"experiments": [
                                                         "output_len": 100},
                                      "stages": [{"rate": 1.0, "duration": 20}, {"rate": 2.0, "duration": 10}]}}},
     {"id": "8", "model": "org/Unknown-12B", "model_config_dir": "model_configs/unknown", "hardware": "H100", "tp": 1,
-     "workload": {"inference_perf": {"shared_prefix": {"output_len": 10}, "stages": [{"rate": 1, "duration": 5}]}}},
+     "workload": {"inference_perf": {"shared_prefix": {"system_prompt_len": 50, "question_len": 50, "output_len": 10},
+                                     "stages": [{"rate": 1, "duration": 5}]}}},
 ]}
 ACTUALS = ("set,experiment,exp_id,model,stage_index,e2e_mean_ms,e2e_p90_ms,e2e_p99_ms,ttft_mean_ms,ttft_p90_ms,"
            "ttft_p99_ms,tpot_from_means_ms\n"
@@ -167,15 +168,22 @@ def test_blis_tables_give_one_run_per_measured_experiment():
     assert unknown.unsupported.startswith("model 'org/Unknown-12B' has no catalog entry")
 
 
-def test_a_config_json_with_a_foreign_head_dim_is_unsupported():
-    """Mistral-Nemo style: head_dim 128 where hidden / heads = 160: the catalog cannot express it
-    yet, so the run is marked unsupported naming the field."""
+def test_a_model_outside_the_catalog_comes_from_its_config_json_and_a_quantized_one_is_unsupported():
+    """Mistral-Nemo style: head_dim 128 where hidden / heads would be 160: the run's model is built
+    from the config.json among the files with that head_dim (its query projection is 32 x 128 =
+    4,096 wide, not 5,120). With a quantization block the run is kept as unsupported, naming it."""
     config = {"hidden_size": 5120, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
               "num_hidden_layers": 40, "intermediate_size": 14336, "vocab_size": 131072}
     files = {"blis_trainval_specs.json": json.dumps(SPECS).encode(), "blis_trainval_actuals.csv": ACTUALS.encode(),
              "model_configs/unknown/config.json": json.dumps(config).encode()}
     unknown = read_blis_table(files, None, 42)[1]
-    assert unknown.unsupported == "model_configs/unknown/config.json: head_dim 128 differs from hidden_size / heads"
+    assert not unknown.unsupported
+    spec = unknown.scenario["models"][unknown.scenario["model"]]
+    assert (spec["head_dim"], spec["embedding_dim"], spec["num_q_heads"], spec["num_kv_heads"]) == (128, 5120, 32, 8)
+    quantized = {**config, "quantization_config": {"quant_method": "fp8"}}
+    files["model_configs/unknown/config.json"] = json.dumps(quantized).encode()
+    assert read_blis_table(files, None, 42)[1].unsupported == (
+        "model_configs/unknown/config.json: quantized weights (quantization_config) are not modelled yet")
 
 
 def _linear_run(ttft: float, e2e: float) -> MeasuredRun:
@@ -206,6 +214,13 @@ def test_replay_measures_like_the_client_and_compares():
     assert median_errors(comparison([result])) == pytest.approx({"e2e mean": 5.0, "ttft mean": 20.0,
                                                                  "itl mean": 46.6667}, abs=1e-3)
     assert not result.collapsed
+
+
+def test_a_run_whose_prompts_would_have_no_tokens_is_named():
+    """shared_prefix without system prompt or question: prompts of 0 tokens cannot be replayed;
+    the error names the source and the fields."""
+    with pytest.raises(ConfigError, match=r"src: shared_prefix: prompts \(0\) and outputs \(10\) need at least 1"):
+        shared_prefix_workload([LoadStage(1.0, 5.0)], "constant", 0, 10, np.random.default_rng(0), "src")
 
 
 def test_median_errors_take_the_median_over_runs():

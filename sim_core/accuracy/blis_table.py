@@ -4,8 +4,8 @@ TP, vLLM knobs, KV blocks and the inference-perf load) beside `blis_trainval_act
 experiment and stage; `stage_index` -1 is the whole run).
 
 A model outside the catalog is built from `model_configs/<dir>/config.json` when the files hold
-it, unless the config uses what the catalog cannot express yet (a `head_dim` other than
-hidden / heads, a quantization block): such runs are read but marked inexpressible.
+it, unless the config uses what the catalog cannot express yet (a quantization block): such
+runs are read but marked inexpressible.
 """
 
 from __future__ import annotations
@@ -112,9 +112,6 @@ def _model(spec: dict[str, Any], files: Mapping[str, bytes]) -> tuple[str, dict[
     if path not in files:
         raise Inexpressible(f"model {repository!r} has no catalog entry and {path} is not among the files")
     config = json.loads(files[path])
-    hidden, heads = config.get("hidden_size"), config.get("num_attention_heads")
-    if config.get("head_dim") and hidden and heads and config["head_dim"] != hidden // heads:
-        raise Inexpressible(f"{path}: head_dim {config['head_dim']} differs from hidden_size / heads")
     if config.get("quantization_config"):
         raise Inexpressible(f"{path}: quantized weights (quantization_config) are not modelled yet")
     key = repository.lower().split("/")[-1]

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim_core.errors import ConfigError
 from sim_core.workload.model import Workload
 
 PROMPT_POOL = 100   # inference-perf's shared_prefix generator built 10 system prompts x 10 questions
@@ -59,7 +60,14 @@ def shared_prefix_workload(stages: Sequence[LoadStage], kind: str, prompt_tokens
                            rng: np.random.Generator, source: str, pool: int = PROMPT_POOL) -> Workload:
     """The requests of an inference-perf `shared_prefix` run: every request sends one of `pool`
     whole prompts of `prompt_tokens` tokens (request n of a stage sends prompt order[n mod pool])
-    and gets `output_tokens` tokens back."""
+    and gets `output_tokens` tokens back.
+
+    Raises:
+        ConfigError: a prompt or an output of no tokens (the message names `source`).
+    """
+    if prompt_tokens < 1 or output_tokens < 1:
+        raise ConfigError(f"{source}: shared_prefix: prompts ({prompt_tokens}) and outputs ({output_tokens}) need at "
+                          "least 1 token each (system_prompt_len + question_len, output_len)")
     order = rng.permutation(pool).astype(np.int64)
     per_stage = send_times(stages, kind, rng)
     arrived_at = np.concatenate(per_stage) if per_stage else np.empty(0)

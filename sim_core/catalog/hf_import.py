@@ -57,6 +57,7 @@ def model_from_hf_config(config: dict, source: str = "config.json", name: str | 
         "num_q_heads": heads,
         "num_kv_heads": _first(config, ("num_key_value_heads", "num_kv_heads"), source, kv_default),
         "embedding_dim": hidden,
+        "head_dim": config.get("head_dim"),          # None: hidden // heads (Mistral-Nemo, Qwen3 set their own)
         "mlp_hidden_dim": _first(config, (("moe_intermediate_size",) if experts > 1 else ()) + ffn_keys,
                                  source, 4 * hidden),
         "use_gated_mlp": str(config.get("model_type", "")).lower() not in UNGATED_TYPES,

@@ -23,6 +23,10 @@ class ModelSpec(BaseModel):
     num_q_heads: int = Field(ge=1, le=1024, description="Attention query heads.")
     num_kv_heads: int = Field(ge=1, le=1024, description="Key/value heads (< q heads for GQA/MQA).")
     embedding_dim: int = Field(ge=1, le=1_000_000, description="Hidden size (d_model).")
+    head_dim: int = Field(ge=1, le=100_000, description=(
+        "Dimension of one attention head (default: embedding_dim // num_q_heads, Llama's rule; "
+        "Mistral-Nemo and Qwen3, for example, set it apart: q_heads x head_dim need not equal "
+        "the hidden size)."))
     mlp_hidden_dim: int = Field(ge=1, le=10_000_000, description="MLP intermediate size (per expert for MoE).")
     use_gated_mlp: bool = Field(default=True, description="SwiGLU-style gated MLP (3 matrices) instead of 2.")
     vocab_size: int = Field(ge=1, le=10_000_000, description="Vocabulary size (embedding and LM head rows).")
@@ -31,19 +35,26 @@ class ModelSpec(BaseModel):
     num_experts: int = Field(default=1, ge=1, le=4096, description="MoE experts per layer (1 = dense).")
     num_experts_per_token: int = Field(default=1, ge=1, le=4096, description="MoE top-k routing.")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _derive_head_dim(cls, data: Any) -> Any:
+        """Without a head_dim, each of the query heads gets an equal share of the hidden size."""
+        if not isinstance(data, dict) or data.get("head_dim") is not None:
+            return data
+        hidden, heads = data.get("embedding_dim"), data.get("num_q_heads")
+        if not isinstance(hidden, int) or not isinstance(heads, int) or isinstance(hidden, bool) or heads < 1:
+            return data                      # the fields' own validation names what is wrong
+        if hidden % heads:
+            raise ValueError("embedding_dim must be a multiple of num_q_heads (or give head_dim)")
+        return {**data, "head_dim": hidden // heads}
+
     @model_validator(mode="after")
     def _check_shape(self) -> ModelSpec:
-        if self.embedding_dim % self.num_q_heads:
-            raise ValueError("embedding_dim must be a multiple of num_q_heads")
         if self.num_q_heads % self.num_kv_heads:
             raise ValueError("num_q_heads must be a multiple of num_kv_heads")
         if self.num_experts_per_token > self.num_experts:
             raise ValueError("num_experts_per_token cannot exceed num_experts")
         return self
-
-    @property
-    def head_dim(self) -> int:
-        return self.embedding_dim // self.num_q_heads
 
     @property
     def is_moe(self) -> bool:
