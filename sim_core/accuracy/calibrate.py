@@ -118,19 +118,16 @@ def calibrate(runs: Sequence[MeasuredRun], predictor: str = "roofline", window_s
         raise ConfigError(f"calibrate: one GPU and engine at a time (got {', '.join(devices + engines)}); "
                           "pass the runs of one")
     fit, held = split_runs(usable, hold_out_every)
-    start = _start(fit[0], predictor)
-    terms = [name for name in start if name in TERMS]
-    search = _Search([truncated(run, window_s) for run in fit], predictor, start, progress)
-    values = search.minimise(terms)
-    knobs = knob_values(values, start["_host"], predictor)
-    result = Calibration(engines[0], devices[0], predictor, {k: round(v, 6) for k, v in values.items()
-                                                               if not k.startswith("_")},
+    start, host = _start(fit[0], predictor)
+    search = _Search([truncated(run, window_s) for run in fit], predictor, start, host, progress)
+    values = search.minimise(list(start))
+    knobs = knob_values(values, host, predictor)
+    result = Calibration(engines[0], devices[0], predictor, {k: round(v, 6) for k, v in values.items()},
                          knobs, [run.name for run in fit], [run.name for run in held],
                          loss=round(search.best_loss, 5), evaluations=search.evaluations)
-    overrides = {section: dict(values) for section, values in knobs.items()}
-    result.fit_errors = _medians(fit, overrides)
+    result.fit_errors = _medians(fit, knobs)
     if held:
-        result.held_out_errors = _medians(held, overrides)
+        result.held_out_errors = _medians(held, knobs)
     return result
 
 
@@ -145,17 +142,18 @@ def knob_values(values: dict[str, Any], host: dict[str, float], predictor: str) 
     return {"predictor": section, "scheduler": {"api_server_s": round(float(values.get("api_server_s", 0.0)), 5)}}
 
 
-def _start(run: MeasuredRun, predictor: str) -> dict[str, Any]:
+def _start(run: MeasuredRun, predictor: str) -> tuple[dict[str, float], dict[str, float]]:
+    """(the terms to fit with their starting values, the host knobs host_scale multiplies)."""
     config = scenario_config(run, {"predictor": {"type": predictor}})
     cfg = config.predictor
     if not isinstance(cfg, OperatorModelConfig):
         raise ConfigError(f"calibrate: the {predictor} predictor has no efficiency or host terms to fit")
     device = config.device_spec()
-    start: dict[str, Any] = {"host_scale": 1.0, "_host": {knob: float(getattr(cfg, knob)) for knob in HOST_KNOBS}}
-    if "compute_efficiency" in type(cfg).model_fields and predictor in ("roofline", "learned"):
+    start = {"host_scale": 1.0}
+    if predictor in ("roofline", "learned"):
         start["compute_efficiency"] = cfg.compute_efficiency or device.compute_efficiency
         start["memory_efficiency"] = cfg.memory_efficiency or device.memory_efficiency
-    return start
+    return start, {knob: float(getattr(cfg, knob)) for knob in HOST_KNOBS}
 
 
 def _medians(runs: Sequence[MeasuredRun], overrides: dict[str, dict[str, Any]]) -> dict[str, float]:
@@ -166,11 +164,10 @@ def _medians(runs: Sequence[MeasuredRun], overrides: dict[str, dict[str, Any]]) 
 class _Search:
     """Coordinate search in log space over the terms; api_server_s solved at each point."""
 
-    def __init__(self, runs: list[MeasuredRun], predictor: str, start: dict[str, Any],
+    def __init__(self, runs: list[MeasuredRun], predictor: str, start: dict[str, float], host: dict[str, float],
                  progress: Callable[[str], None] | None) -> None:
-        self.runs, self.predictor, self.progress = runs, predictor, progress
-        self.host = start["_host"]
-        self.best = {k: v for k, v in start.items() if not k.startswith("_")}
+        self.runs, self.predictor, self.host, self.progress = runs, predictor, host, progress
+        self.best: dict[str, float] = dict(start)
         self.best_loss, self.evaluations = math.inf, 0
         self.best_loss, self.best["api_server_s"] = self._loss(self.best)
 
@@ -186,7 +183,7 @@ class _Search:
                 if loss >= self.best_loss - 1e-6:
                     break
                 self.best, self.best_loss = {**candidate, "api_server_s": api}, loss
-        return {**self.best, "_host": self.host}
+        return dict(self.best)
 
     def _moves(self, name: str, step: float) -> list[tuple[float, dict[str, Any], float]]:
         term, moves = TERMS[name], []
@@ -200,17 +197,16 @@ class _Search:
 
     def _loss(self, values: dict[str, Any]) -> tuple[float, float]:
         knobs = knob_values({**values, "api_server_s": 0.0}, self.host, self.predictor)
-        overrides = {section: dict(v) for section, v in knobs.items()}
         measured, simulated = [], []
         for run in self.runs:
-            result = replay(run, overrides)
+            result = replay(run, knobs)
             for real, sim in zip(run.stages, result.stages):
                 measured.append([real.values["ttft"]["mean"], real.values["e2e"]["mean"]])
                 simulated.append([sim.values["ttft"]["mean"], sim.values["e2e"]["mean"]])
         self.evaluations += 1
         real_arr, sim_arr = np.array(measured), np.array(simulated)
         api = min(max(0.0, float(np.nanmedian(real_arr[:, 0] - sim_arr[:, 0]))), API_SERVER_MAX_S)
-        outputs = np.array([[run.output_tokens] for run in self.runs for _ in run.stages])[:, 0]
+        outputs = np.array([run.output_tokens for run in self.runs for _ in run.stages])
         real_itl = (real_arr[:, 1] - real_arr[:, 0]) / (outputs - 1)
         sim_itl = (sim_arr[:, 1] - sim_arr[:, 0]) / (outputs - 1)
         ratios = np.concatenate([(sim_arr + api) / real_arr, (sim_itl / real_itl)[:, None]], axis=1)

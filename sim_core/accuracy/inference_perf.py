@@ -16,7 +16,7 @@ import numpy as np
 import yaml
 
 from sim_core.accuracy.client_load import LoadStage, shared_prefix_workload, stage_windows
-from sim_core.accuracy.json_files import json_object
+from sim_core.accuracy.json_files import json_object, number
 from sim_core.accuracy.measured import WHOLE_RUN, MeasuredRun, MeasuredStage
 from sim_core.accuracy.server import device_of, model_of, vllm_scenario
 from sim_core.errors import ConfigError
@@ -49,7 +49,7 @@ def read_inference_perf(name: str, files: Mapping[str, bytes], device: str | Non
         raise ConfigError(f"{PROFILE}: data.type {data.get('type')!r}: only shared_prefix runs can be rebuilt")
     shared = _field(data, "shared_prefix", PROFILE)
     summary = _json(files, SUMMARY)
-    output_tokens = int(_number(shared, "output_len", PROFILE))
+    output_tokens = int(number(shared, "output_len", PROFILE))
     prompt_tokens = _prompt_tokens(shared, summary)
     server = profile.get("server") or {}
     repository = str(experiment.get("model") or server.get("model_name") or "")
@@ -89,7 +89,7 @@ def _notes(profile: dict, experiment: dict, prompt_tokens: int, shared: dict) ->
 def _stage(report: dict, index: int, window: tuple[float, float], rate: float, file: str) -> MeasuredStage:
     successes = _field(report, "successes", file)
     latency = _field(successes, "latency", file)
-    values = {metric: {stat: float(_number(_field(latency, key, file), source, file))
+    values = {metric: {stat: float(number(_field(latency, key, file), source, file))
                        for stat, source in PERCENTILES.items()} for metric, key in LATENCIES.items()}
     failed = int((report.get("failures") or {}).get("count") or 0)
     sent = int((report.get("load_summary") or {}).get("count") or successes.get("count") or 0)
@@ -102,7 +102,7 @@ def _prompt_tokens(shared: dict, summary: dict) -> int:
     measured = ((summary.get("successes") or {}).get("prompt_len") or {}).get("mean")
     if isinstance(measured, (int, float)) and measured >= 1:
         return int(round(measured))
-    return int(_number(shared, "system_prompt_len", PROFILE) + _number(shared, "question_len", PROFILE))
+    return int(number(shared, "system_prompt_len", PROFILE) + number(shared, "question_len", PROFILE))
 
 
 def _load_stages(profile: dict) -> list[LoadStage]:
@@ -115,7 +115,7 @@ def _load_stages(profile: dict) -> list[LoadStage]:
     out = []
     for i, stage in enumerate(stages):
         where = f"load.stages[{i}]"
-        rate, duration = _number(stage, "rate", f"{PROFILE} {where}"), _number(stage, "duration", f"{PROFILE} {where}")
+        rate, duration = number(stage, "rate", f"{PROFILE} {where}"), number(stage, "duration", f"{PROFILE} {where}")
         if rate <= 0 or duration <= 0 or rate * duration > 10_000_000:
             raise ConfigError(f"{PROFILE}: {where}: rate {rate} x duration {duration} must be positive and at most "
                               "10,000,000 requests")
@@ -147,9 +147,3 @@ def _field(mapping: Any, key: str, file: str) -> dict[str, Any]:
         raise ConfigError(f"{file}: missing section {key!r}")
     return value
 
-
-def _number(mapping: Any, key: str, file: str) -> float:
-    value = mapping.get(key) if isinstance(mapping, dict) else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
-        raise ConfigError(f"{file}: {key}: expected a number, got {value!r}")
-    return float(value)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -23,6 +25,15 @@ WHOLE_RUN = -1  # MeasuredStage.index of the figures over every stage together
 # chunk, which doubles the count for Llama tokenizers).
 METRICS = {"ttft": "time to first token", "e2e": "end-to-end latency", "itl": "time per output token (from means)"}
 STATS = ("mean", "p50", "p90", "p99")
+
+
+def latency_figures(values: np.ndarray) -> dict[str, float]:
+    """Mean and p50/p90/p99 of latencies in seconds (numpy's linear percentiles, as vLLM's and
+    inference-perf's clients compute them); NaN for every statistic when there are none."""
+    if not len(values):
+        return {stat: float("nan") for stat in STATS}
+    p50, p90, p99 = np.percentile(values, [50, 90, 99])
+    return {"mean": float(values.mean()), "p50": float(p50), "p90": float(p90), "p99": float(p99)}
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sim_core.accuracy.measured import WHOLE_RUN, MeasuredRun, MeasuredStage
+from sim_core.accuracy.measured import WHOLE_RUN, MeasuredRun, MeasuredStage, latency_figures
 from sim_core.config import SimulationConfig, parse_config
 from sim_core.engine.budget import Limits
 from sim_core.engine.simulation import CLI_LIMITS, run_simulation
@@ -73,18 +73,10 @@ def simulated_stage(requests: pd.DataFrame, measured: MeasuredStage, output_toke
     sent = requests["arrived_at"].to_numpy(np.float64)
     mine = requests if measured.index == WHOLE_RUN else requests[(sent >= measured.start_s) & (sent < measured.end_s)]
     finished = mine[mine["status"] == "finished"]
-    values = {metric: figures(finished[metric].to_numpy(np.float64)) for metric in ("ttft", "e2e")}
+    values = {metric: latency_figures(finished[metric].to_numpy(np.float64)) for metric in ("ttft", "e2e")}
     values["itl"] = {"mean": itl_from_means(values["e2e"]["mean"], values["ttft"]["mean"], output_tokens)}
     return MeasuredStage(measured.index, measured.start_s, measured.end_s, measured.rate, len(mine),
                          len(mine) - len(finished), values)
-
-
-def figures(values: np.ndarray) -> dict[str, float]:
-    """Mean and p50/p90/p99 (linear interpolation, as numpy and the clients compute them)."""
-    if not len(values):
-        return {stat: float("nan") for stat in ("mean", "p50", "p90", "p99")}
-    p50, p90, p99 = np.percentile(values, [50, 90, 99])
-    return {"mean": float(values.mean()), "p50": float(p50), "p90": float(p90), "p99": float(p99)}
 
 
 def itl_from_means(e2e_mean: float, ttft_mean: float, output_tokens: float) -> float:

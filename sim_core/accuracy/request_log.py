@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sim_core.accuracy.json_files import json_object
+from sim_core.accuracy.json_files import json_object, number
 from sim_core.accuracy.measured import WHOLE_RUN, MeasuredRun, MeasuredStage
 from sim_core.accuracy.server import device_of, model_of, vllm_scenario
 from sim_core.accuracy.vllm_bench import measured_figures
@@ -106,12 +106,12 @@ def request_rows(file: str, raw: bytes) -> pd.DataFrame:
             line and field), or the file has no request.
     """
     records: list[list[float]] = []
-    for number, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), start=1):
+    for line_number, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), start=1):
         if not line.strip():
             continue
         if len(records) >= MAX_REQUESTS:
             raise ConfigError(f"{file}: more than {MAX_REQUESTS:,} requests")
-        records.append(_record(file, number, line))
+        records.append(_record(file, line_number, line))
     if not records:
         raise ConfigError(f"{file}: no requests")
     table = np.array(records, dtype=np.float64)   # columns: input, output, arrival, queued, first, last
@@ -125,26 +125,17 @@ def request_rows(file: str, raw: bytes) -> pd.DataFrame:
     return frame.sort_values("arrived_at", kind="stable").reset_index(drop=True)
 
 
-def _record(file: str, number: int, line: str) -> list[float]:
-    where = f"{file}: line {number}"
+def _record(file: str, line_number: int, line: str) -> list[float]:
+    where = f"{file}: line {line_number}"
     row = json_object(where, line)
-    values = [_number(row, key, where, minimum=1) for key in ("input_toks", "output_toks")]
-    values += [_number(row, key, where) for key in ("arrival_time", "queued_ts")]
+    values = [number(row, key, where, minimum=1) for key in ("input_toks", "output_toks")]
+    values += [number(row, key, where) for key in ("arrival_time", "queued_ts")]
     # a request that never produced a token has no first/last token time (null): it failed
-    values += [math.nan if row.get(key) is None else _number(row, key, where)
+    values += [math.nan if row.get(key) is None else number(row, key, where)
                for key in ("first_token_ts", "last_token_ts")]
     if math.isfinite(values[4]) and not values[3] <= values[4] <= values[5]:
         raise ConfigError(f"{where}: expected queued_ts <= first_token_ts <= last_token_ts")
     return values
-
-
-def _number(row: dict[str, Any], key: str, where: str, minimum: float | None = None) -> float:
-    value = row.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"{where}: field {key!r}: expected a number, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ConfigError(f"{where}: field {key!r}: expected at least {minimum:g}, got {value!r}")
-    return float(value)
 
 
 def _meta(file: str, raw: bytes) -> dict[str, Any]:

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from sim_core.accuracy.json_files import json_object
-from sim_core.accuracy.measured import WHOLE_RUN, MeasuredRun, MeasuredStage
+from sim_core.accuracy.measured import WHOLE_RUN, MeasuredRun, MeasuredStage, latency_figures
 from sim_core.accuracy.server import device_of, model_of, vllm_scenario
 from sim_core.errors import ConfigError
 from sim_core.workload.model import Workload
@@ -245,12 +245,9 @@ def _summary_values(file: str, data: dict[str, Any]) -> dict[str, dict[str, floa
 
 
 def measured_figures(values: np.ndarray) -> dict[str, float]:
-    """Mean and p50/p90/p99 of measured latencies (numpy's linear percentiles, as vLLM computes
-    them); empty when no request succeeded."""
-    if not len(values):
-        return {}
-    p50, p90, p99 = np.percentile(values, [50, 90, 99])
-    return {"mean": float(values.mean()), "p50": float(p50), "p90": float(p90), "p99": float(p99)}
+    """Mean and p50/p90/p99 of measured latencies; empty when no request succeeded (nothing was
+    measured)."""
+    return latency_figures(values) if len(values) else {}
 
 
 def _notes(data: dict[str, Any], detailed: bool) -> tuple[str, ...]:

@@ -105,13 +105,17 @@ class ReplicaScheduler:
         """Form batches until `num_stages` are in flight or the policy has nothing to run."""
         self._preemptions_before = self._num_preemptions
         batches = []
-        while self._num_running_batches < self.num_stages:
+        while self._has_room():
             batch = self._next_batch()
             if batch is None:
                 break
             batches.append(batch)
             self._num_running_batches += 1
         return batches
+
+    def _has_room(self) -> bool:
+        """Whether another batch may be formed now: one per pipeline stage in flight."""
+        return self._num_running_batches < self.num_stages
 
     def on_batch_end(self, batch: Batch) -> None:
         """Finished requests free their blocks; the others wait for their next batch."""

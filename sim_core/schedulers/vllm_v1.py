@@ -140,15 +140,10 @@ class VllmV1Scheduler(EngineScheduler):
         if not self.in_flight.host_free:
             return []   # the host waits for the oldest step's outputs
         self.in_flight.host_free = False
-        self._preemptions_before = self._num_preemptions
-        batches = []
-        while len(self.in_flight) < 2:
-            batch = self._next_batch()
-            if batch is None:
-                break
-            batches.append(batch)
-            self._num_running_batches += 1
-        return batches
+        return super().on_schedule()
+
+    def _has_room(self) -> bool:
+        return len(self.in_flight) < 2 if self.async_steps else super()._has_room()
 
     def _next_batch(self) -> Batch | None:
         # A step that preempted everyone it reached schedules nothing; vLLM's engine loop would
