@@ -65,11 +65,13 @@ def test_a_calibration_file_fills_the_knobs_the_scenario_leaves_unset(tmp_path):
 
 
 def test_a_calibration_for_another_engine_leaves_the_scheduler_alone(tmp_path):
-    """A vllm_v1 calibration names an API-server time sarathi does not have: only its predictor
-    knobs apply."""
+    """A vllm_v1 calibration names an API-server time sarathi does not have, nor the default
+    policy (vllm) of a scenario that names none: only its predictor knobs apply."""
     config = parse_config({"scheduler": {"type": "sarathi"},
                            "predictor": {"type": "roofline", "calibration": str(_calibration_file(tmp_path))}})
     assert config.predictor.memory_efficiency == 0.9 and config.scheduler.type == "sarathi"
+    default = parse_config({"predictor": {"type": "roofline", "calibration": str(_calibration_file(tmp_path))}})
+    assert default.scheduler.type == "vllm" and default.predictor.memory_efficiency == 0.9   # no type: the default
 
 
 def test_a_file_that_is_not_a_calibration_is_named(tmp_path):

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sim_core.config.policies import default_policy
 from sim_core.errors import ConfigError
 
 MAX_CALIBRATION_BYTES = 1_000_000
@@ -58,9 +59,9 @@ def apply_calibration(data: dict[str, Any], base_dir: str | Path | None) -> dict
         knobs = fitted.get(section) or {}
         found = out.get(section)
         current: dict[str, Any] = found if isinstance(found, dict) else {}
-        if section == "scheduler":   # a policy's knobs apply only to that policy
+        if section == "scheduler":   # a policy's knobs apply only to that policy (absent: the default one)
             engine = str(fitted["calibration"].get("engine", ""))
-            if engine and current.get("type", "") not in ("", engine):
+            if engine and (current.get("type") or default_policy()) != engine:
                 continue
         out[section] = {**knobs, **current}
     out["predictor"] = {key: value for key, value in out["predictor"].items() if key != "calibration"}
