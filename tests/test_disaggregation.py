@@ -9,9 +9,9 @@ import pytest
 from conftest import cost, simulate
 
 from sim_core import ConfigError, parse_config, run_simulation
-from sim_core.cluster.handoff import kv_bytes_per_token
 from sim_core.cluster.pools import pool_views
 from sim_core.memory import plan_memory
+from sim_core.memory.model_bytes import kv_bytes_per_token
 
 LINK = {"link_bandwidth_gb_s": 100.0, "link_latency_s": 0.002}
 MOVE_100 = 0.002 + 100 * 524_288 / 100e9
@@ -31,7 +31,7 @@ def blocks(result, replica):
 
 def test_kv_bytes_per_token_are_what_the_memory_planner_sizes():
     config = parse_config({})
-    assert kv_bytes_per_token(config.model_spec()) == 524_288
+    assert kv_bytes_per_token(config.model_spec(), config.kv_cache_dtype()) == 524_288
     plan = plan_memory(config.model_copy(update={"memory": config.memory.model_copy(update={"planner": "detailed"})}))
     assert plan.kv_bytes_per_block == 16 * 524_288        # one GPU holds every layer at TP 1, PP 1
 

@@ -4,7 +4,8 @@ import pytest
 
 from sim_core import parse_config
 from sim_core.memory import memory_breakdown, plan_memory
-from sim_core.memory.planner import GIB, stage_weight_bytes
+from sim_core.memory.model_bytes import stage_weight_bytes
+from sim_core.memory.planner import GIB
 
 
 def test_detailed_breakdown_puts_embedding_and_lm_head_on_their_stages_and_sums_to_the_device():

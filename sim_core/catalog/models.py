@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from sim_core.catalog.precision import WeightDtype
+
 
 class ModelSpec(BaseModel):
     """The shape of a decoder-only transformer, enough to price and size it."""
@@ -34,6 +36,8 @@ class ModelSpec(BaseModel):
     tie_word_embeddings: bool = Field(default=False, description="LM head shares the embedding matrix.")
     num_experts: int = Field(default=1, ge=1, le=4096, description="MoE experts per layer (1 = dense).")
     num_experts_per_token: int = Field(default=1, ge=1, le=4096, description="MoE top-k routing.")
+    weight_dtype: WeightDtype = Field(default="bf16", description=(
+        "Format of the linear layers' weights (bf16/fp16 as trained; fp8 or fp4 when quantized)."))
 
     @model_validator(mode="before")
     @classmethod

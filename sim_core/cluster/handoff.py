@@ -39,10 +39,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sim_core.entities import NOT_YET, Batch, Request
-from sim_core.memory.planner import BYTES_PER_VALUE
 
 if TYPE_CHECKING:
-    from sim_core.catalog.models import ModelSpec
     from sim_core.config import DisaggregationConfig
     from sim_core.engine.routing import Router
     from sim_core.engine.simulator import Simulator
@@ -51,11 +49,6 @@ if TYPE_CHECKING:
 HANDOFF_PHASE, DISPATCH_PHASE = 1, 2   # end-of-instant keys: after released session turns (0)
 TRANSFER_COLUMNS = ("request_id", "source_replica", "target_replica", "num_tokens", "num_bytes",
                     "handed_off_at", "accepted_at", "start", "end")
-
-
-def kv_bytes_per_token(model: ModelSpec) -> int:
-    """Bytes of K and V for one token over every layer and KV head (fp16/bf16)."""
-    return 2 * model.head_dim * model.num_kv_heads * model.num_layers * BYTES_PER_VALUE
 
 
 @dataclass(slots=True, eq=False)

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sim_core.catalog.precision import KvCacheDtype
+
 # Unknown keys are errors; numbers are finite; a validated config never changes (build a new one
 # with model_copy(update=...)). (Booleans and strings are not numbers either: SimulationConfig
 # checks that before validating, see coercion.py.)
@@ -35,6 +37,9 @@ class ClusterConfig(BaseModel):
         "prefix_affinity (longest cached prompt prefix among replicas within 4 outstanding "
         "requests of the least loaded) or power_of_two (the less loaded of two seeded draws). "
         "Ties go to the lowest replica id."))
+    kv_cache_dtype: KvCacheDtype = Field("auto", description=(
+        "Format of the KV cache: auto (the model's 16-bit activation format, also for FP8-quantized "
+        "weights, as vLLM's --kv-cache-dtype auto), bf16, fp16 or fp8 (half the bytes per token)."))
 
 
 class EngineConfig(BaseModel):

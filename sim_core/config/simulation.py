@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, StringConstraints, model_validator
 
 from sim_core.catalog import DEVICES, MODELS, DeviceSpec, ModelSpec
 from sim_core.catalog.devices import MEASURED_KERNELS
+from sim_core.catalog.precision import kv_dtype
 from sim_core.config.choices import BY_CHOICE
 from sim_core.config.coercion import refuse_coercion
 from sim_core.config.disaggregation import DisaggregationConfig
@@ -64,6 +65,10 @@ class SimulationConfig(BaseModel):
 
     def device_spec(self) -> DeviceSpec:
         return {**DEVICES, **self.devices}[self.device]
+
+    def kv_cache_dtype(self) -> str:
+        """The KV cache's number format after resolving `cluster.kv_cache_dtype: auto`."""
+        return kv_dtype(self.cluster.kv_cache_dtype, self.model_spec().weight_dtype)
 
     @model_validator(mode="before")
     @classmethod

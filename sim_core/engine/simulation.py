@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from sim_core.cluster.handoff import Disaggregation, kv_bytes_per_token
+from sim_core.cluster.handoff import Disaggregation
 from sim_core.cluster.pools import PoolView, pool_views
 from sim_core.cluster.sessions import build_chains, session_notes
 from sim_core.config import SimulationConfig
@@ -17,6 +17,7 @@ from sim_core.engine.simulator import Simulator
 from sim_core.entities import Request
 from sim_core.errors import ConfigError
 from sim_core.memory import MemoryPlan, plan_memory
+from sim_core.memory.model_bytes import kv_bytes_per_token
 from sim_core.memory.swap_space import num_swap_blocks
 from sim_core.predictor import Predictor, build_predictor
 from sim_core.predictor.kv_copy import KvCopyCost
@@ -70,7 +71,7 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
                           kv_copy_cost=KvCopyCost.from_config(config))
     if len(views) > 1:
         simulator.handoff = Disaggregation(simulator, views[0].num_replicas, routers[1], config.disaggregation,
-                                           kv_bytes_per_token(config.model_spec()))
+                                           int(kv_bytes_per_token(config.model_spec(), config.kv_cache_dtype())))
     chains = build_chains(workload, [i for i in range(len(workload)) if i not in rejected], config.workload.sessions,
                           config.seed if config.workload.seed is None else config.workload.seed)
     simulator.run(chains, after_event, progress, stop if stop.active else None)

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from sim_core.config import SimulationConfig
-from sim_core.memory.planner import MemoryPlan, plan_memory, stage_weight_bytes
+from sim_core.memory.model_bytes import stage_weight_bytes
+from sim_core.memory.planner import MemoryPlan, plan_memory
 
 COMPONENTS = ("weights", "activations", "reserve", "margin", "kv_cache", "unused")
 

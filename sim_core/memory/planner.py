@@ -20,8 +20,9 @@ from sim_core.catalog import DeviceSpec, ModelSpec
 from sim_core.config import SimulationConfig
 from sim_core.config.memory import ReservingMemoryConfig
 from sim_core.errors import ConfigError
+from sim_core.memory.model_bytes import kv_bytes_per_token, stage_weight_bytes
 
-BYTES_PER_VALUE = 2  # fp16 / bf16 weights and KV
+BYTES_PER_VALUE = 2  # Vidur's planner: fp16 / bf16 weights
 GIB = 1024**3
 
 
@@ -73,7 +74,7 @@ def vidur_plan(config: SimulationConfig) -> MemoryPlan:
                  + model.embedding_dim * model.head_dim * (model.num_q_heads // tp)
                  + (3 if model.use_gated_mlp else 2) * model.embedding_dim * model.mlp_hidden_dim // tp)
     weights = BYTES_PER_VALUE * per_layer * (model.num_layers // pp)
-    kv_per_request = 2 * 2 * model.head_dim * kv_heads * config.max_model_len * model.num_layers
+    kv_per_request = config.max_model_len * kv_bytes_per_token(model, "bf16", tp)   # Vidur: 16-bit, every layer
     max_batch = int((available - weights) // kv_per_request)
     per_request_blocks = config.max_model_len // config.scheduler.block_size
     num_blocks = per_request_blocks * max_batch * pp
@@ -89,8 +90,7 @@ def detailed_plan(config: SimulationConfig) -> MemoryPlan:
     total = device.memory_gib * GIB
     margin = total * config.memory.margin_fraction
     layers = model.num_layers // pp
-    kv_per_block = (2 * config.scheduler.block_size * model.head_dim * ceil(model.num_kv_heads / tp)
-                    * layers * BYTES_PER_VALUE)
+    kv_per_block = config.scheduler.block_size * kv_bytes_per_token(model, config.kv_cache_dtype(), tp, layers)
     activations = activation_bytes(config, model, tp)
     weights = max(stage_weight_bytes(model, tp, pp, stage) for stage in range(pp))
     reserve = memory.framework_reserve_gib * GIB
@@ -99,21 +99,6 @@ def detailed_plan(config: SimulationConfig) -> MemoryPlan:
     per_request_blocks = config.max_model_len // config.scheduler.block_size
     return MemoryPlan("detailed", total, margin, weights, activations, kv_bytes, kv_per_block,
                       num_blocks, num_blocks // max(per_request_blocks, 1), per_request_blocks, reserve)
-
-
-def stage_weight_bytes(model: ModelSpec, tp: int, pp: int, stage: int) -> float:
-    """Weight bytes on one GPU of pipeline stage `stage` (TP-sharded)."""
-    e, hd = model.embedding_dim, model.head_dim
-    attention = e * hd * (model.num_q_heads + 2 * model.num_kv_heads) + e * e
-    mlp = (3 if model.use_gated_mlp else 2) * e * model.mlp_hidden_dim * model.num_experts
-    router = e * model.num_experts if model.is_moe else 0
-    per_layer = (attention + mlp) / tp + router + 2 * e  # two norms, replicated
-    params = per_layer * (model.num_layers // pp)
-    if stage == 0:
-        params += model.vocab_size * e / tp
-    if stage == pp - 1:
-        params += e + (0 if model.tie_word_embeddings and pp == 1 else model.vocab_size * e / tp)
-    return params * BYTES_PER_VALUE
 
 
 def activation_bytes(config: SimulationConfig, model: ModelSpec, tp: int) -> float:

@@ -9,23 +9,23 @@ decides by them; the KV-cache page draws the swap space as a share in use over t
 
 from __future__ import annotations
 
-from math import ceil
 from typing import TYPE_CHECKING
+
+from sim_core.memory.model_bytes import kv_bytes_per_token
 
 if TYPE_CHECKING:
     from sim_core.config.simulation import SimulationConfig
 
 GIB = 1024**3
-BYTES_PER_VALUE = 2  # fp16 / bf16 KV cache
 
 
 def kv_block_bytes(config: SimulationConfig) -> int:
     """Bytes of one KV block on one GPU: K and V x block_size tokens x head_dim x the GPU's KV
     heads x the layers of its pipeline stage x 2 bytes (the detailed planner's figure)."""
     model, cluster = config.model_spec(), config.cluster
-    kv_heads = ceil(model.num_kv_heads / cluster.tensor_parallel_size)
     layers = model.num_layers // cluster.pipeline_parallel_size
-    return 2 * config.scheduler.block_size * model.head_dim * kv_heads * layers * BYTES_PER_VALUE
+    return int(config.scheduler.block_size
+               * kv_bytes_per_token(model, config.kv_cache_dtype(), cluster.tensor_parallel_size, layers))
 
 
 def num_swap_blocks(config: SimulationConfig) -> int:
