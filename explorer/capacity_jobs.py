@@ -125,12 +125,12 @@ def _backend(spec_data: dict, backend: str, address: str, workers: int | None):
 
 def _check_probes(job: SweepJob) -> None:
     """Refuse a sweep whose probes would cost more than the server's run budget (each point is
-    probed with search.num_requests requests per replica; the rate changes little of the cost). A trace's
-    lengths are known only once it is read: each distinct workload is built once and the points
-    are checked on its exact figures."""
+    probed with up to search.longest_probe requests per replica, the confirming probe's; the rate
+    changes little of the cost). A trace's lengths are known only once it is read: each distinct
+    workload is built once and the points are checked on its exact figures."""
     search, workloads = job.spec.search, {}
     for point in job.grid.points:
-        num_requests = num_probe_requests(point.scenario, search.num_requests)
+        num_requests = num_probe_requests(point.scenario, search.longest_probe)
         config = parse_config(probe_scenario(point.scenario, search.qps_max, num_requests), source="sweep")
         check_budget(config, settings().limits)            # from the scenario: before anything is read
         if config.workload.trace_file:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from explorer.bind import bound
+from explorer.capacity_hint import known_capacity, offered_rate
 from explorer.safe_text import plain
 from explorer.state import SELECTED_KEY, get_path, scenario
 from sim_core.catalog import DEVICES, MODELS
@@ -38,6 +39,11 @@ def quick_knobs() -> None:
             bound("workload.arrival.qps", "side", "Arrival rate (req/s)", low=0.25, high=64.0, step=0.25,
                   fmt="%.2f")
             bound("workload.num_requests", "side", "Requests", low=10, high=20000, step=100)
+        known = known_capacity(current)
+        if known is not None:
+            offered = offered_rate(current)
+            st.caption(f"Capacity of this configuration: {known.max_qps:.3g} req/s ({known.slo_text()})"
+                       + (f"; {known.share_text(offered)}" if offered else ""))
         selected = st.session_state.get(SELECTED_KEY)
         if selected is not None:
             st.info(f"Selected request #{selected}", icon=":material/my_location:")

@@ -2,9 +2,10 @@
 
 import streamlit as st
 
+from explorer.capacity_hint import show_capacity
 from explorer.frame import through_app
 from explorer.safe_text import plain
-from explorer.state import result
+from explorer.state import result, scenario
 from sim_core.config.simulation import MAX_NAME_CHARS
 from sim_core.results.overload import queue_trend
 from sim_core.viz.overview import (
@@ -31,6 +32,7 @@ if trend.over_capacity:
                f"while the second half of the requests arrived (+{trend.growth_per_s:,.1f} requests/s); this "
                "cluster does not keep up with the arrival rate. Lower the rate or add replicas (the Capacity page "
                "finds the highest rate it sustains).", icon=":material/warning:")
+show_capacity(scenario(), run.requests["arrived_at"].to_numpy())
 
 
 def pair(low: float, high: float) -> str:

@@ -42,7 +42,8 @@ def scenarios(draw):
         "device": "a100-80gb",
         "cluster": {"num_replicas": draw(st.integers(1, 2)),
                     "pipeline_parallel_size": draw(st.sampled_from([1, 1, 2])),
-                    "global_scheduler": draw(st.sampled_from(["round_robin", "lor"]))},
+                    "global_scheduler": draw(st.sampled_from(["round_robin", "lor", "least_outstanding",
+                                                               "power_of_two"]))},
         "scheduler": for_policy({"type": policy, "block_size": block_size,   # the knobs the policy reads
                       "num_blocks": draw(st.integers(max(2, 64 // block_size), 300 // block_size + 8)),
                       "enable_prefix_caching": draw(st.booleans()),

@@ -94,3 +94,14 @@ def test_probe_figure_colours_passes_and_failures_and_marks_the_capacity():
     low, high = figure["layout"]["xaxis"]["range"]
     assert (round(low, 6), round(high, 6)) == (-0.15, round(math.log10(64) + 0.15, 6))
     assert figure["layout"]["legend"]["y"] < 0
+
+
+def test_probe_figure_draws_confirming_probes_as_diamonds():
+    """A record with a 4x confirming probe (the sixth field): it is a diamond and says so on hover."""
+    record = {"max_qps": 8.0, "probes": [[16.0, False, {}, ["tbt_p99_s"], 0, 1], [8.0, True, {}, [], 0, 1],
+                                         [8.0, False, {}, ["tbt_p99_s"], 0, 4]]}
+    built = probe_figure(record, {"tbt_p99_s": 0.2})
+    met, missed = built.data[1], built.data[2]
+    assert list(met.marker.symbol) == ["circle"]
+    assert list(missed.marker.symbol) == ["circle", "diamond"]
+    assert missed.text[1] == "misses: tbt_p99_s<br>confirming probe, 4x longer"

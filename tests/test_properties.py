@@ -33,7 +33,8 @@ def scenarios(draw, policies=tuple(POLICIES)):
         "device": draw(st.sampled_from(["a100-80gb", "h100-sxm"])),
         "cluster": {"num_replicas": draw(st.integers(1, 3)), "tensor_parallel_size": draw(st.sampled_from([1, 2])),
                     "pipeline_parallel_size": 1 if lightllm else draw(st.sampled_from([1, 2])),
-                    "global_scheduler": draw(st.sampled_from(["round_robin", "lor", "random"]))},
+                    "global_scheduler": draw(st.sampled_from(["round_robin", "lor", "random", "least_outstanding",
+                                                               "power_of_two"]))},
         "scheduler": for_policy({  # the knobs the policy reads
                       "block_size": block_size, "num_blocks": num_blocks,
                       "batch_size_cap": draw(st.integers(2, 16)), "chunk_size": draw(st.integers(4, 64)),

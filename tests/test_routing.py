@@ -3,7 +3,7 @@ least_outstanding by waiting + running; least_kv by KV blocks held; prefix_affin
 prefix under a load cap; power_of_two by the less loaded of two seeded draws."""
 
 import numpy as np
-from conftest import column, scenario, simulate
+from conftest import column, scenario, simulate, workload
 
 from sim_core import parse_config, run_simulation
 from sim_core.engine.routing import AFFINITY_LOAD_CAP, PowerOfTwoRouter
@@ -41,6 +41,24 @@ def test_least_outstanding_counts_running_requests():
     (round robin would send request 2 back to the busy replica 0)."""
     assert routed(LONG_AND_SHORT, "least_outstanding") == [0, 1, 1, 1]
     assert routed(LONG_AND_SHORT, "round_robin") == [0, 1, 0, 1]
+
+
+
+def test_least_outstanding_sees_a_fast_forwarded_run_as_stepwise_does():
+    """Request 0 (3 output tokens) goes to replica 0, request 1 (100) to the idle replica 1,
+    request 2 (100) to replica 0 on the tie. Replica 0 prefills 0 (26 ms) and 2 (26 ms), then
+    decodes both in a fast-forwarded run: request 0's last token comes at 0.076 s, but the run's
+    iterations are applied only when it ends. Request 3 arrives at 0.2 s: replica 0 holds one
+    unfinished request (2) as replica 1 does (1), so the tie sends it to replica 0, fast-forwarded
+    or not; counting the finished request 0 would have sent it to replica 1."""
+    rows = [(0.0, 16, 3), (0.0005, 16, 100), (0.001, 16, 100), (0.2, 16, 5)]
+    cluster = {"num_replicas": 2, "global_scheduler": "least_outstanding"}
+    seen_runs = []
+    config = parse_config(scenario(cluster=cluster))
+    fast = run_simulation(config, workload(*rows), after_event=lambda sim: seen_runs.append(bool(sim.fast.runs)))
+    stepwise = simulate(rows, cluster=cluster, engine={"fast_forward": False})
+    assert column(fast, "replica_id") == column(stepwise, "replica_id") == [0, 1, 0, 0]
+    assert any(seen_runs)                      # decode runs were fast-forwarded
 
 
 KV_ROWS = [(0.0, 160, 200), (0.001, 16, 200), (0.002, 16, 200), (0.5, 16, 200)]

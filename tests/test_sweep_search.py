@@ -2,6 +2,7 @@
 probe is the scenario at the probed rate."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from hypothesis import given, settings
@@ -22,7 +23,7 @@ def threshold(capacity: float, served: float | None = None):
     """A system that meets its SLO at every rate up to `capacity` and serves `served` req/s
     (default 1.2 x capacity) when overloaded."""
     served = 1.2 * capacity if served is None else served
-    return lambda qps: Probe(qps, qps <= capacity, {"throughput_rps": served},
+    return lambda qps: Probe(qps, qps <= capacity, {"served_rps": served},
                              () if qps <= capacity else ("ttft_p90_s",))
 
 
@@ -38,12 +39,39 @@ def test_the_answer_passes_and_the_next_failure_is_within_tolerance(capacity, gu
 
 
 def test_a_good_guess_brackets_in_few_probes():
-    """qps_max fails, the throughput guess (12) fails, half of it passes, then geometric
-    bisection of [6, 12]: 8.485 passes, 10.09 fails, 9.253 and 9.663 pass; 10.09 / 9.663 < 1.05."""
+    """qps_max fails, the served-rate guess (12) fails, 0.75 of it (9) passes, then geometric
+    bisection of [9, 12]: sqrt(108) = 10.392 fails, sqrt(9 x 10.392) = 9.671 passes,
+    sqrt(9.671 x 10.392) = 10.025 fails; 10.025 / 9.671 = 1.037 < 1.05."""
     result = bracket_search(threshold(10.0), SETTINGS)
-    assert [round(p.qps, 3) for p in result.probes] == [64.0, 12.0, 6.0, 8.485, 10.091, 9.253, 9.663]
-    assert result.max_qps == result.probes[-1].qps
+    assert [round(p.qps, 3) for p in result.probes] == [64.0, 12.0, 9.0, 10.392, 9.671, 10.025]
+    assert result.max_qps == result.probes[-2].qps
 
+
+def at_length(capacity: float):
+    """Confirming probes (4x longer) of a system whose capacity measured at length is `capacity`."""
+    return lambda qps: replace(threshold(capacity)(qps), length=4)
+
+
+def test_a_long_probe_confirms_the_answer_or_moves_it_down():
+    """Short probes pass up to 10 req/s (the search above ends with the bracket [9.671, 10.025]),
+    long ones only up to 9. The long probe at 9.671 fails; 9.671 / 1.1 = 8.792 passes; the bracket
+    [8.792, 9.671] is bisected at sqrt(8.792 x 9.671) = 9.221, which fails; 9.221 / 8.792 = 1.049
+    is within the tolerance. The answer is 8.792 and the range the long probes' [8.792, 9.221]."""
+    result = bracket_search(threshold(10.0), SETTINGS, confirm=at_length(9.0))
+    assert [(round(p.qps, 3), p.passed, p.length) for p in result.probes[6:]] == [
+        (9.671, False, 4), (8.792, True, 4), (9.221, False, 4)]
+    assert round(result.max_qps, 3) == 8.792 and round(result.at_capacity["served_rps"], 6) == 10.8
+    assert tuple(round(rate, 3) for rate in result.qps_range) == (8.792, 9.221)
+    assert result.non_monotonic == () and result.binding_slo == "ttft_p90_s"   # short passes above long fails
+
+
+def test_a_long_probe_that_passes_keeps_the_answer_and_the_short_range_above_it():
+    """Long and short probes agree (capacity 10): the long probe at 9.671 passes; the range runs
+    to the lowest short failure above it, 10.025."""
+    result = bracket_search(threshold(10.0), SETTINGS, confirm=at_length(10.0))
+    assert [(round(p.qps, 3), p.length) for p in result.probes[6:]] == [(9.671, 4)]
+    assert round(result.max_qps, 3) == 9.671
+    assert tuple(round(rate, 3) for rate in result.qps_range) == (9.671, 10.025)
 
 def test_meeting_the_slo_at_qps_max_stops_at_once():
     result = bracket_search(threshold(100.0), SETTINGS)
@@ -161,25 +189,25 @@ def test_a_probe_has_requests_for_every_replica():
 
 
 def test_reseeded_repeats_widen_the_range_and_lower_the_answer():
-    """Capacity 10 with the search's seed, 9.5 with the other seed: the bracket is [9.663,
-    10.09]; the repeats fail at both, so the capacity lies between the highest rate every seed
-    passed, 9.253, and 10.09, and the answer is 9.253."""
+    """Capacity 10 with the search's seed, 9.5 with the other seed: the bracket is [9.671,
+    10.025]; the repeats fail at both, so the capacity lies between the highest rate every seed
+    passed, 9, and 10.025, and the answer is 9."""
     def repeat(qps, k):
         return Probe(qps, qps <= 9.5, {}, () if qps <= 9.5 else ("ttft_p90_s",), k)
     result = bracket_search(threshold(10.0), SETTINGS, repeat)
     repeats = [(round(p.qps, 3), p.passed, p.repeat) for p in result.probes[-2:]]
-    assert repeats == [(9.663, False, 1), (10.091, False, 1)]
-    assert tuple(round(rate, 3) for rate in result.qps_range) == (9.253, 10.091)
-    assert round(result.max_qps, 3) == 9.253 and result.non_monotonic == ()
+    assert repeats == [(9.671, False, 1), (10.025, False, 1)]
+    assert tuple(round(rate, 3) for rate in result.qps_range) == (9.0, 10.025)
+    assert round(result.max_qps, 3) == 9.0 and result.non_monotonic == ()
 
 
 def test_a_pass_above_a_fail_is_reported():
-    """A repeat that fails at the bracket's 9.663 and passes at its 10.09: the pass above the
-    fail is reported; 10.09 and 9.663 both have a pass and a fail, so the range runs from
-    9.253 (every seed passed) to 12 (every seed failed)."""
+    """A repeat that fails at the bracket's 9.671 and passes at its 10.025: the pass above the
+    fail is reported; 10.025 and 9.671 both have a pass and a fail, so the range runs from
+    9 (every seed passed) to 10.392 (every seed failed)."""
     result = bracket_search(threshold(10.0), SETTINGS, lambda qps, k: Probe(qps, qps > 10, {}, (), k))
-    assert result.non_monotonic == ("pass at 10.09 req/s above a fail at 9.663",)
-    assert tuple(round(rate, 3) for rate in result.qps_range) == (9.253, 12.0)
+    assert result.non_monotonic == ("pass at 10.03 req/s above a fail at 9.671",)
+    assert tuple(round(rate, 3) for rate in result.qps_range) == (9.0, 10.392)
 
 
 def test_a_configuration_that_cannot_run_is_infeasible_at_every_rate():
@@ -220,6 +248,15 @@ def test_judge_lists_violations_worst_first_and_rejections_before_them():
     probe = judge(2.0, summary, {"ttft_p90_s": 4.0, "tbt_p99_s": 0.2})
     assert probe.violated == (REJECTED,) and probe.metrics["tbt_p99_s"] is None
 
+
+def test_overload_needs_a_growing_backlog_and_completions_falling_behind():
+    """Backlog growth 0.05 (above 1 - 0.97) with 99 of 100 arrivals completed in the window is a
+    trace whose arrivals quicken, not an overload; with 90 of 100 completed it is overloaded; 0.90
+    completed with a flat backlog (0.01) is the end of a burst, not a trend."""
+    summary = {"ttft_p90_s": 0.1, "num_rejected": 0, "offered_rps": 10.0}
+    verdicts = [judge(10.0, {**summary, "backlog_growth": growth, "throughput_rps": served}, {"ttft_p90_s": 1.0})
+                for growth, served in ((0.05, 9.9), (0.05, 9.0), (0.01, 9.0))]
+    assert [probe.violated for probe in verdicts] == [(), (OVERLOADED,), ()]
 
 def test_a_pd_disaggregated_scenario_is_searched_like_any_other():
     scenario = parse_config({

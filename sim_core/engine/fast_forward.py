@@ -29,6 +29,7 @@ allocate / free calls), the policy (`SteadyDecode.resume`) and the recorder.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING, Literal
@@ -40,6 +41,7 @@ from sim_core.memory.block_hash_cache import HashedBlockPool
 from sim_core.memory.block_pool import BlockPool, CountingBlockPool
 
 if TYPE_CHECKING:
+    from sim_core.engine.routing import Queued
     from sim_core.engine.simulator import Simulator
     from sim_core.memory.kv_pool import KvPool
     from sim_core.predictor.shape import Predictor
@@ -71,6 +73,42 @@ class DecodeRun:
     num_iterations: int         # iterations that will run (shrinks when a request arrives)
     token: int
     num_waiting: int            # queue length when the run started (arrivals cut the run)
+    finish_times: list[float] | None = None   # members' last iteration ends, sorted (inf: not planned yet)
+
+
+def _finish_times(run: DecodeRun) -> list[float]:
+    """When each member's last iteration ends (sorted, as `order`; inf beyond the planned ends)."""
+    last = run.order - 1
+    planned = last < len(run.ends)
+    return np.where(planned, run.ends[np.minimum(last, len(run.ends) - 1)], np.inf).tolist()
+
+
+class RunView:
+    """A replica's endpoint as a router that counts outstanding requests sees it while the
+    replica may be inside a decode run, whose completions are applied only at its end: the
+    members that finished by now are taken off, which is what stepwise simulation shows."""
+
+    __slots__ = ("endpoint", "fast", "replica")
+
+    def __init__(self, endpoint: Queued, fast: FastForward, replica: int) -> None:
+        self.endpoint, self.fast, self.replica = endpoint, fast, replica
+
+    @property
+    def num_waiting(self) -> int:
+        return self.endpoint.num_waiting     # a run never changes the queue (an arrival cuts it)
+
+    @property
+    def num_outstanding(self) -> int:
+        return self.endpoint.num_outstanding - self.fast.finished_members(self.replica)
+
+    @property
+    def num_kv_blocks_used(self) -> int:
+        raise NotImplementedError("KV in use is not known inside a decode run: routers reading it do not "
+                                  "fast-forward")
+
+    def num_cached_blocks(self, request: Request) -> int:
+        raise NotImplementedError("cached prefixes are not known inside a decode run: routers reading them "
+                                  "do not fast-forward")
 
 
 class FastForward:
@@ -123,6 +161,7 @@ class FastForward:
         ends, context = _end_times(self.sim.predictors[replica], run.order, run.suffix, planned, stop,
                                    float(run.ends[-1]))
         run.ends, run.context = np.concatenate((run.ends, ends)), np.concatenate((run.context, context))
+        run.finish_times = None
         self._schedule_next(replica, run)
 
     def _completion_matters(self, replica: int, requests: list[Request]) -> bool:
@@ -132,6 +171,19 @@ class FastForward:
         if sim.sessions.closed_loop and any(sim.sessions.follower(r.id) >= 0 for r in requests):
             return True
         return sim.handoff is not None and sim.handoff.has_inbox(replica)
+
+    def finished_members(self, replica: int) -> int:
+        """Members of the replica's run (if any) whose last iteration has ended by now, so that
+        stepwise simulation would no longer count them as holding blocks: at an instant, stage
+        ends run before the routing their arrivals start (engine/kernel.py), so an iteration
+        ending exactly now counts as ended."""
+        run = self.runs.get(replica)
+        if run is None or not run.promise.frees_on_completion:
+            return 0
+        if run.finish_times is None:
+            run.finish_times = _finish_times(run)
+        # a member whose last iteration lies past a cut ends after the run's last end >= now
+        return bisect_right(run.finish_times, self.sim.kernel.now)
 
     def on_request_routed(self, replica: int) -> None:
         """A request joined the replica's queues: end the run at the first iteration ending at or
@@ -207,7 +259,7 @@ class FastForward:
             widest = running_max[last - 1] if last >= 1 and running_max[last - 1] > gap else gap
             request.on_decode_run(last + 1, end_list[last], widest, left < k)
         alive = len(remaining) - np.searchsorted(np.sort(remaining), np.arange(1, k - 1), side="right")
-        recorder.on_run_gaps(first_gaps, steps, alive)
+        recorder.on_run_gaps(first_gaps, steps, alive, first_end, ends[1: k - 1])
 
     @staticmethod
     def _replay(pool: KvPool, frees: bool, members: list[Request], events: list[tuple[int, int, int]]) -> Changes:

@@ -2,15 +2,21 @@
 
 A router sees each replica through its scheduler's `endpoint` (or, for a decode pool, the
 endpoint with its inbox: `cluster/handoff.py`'s DecodeView), never the scheduler itself. Ties
-go to the lowest replica id everywhere. Routers that read a replica's running requests or KV
-(`reads_load`) see them exactly only when decode runs are simulated iteration by iteration, so
-a run with such a router over several replicas does not fast-forward (`engine/simulation.py`).
+go to the lowest replica id everywhere. What a router reads (`reads`) decides whether a run can
+fast-forward decode iterations (`engine/simulation.py`):
+
+* `nothing` (or only the waiting queues, which a decode run never changes): always;
+* `outstanding` (waiting + running): yes on the entry pool, whose endpoints the simulator then
+  shows through `fast_forward.RunView` (a run's members that finished by now are not counted,
+  as stepwise simulation would have them), not on a P/D decode pool;
+* `state` (KV blocks in use, cached prefixes, which a run changes as it goes): only when the pool
+  has one replica, and so nothing to compare.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
@@ -39,8 +45,11 @@ class Queued(Protocol):
     def num_cached_blocks(self, request: Request) -> int: ...
 
 
+Reads = Literal["nothing", "outstanding", "state"]
+
+
 class Router(Protocol):
-    reads_load: bool
+    reads: Reads
 
     def route(self, request: Request, replicas: Sequence[Queued]) -> int: ...
 
@@ -53,7 +62,7 @@ def _least(replicas: Sequence[Queued], load: Callable[[Queued], int]) -> int:
 class RoundRobinRouter:
     """The i-th routed request goes to replica i mod n."""
 
-    reads_load = False
+    reads: Reads = "nothing"
 
     def __init__(self, num_replicas: int, rng: np.random.Generator) -> None:
         self.num_replicas, self.count = num_replicas, 0
@@ -70,7 +79,7 @@ class VidurLorRouter:
     queues every request goes to replica 0, so it is not a load balancer: see
     `least_outstanding`."""
 
-    reads_load = False
+    reads: Reads = "nothing"
 
     def __init__(self, num_replicas: int, rng: np.random.Generator) -> None:
         self.num_replicas = num_replicas
@@ -83,7 +92,7 @@ class LeastOutstandingRouter:
     """The replica with the fewest outstanding requests (waiting + running), as a serving
     stack's least-request balancer."""
 
-    reads_load = True
+    reads: Reads = "outstanding"
 
     def __init__(self, num_replicas: int, rng: np.random.Generator) -> None:
         self.num_replicas = num_replicas
@@ -95,7 +104,7 @@ class LeastOutstandingRouter:
 class LeastKvRouter:
     """The replica with the fewest KV blocks in use."""
 
-    reads_load = True
+    reads: Reads = "state"
 
     def __init__(self, num_replicas: int, rng: np.random.Generator) -> None:
         self.num_replicas = num_replicas
@@ -109,7 +118,7 @@ class PrefixAffinityRouter:
     at most AFFINITY_LOAD_CAP outstanding requests more than the least loaded one; ties (no hit
     anywhere included) to the fewest outstanding, then the lowest id."""
 
-    reads_load = True
+    reads: Reads = "state"
 
     def __init__(self, num_replicas: int, rng: np.random.Generator) -> None:
         self.num_replicas = num_replicas
@@ -125,7 +134,7 @@ class PowerOfTwoRouter:
     """Two distinct replicas drawn at random (the run's seeded generator); the one with fewer
     outstanding requests, ties to the first drawn."""
 
-    reads_load = True
+    reads: Reads = "outstanding"
 
     def __init__(self, num_replicas: int, rng: np.random.Generator) -> None:
         self.num_replicas, self.rng = num_replicas, rng
@@ -140,7 +149,7 @@ class PowerOfTwoRouter:
 class RandomRouter:
     """Uniformly random replica from the run's seeded generator (drawn in blocks)."""
 
-    reads_load = False
+    reads: Reads = "nothing"
 
     def __init__(self, num_replicas: int, rng: np.random.Generator) -> None:
         self.num_replicas, self.rng, self._next = num_replicas, rng, 0

@@ -33,7 +33,8 @@ CLI_LIMITS = Limits.cli()
 def run_simulation(config: SimulationConfig, workload: Workload | None = None,
                    after_event: Callable[[Simulator], None] | None = None,
                    progress: Callable[[float], None] | None = None, *, limits: Limits | None = CLI_LIMITS,
-                   should_stop: Callable[[], bool] | None = None, deadline_s: float | None = None) -> SimulationResult:
+                   should_stop: Callable[[], bool] | None = None, deadline_s: float | None = None,
+                   gap_window: tuple[float, float] | None = None) -> SimulationResult:
     """Simulate the scenario from scratch (fresh ids, counters and RNG; no global state).
 
     Args:
@@ -47,6 +48,8 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
         should_stop: polled now and then (every few thousand simulated instants and between
             phases); returning True stops the run.
         deadline_s: wall-clock seconds the run may take from this call.
+        gap_window: count only the token gaps ending in [start, end] s in the TBT figures (a
+            capacity probe's steady-state window); None: all of them.
 
     Raises:
         ConfigError, TraceError: bad scenario or trace (one-line message).
@@ -59,7 +62,7 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
     stop()
     views = pool_views(config)
     sized = [(view, *_limits(view.config)) for view in views]   # (view, plan, limits) per pool
-    recorder = Recorder(config.engine.record, sum(v.num_replicas for v in views))
+    recorder = Recorder(config.engine.record, sum(v.num_replicas for v in views), gap_window)
     schedulers, predictors = _replicas(config, sized, recorder, workload)
     rejected = _rejections(views, schedulers, workload)
     stop()
@@ -91,9 +94,11 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
 
 
 def _reads_load(routers: list, views: list[PoolView]) -> bool:
-    """Whether a router reads its replicas' load (see engine/routing.py): then decode runs are
-    simulated iteration by iteration. A pool of one replica never compares loads."""
-    return any(router.reads_load and view.num_replicas > 1 for router, view in zip(routers, views))
+    """Whether a router reads load a decode run cannot report at every instant (see
+    engine/routing.py): then decode runs are simulated iteration by iteration. A pool of one
+    replica never compares loads."""
+    return any(view.num_replicas > 1 and (router.reads == "state" or (router.reads == "outstanding" and k > 0))
+               for k, (router, view) in enumerate(zip(routers, views)))
 
 
 def _budgeted_workload(config: SimulationConfig, workload: Workload | None, limits: Limits | None) -> Workload:

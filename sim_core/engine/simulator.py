@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from sim_core.cluster.sessions import SessionChains
-from sim_core.engine.fast_forward import FastForward
+from sim_core.engine.fast_forward import FastForward, RunView
 from sim_core.engine.kernel import EventKernel
 from sim_core.engine.overlap import OverlapClock
 from sim_core.engine.stage import Stage
@@ -32,7 +32,7 @@ from sim_core.results.request_log import RequestLog
 
 if TYPE_CHECKING:
     from sim_core.cluster.handoff import Disaggregation
-    from sim_core.engine.routing import Router
+    from sim_core.engine.routing import Queued, Router
     from sim_core.predictor.kv_copy import KvCopyCost
     from sim_core.schedulers import ReplicaScheduler
     from sim_core.workload.model import Workload
@@ -51,7 +51,7 @@ class Simulator:
         0..num_entry-1 (default: all); `kv_copy_cost` prices vllm_v0's KV swaps and copies."""
         self.kernel = EventKernel()
         self.schedulers = schedulers
-        self.entry = [s.endpoint for s in (schedulers if num_entry is None else schedulers[:num_entry])]
+        self.entry: list[Queued] = [s.endpoint for s in (schedulers if num_entry is None else schedulers[:num_entry])]
         self.stages = [[Stage(s.replica_id, k, k == s.num_stages - 1) for k in range(s.num_stages)]
                        for s in schedulers]
         self.router, self.predictors, self.workload, self.recorder = router, predictors, workload, recorder
@@ -64,6 +64,8 @@ class Simulator:
         self._num_arrived = 0
         self.single_stage = all(s.num_stages == 1 for s in schedulers)
         self.fast = FastForward(self) if fast_forward and self.single_stage else None
+        if self.fast is not None and router.reads == "outstanding":   # see engine/routing.py
+            self.entry = [RunView(endpoint, self.fast, r) for r, endpoint in enumerate(self.entry)]
         self.overlapping = [s.config.overlap_schedule(s.num_stages) for s in schedulers]   # per replica
         self.overlap = (OverlapClock(predictors, [s.config.overlapped_cpu_phases() for s in schedulers])
                         if any(self.overlapping) else None)

@@ -71,8 +71,11 @@ class Recorder:
     """Collects records; `now` is set before each handler runs, by the simulator's clock only
     (records of an earlier time pass it explicitly: `on_finished_at`)."""
 
-    def __init__(self, level: str, num_replicas: int) -> None:
+    def __init__(self, level: str, num_replicas: int, gap_window: tuple[float, float] | None = None) -> None:
         self.now = 0.0
+        # token gaps counted (TBT): all, or only those ending within [start, end] (a capacity
+        # probe's steady-state window, which leaves out the warm-up and the drain)
+        self.gap_window = gap_window
         i64, f64 = np.int64, np.float64
         self.blocks = Table({"time": f64, "replica": i64, "request": i64, "block": i64, "delta": np.int8})
         self.states = Table({"time": f64, "replica": i64, "request": i64, "state": np.int8})
@@ -91,7 +94,8 @@ class Recorder:
         self._run_gaps: list[tuple[np.ndarray, np.ndarray]] = []  # (gaps, counts) from decode runs
         # one gap between consecutive output tokens; the hot path, so the list's own append (no
         # Python frame). compact_gaps empties the list in place, which keeps this bound method valid.
-        self.on_token_gap: Callable[[float], None] = self._token_gaps.append
+        self.on_token_gap: Callable[[float], None] = (self._token_gaps.append if gap_window is None
+                                                       else self._windowed_gap)
         self.gaps = (np.empty(0), np.empty(0, dtype=np.int64))  # both, compacted: distinct gaps, counts
         self.kv_area = [0.0] * num_replicas      # integral of blocks used over time
         self.kv_peak = [0] * num_replicas
@@ -248,9 +252,23 @@ class Recorder:
 
     # ---- decode runs advanced in one step (engine/fast_forward.py) ----------------------------
 
-    def on_run_gaps(self, first_gaps: list[float], steps: np.ndarray, alive: np.ndarray) -> None:
-        """A decode run's token gaps: each member's gap to its first token of the run, then the
-        gaps between the run's iterations, `steps[j]` seen by `alive[j]` members."""
+    def _windowed_gap(self, gap: float) -> None:
+        start, end = self.gap_window  # type: ignore[misc]   # bound only when there is a window
+        if start <= self.now <= end:
+            self._token_gaps.append(gap)
+
+    def on_run_gaps(self, first_gaps: list[float], steps: np.ndarray, alive: np.ndarray,
+                    first_at: float = 0.0, step_ends: np.ndarray | None = None) -> None:
+        """A decode run's token gaps: each member's gap to its first token of the run (ending at
+        `first_at`), then the gaps between the run's iterations, `steps[j]` (ending at
+        `step_ends[j]`) seen by `alive[j]` members. The end times matter only with a gap window."""
+        if self.gap_window is not None:
+            start, end = self.gap_window
+            if not start <= first_at <= end:
+                first_gaps = []
+            if step_ends is not None and len(steps):
+                inside = (step_ends >= start) & (step_ends <= end)
+                steps, alive = steps[inside], alive[inside]
         self._token_gaps.extend(first_gaps)
         if len(steps):
             self._run_gaps.append((steps, alive))

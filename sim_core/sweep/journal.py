@@ -95,7 +95,7 @@ def _is_record(record: object) -> bool:
     return (isinstance(max_qps, (int, float)) and not isinstance(max_qps, bool) and math.isfinite(max_qps)
             and max_qps >= 0 and isinstance(record.get("binding_slo"), str)
             and (record.get("at_capacity") is None or isinstance(record["at_capacity"], dict))
-            and isinstance(probes, list) and all(isinstance(p, list) and len(p) == 5 for p in probes))
+            and isinstance(probes, list) and all(isinstance(p, list) and len(p) == 6 for p in probes))
 
 
 def _ends_mid_line(path: Path) -> bool:

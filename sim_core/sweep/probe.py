@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sim_core.config import SimulationConfig, parse_config
-from sim_core.engine.simulation import run_simulation
+from sim_core.engine.budget import check_budget
+from sim_core.engine.simulation import CLI_LIMITS, run_simulation
 from sim_core.errors import SimulationError
 from sim_core.results.metrics import PERCENTILES, quantiles
 from sim_core.sweep.goodput import attainment
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
     from sim_core.workload.model import Workload
 
 KEPT = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tbt_p50_s", "tbt_p90_s", "tbt_p99_s", "e2e_p50_s",
-        "e2e_p90_s", "e2e_p99_s", "scheduling_delay_p99_s", "throughput_rps", "offered_rps", "backlog_growth",
+        "e2e_p90_s", "e2e_p99_s", "scheduling_delay_p99_s", "throughput_rps", "served_rps", "offered_rps",
+        "backlog_growth",
         "slo_attainment", "output_tokens_per_s",
         "num_preemptions", "kv_utilization_mean", "num_rejected")
 REJECTED = "rejected requests"
@@ -49,6 +51,8 @@ class Probe:
             when the window's backlog grew, SLO keys by value / limit (with slo.attainment:
             "slo_attainment"), or "simulation error: ..." when the policy could not go on.
         repeat: 0 for the search's own seed; k for the k-th reseeded repeat.
+        length: the probe's requests as a multiple of search.num_requests (the confirming
+            probes: search.confirm_length).
     """
 
     qps: float
@@ -56,9 +60,10 @@ class Probe:
     metrics: dict
     violated: tuple[str, ...]
     repeat: int = 0
+    length: int = 1
 
     def to_json(self) -> list:
-        return [self.qps, self.passed, self.metrics, list(self.violated), self.repeat]
+        return [self.qps, self.passed, self.metrics, list(self.violated), self.repeat, self.length]
 
 
 def num_probe_requests(scenario: dict, per_replica: int) -> int:
@@ -89,7 +94,7 @@ def probe_scenario(scenario: dict, qps: float, num_requests: int, repeat: int = 
         return set_path(scenario, "workload.target_qps", qps)
     scenario = set_path(scenario, "workload.num_requests", num_requests)
     arrival = dict(workload["arrival"])
-    factor = qps / _mean_rate(arrival)
+    factor = qps / mean_rate(arrival)
     if arrival["process"] == "bursty":
         arrival["off_qps"] = arrival["off_qps"] * factor
     if arrival.get("rate_curve"):
@@ -98,7 +103,9 @@ def probe_scenario(scenario: dict, qps: float, num_requests: int, repeat: int = 
     return set_path(scenario, "workload.arrival", arrival)
 
 
-def _mean_rate(arrival: dict) -> float:
+def mean_rate(arrival: dict) -> float:
+    """The mean arrival rate (req/s) of a synthetic arrival section (bursty: time-weighted over
+    its on and off periods; diurnal: the mean of its rate curve)."""
     if arrival["process"] == "bursty":
         on, off = arrival["on_s"], arrival["off_s"]
         return (arrival["qps"] * on + arrival["off_qps"] * off) / (on + off)
@@ -107,31 +114,44 @@ def _mean_rate(arrival: dict) -> float:
     return arrival["qps"]
 
 
-def run_probe(scenario: dict, qps: float, slo: dict, settings: SearchSettings, repeat: int = 0) -> Probe:
-    """Simulate the point at `qps` (`repeat`: see probe_scenario) and judge its steady state.
+def run_probe(scenario: dict, qps: float, slo: dict, settings: SearchSettings, repeat: int = 0,
+              length: int = 1) -> Probe:
+    """Simulate the point at `qps` (`repeat`: see probe_scenario) with `length` x
+    search.num_requests requests per replica and judge its steady state.
 
     Raises:
         ConfigError, TraceError: the point cannot run at any rate (e.g. the model does not fit).
     """
-    num_requests = num_probe_requests(scenario, settings.num_requests)
+    num_requests = num_probe_requests(scenario, settings.num_requests * length)
     config = parse_config(probe_scenario(scenario, qps, num_requests, repeat), source=f"probe at {qps:g} req/s")
+    check_budget(config, CLI_LIMITS)      # from the scenario alone, before generating its requests
+    workload = probe_workload(config, num_requests)
     try:
-        result = run_simulation(config, probe_workload(config, num_requests))
+        result = run_simulation(config, workload, gap_window=gap_window(config, workload, settings.warmup))
     except SimulationError as error:
-        return Probe(qps, False, {}, (f"simulation error: {error}",), repeat)
+        return Probe(qps, False, {}, (f"simulation error: {error}",), repeat, length)
     probe = judge(qps, steady_summary(result.requests, result.summary, settings.warmup, slo), slo)
-    return replace(probe, repeat=repeat)
+    return replace(probe, repeat=repeat, length=length)
 
 
-def probe_workload(config: SimulationConfig, num_requests: int) -> Workload | None:
-    """A trace with fewer rows than the probe, resampled to `num_requests` (None: the run
-    builds its workload itself)."""
-    if not config.workload.trace_file:
-        return None
+def probe_workload(config: SimulationConfig, num_requests: int) -> Workload:
+    """The probe's requests; a trace with fewer rows than the probe is resampled to
+    `num_requests`."""
     workload = build_workload(config)
-    if len(workload) >= num_requests:
+    if not config.workload.trace_file or len(workload) >= num_requests:
         return workload
     return resample_rows(workload, num_requests, config.seed if config.workload.seed is None else config.workload.seed)
+
+
+def gap_window(config: SimulationConfig, workload: Workload, warmup: float) -> tuple[float, float] | None:
+    """The steady-state window in which token gaps count towards TBT: from the arrival of the
+    first request after the `warmup` share of them to the last arrival, as `steady_summary`
+    judges TTFT and e2e (None, all gaps, for closed-loop sessions, whose later turns arrive
+    only when the run releases them)."""
+    arrived = np.sort(np.asarray(workload.arrived_at, dtype=np.float64))
+    if config.workload.sessions.closed_loop or len(arrived) < 2:
+        return None
+    return float(arrived[int(warmup * (len(arrived) - 1))]), float(arrived[-1])
 
 
 def steady_summary(requests: pd.DataFrame, summary: dict, warmup: float, slo: dict | None = None) -> dict:
@@ -140,8 +160,9 @@ def steady_summary(requests: pd.DataFrame, summary: dict, warmup: float, slo: di
     out). TTFT, e2e and scheduling-delay percentiles are those of the requests arriving in the
     window; `throughput_rps` is the completions in the window over its length, `offered_rps`
     the arrivals, `backlog_growth` see _backlog_growth, `slo_attainment` the share of the
-    window's requests meeting every limit of `slo` (sweep/goodput.py); TBT percentiles stay the
-    whole run's (token gaps are kept as one histogram)."""
+    window's requests meeting every limit of `slo` (sweep/goodput.py), `served_rps` the whole
+    run's completions over its makespan (an overloaded run's service rate). TBT percentiles are the
+    summary's: a probe counts only the token gaps ending inside the window (`gap_window`)."""
     arrived = np.sort(requests["arrived_at"].to_numpy())
     if len(arrived) < 2:
         return {**summary, "offered_rps": None, "backlog_growth": None,
@@ -152,7 +173,7 @@ def steady_summary(requests: pd.DataFrame, summary: dict, warmup: float, slo: di
                 "slo_attainment": attainment(requests, slo) if slo else None}
     window = requests[requests["arrived_at"] >= start]
     finished = window[window["status"] == "finished"]
-    steady = dict(summary)
+    steady = {**summary, "served_rps": summary["throughput_rps"]}
     for name in ("ttft", "e2e", "scheduling_delay"):
         for p, value in zip(PERCENTILES, quantiles(finished[name].to_numpy(), PERCENTILES)):
             steady[f"{name}_p{p}_s"] = value
@@ -180,8 +201,8 @@ def _backlog_growth(arrived: np.ndarray, completed: np.ndarray, start: float, en
 
 
 def judge(qps: float, summary: dict, slo: dict) -> Probe:
-    """Pass when no request was rejected, the window's backlog did not grow by more than
-    1 - SERVED_SHARE (when measured), and every SLO metric is at or below its limit (a metric without
+    """Pass when no request was rejected, the window is not overloaded (`_overloaded`, when
+    measured), and every SLO metric is at or below its limit (a metric without
     samples, e.g. TBT when every request has one output token, cannot fail)."""
     metrics = {key: _finite(summary.get(key)) for key in KEPT}
     if ATTAINMENT in slo:
@@ -190,10 +211,21 @@ def judge(qps: float, summary: dict, slo: dict) -> Probe:
     else:
         over = [key for key, limit in slo.items() if metrics[key] is not None and metrics[key] > limit]
         over.sort(key=lambda key: metrics[key] / slo[key], reverse=True)
-    growth = summary.get("backlog_growth")
-    overloaded = growth is not None and growth > 1.0 - SERVED_SHARE
+    overloaded = _overloaded(summary)
     violated = ([REJECTED] if summary["num_rejected"] else []) + ([OVERLOADED] if overloaded else []) + over
     return Probe(qps, not violated, metrics, tuple(violated))
+
+
+def _overloaded(summary: dict) -> bool:
+    """The window's backlog grew (its mean over the second half above the first by more than
+    1 - SERVED_SHARE of the arrivals) and its completions fell short of its arrivals by as much.
+    Both must hold: a trace whose own arrival rate rises over the window raises the backlog's
+    second-half mean on a server that keeps up, but then completions keep pace with arrivals;
+    an overloaded server fails both (each is then about 1 - completions / arrivals)."""
+    growth, served, offered = (summary.get(key) for key in ("backlog_growth", "throughput_rps", "offered_rps"))
+    if growth is None or served is None or not offered:
+        return False
+    return growth > 1.0 - SERVED_SHARE and served < SERVED_SHARE * offered
 
 
 def _finite(value: float | None) -> float | None:

@@ -3,14 +3,22 @@
 A bracketing search on the rate, as Vidur-Search does, with geometric steps:
 
 1. probe qps_max; if it passes, the capacity is at least qps_max and the search stops;
-2. guess the capacity as the throughput measured at qps_max (a saturated system serves about
-   its service rate) and probe it, halving the rate until a probe passes (at qps_min, a
+2. guess the capacity as the rate served at qps_max (completions over the run's makespan: a
+   saturated system serves about its service rate, the capacity's upper end) and probe it;
+   on a failure step down by GUESS_STEPS, then by halves until a probe passes (at qps_min, a
    failure means capacity 0);
 3. bisect geometrically between the highest passing and the lowest failing rate until the
    failing one is within `tolerance` above the passing one;
 4. repeat the probes at those two rates with `repeats` other seeds: the capacity lies in
    `qps_range`, from the highest rate that passed with every seed it was tried with to the
-   lowest that failed with every one (the bracket when the seeds agree).
+   lowest that failed with every one (the bracket when the seeds agree);
+5. confirm the answer with one probe `confirm_length` times longer: a tail percentile (TBT p99)
+   of a short probe is noisy and can pass a rate a long run fails. When the long probe fails,
+   step down from it by 1 + 2 x tolerance, squaring the step after each failure, until one
+   passes, and bisect that bracket with long probes to the tolerance. The long probes then
+   decide: the answer is the highest rate a long probe passed, and `qps_range` runs from it to
+   the lowest rate a long probe failed (or, when the first long probe passed, the short
+   search's range above it).
 
 Invariant after step 2: `low` passed and `high` failed, low < high. The answer is `low`, or the
 range's low end when a repeat failed at `low` (and some rate passed with every seed); the
@@ -32,6 +40,10 @@ from sim_core.sweep.spec import SearchSettings
 
 NO_LIMIT = "none (meets the SLOs at qps_max)"
 MAX_REPORTED = 5   # non-monotonic pairs listed
+# the capacity within the SLOs is usually somewhat below the service rate (about 0.75 of it for
+# a TBT-bound chat workload): the first steps down from that guess are these factors, which leave
+# a narrow bracket to bisect when one passes
+GUESS_STEPS = (0.75, 0.75)
 
 
 @dataclass(frozen=True)
@@ -75,13 +87,17 @@ Repeat = Callable[[float, int], Probe]   # (rate, k) -> the probe with the k-th 
 
 def capacity_search(scenario: dict, slo: dict, settings: SearchSettings) -> Capacity:
     """Search the capacity of one scenario by simulating it (see the module docstring)."""
+    length = settings.confirm_length
     return bracket_search(lambda qps: run_probe(scenario, qps, slo, settings), settings,
-                          lambda qps, k: run_probe(scenario, qps, slo, settings, k))
+                          lambda qps, k: run_probe(scenario, qps, slo, settings, k),
+                          (lambda qps: run_probe(scenario, qps, slo, settings, length=length)) if length > 1 else None)
 
 
-def bracket_search(evaluate: Evaluate, settings: SearchSettings, repeat: Repeat | None = None) -> Capacity:
+def bracket_search(evaluate: Evaluate, settings: SearchSettings, repeat: Repeat | None = None,
+                   confirm: Evaluate | None = None) -> Capacity:
     """The search over any rate -> Probe function (tests pass one with a known capacity);
-    `repeat` reruns a rate with another seed (None: no repeats)."""
+    `repeat` reruns a rate with another seed (None: no repeats), `confirm` probes a rate at
+    length (None: no confirmation)."""
     probes: list[Probe] = []
 
     def probe(qps: float) -> Probe:
@@ -99,12 +115,59 @@ def bracket_search(evaluate: Evaluate, settings: SearchSettings, repeat: Repeat 
             low, high = (middle, high) if middle.passed else (low, middle)
         if repeat is not None:
             probes += [repeat(rate, k) for rate in (low.qps, high.qps) for k in range(1, settings.repeats + 1)]
+        if confirm is not None:
+            confirmed, failed = _confirm(lambda qps: _kept(probes, confirm(qps)), low, settings)
+            if confirmed is None:
+                return Capacity(0.0, failed.violated[0], tuple(probes), None, _range(probes), _non_monotonic(probes))
+            low, high = confirmed, (high if failed is low else failed)
+            return Capacity(low.qps, high.violated[0], tuple(probes), low.metrics, _confirmed_range(probes),
+                            _non_monotonic(probes))
     except ConfigError as error:          # the configuration cannot run (e.g. the model does not fit)
         return Capacity(0.0, f"infeasible: {shorten(error, 500)}", tuple(probes), None)
     qps_range = _range(probes)
     if 0.0 < qps_range[0] < low.qps:     # a repeat failed at low: answer what every seed passed
         low = next(p for p in probes if p.qps == qps_range[0])
     return Capacity(low.qps, high.violated[0], tuple(probes), low.metrics, qps_range, _non_monotonic(probes))
+
+
+def _kept(probes: list[Probe], probe: Probe) -> Probe:
+    probes.append(probe)
+    return probe
+
+
+def _confirm(probe: Callable[[float], Probe], low: Probe, settings: SearchSettings) -> tuple[Probe | None, Probe]:
+    """(the long probe that passed or None when even qps_min fails at length, the lowest long
+    probe that failed above it, or `low` itself when the first long probe passed): at the
+    answer, then below it (step 5 of the module docstring)."""
+    attempt = probe(low.qps)
+    if attempt.passed:
+        return attempt, low
+    high, step = attempt, 1.0 + 2.0 * settings.tolerance   # a bracket wider than the tolerance
+    while True:
+        qps = max(high.qps / step, settings.qps_min)
+        attempt = probe(qps)
+        if attempt.passed:
+            break
+        high, step = attempt, step * step
+        if qps <= settings.qps_min:
+            return None, high
+    low = attempt
+    while high.qps > low.qps * (1.0 + settings.tolerance):
+        middle = probe(math.sqrt(low.qps * high.qps))
+        low, high = (middle, high) if middle.passed else (low, middle)
+    return low, high
+
+
+def _confirmed_range(probes: list[Probe]) -> tuple[float, float | None]:
+    """The range once long probes ran (step 5): from the highest rate a long probe passed below
+    every long failure to the lowest long failure, or the short probes' range above it."""
+    longest = max(probe.length for probe in probes)
+    ceiling = min((p.qps for p in probes if p.length == longest and not p.passed), default=None)
+    low = max((p.qps for p in probes if p.length == longest and p.passed and (ceiling is None or p.qps < ceiling)),
+              default=0.0)
+    if ceiling is None:
+        ceiling = _range([p for p in probes if p.length < longest and p.qps > low])[1]
+    return low, ceiling
 
 
 def _range(probes: list[Probe]) -> tuple[float, float | None]:
@@ -119,15 +182,17 @@ def _range(probes: list[Probe]) -> tuple[float, float | None]:
 
 
 def _non_monotonic(probes: list[Probe]) -> tuple[str, ...]:
-    """Pairs where a rate passed above a rate that failed (any seeds)."""
-    fails = sorted({p.qps for p in probes if not p.passed})
-    pairs = sorted({(p.qps, f) for p in probes if p.passed for f in fails if f < p.qps})
+    """Pairs where a rate passed above a rate that failed (any seeds; probes of one length: a
+    short probe passing above a long one's failure is the noise the long probe is there for)."""
+    fails = sorted({(p.qps, p.length) for p in probes if not p.passed})
+    pairs = sorted({(p.qps, f) for p in probes if p.passed for f, length in fails if f < p.qps and length == p.length})
     return tuple(f"pass at {up:.4g} req/s above a fail at {down:.4g}" for up, down in pairs[:MAX_REPORTED])
 
 
 def _bracket(probe: Callable[[float], Probe], top: Probe, settings: SearchSettings) -> tuple[Probe | None, Probe]:
-    """(highest passing probe or None, lowest failing probe): from the guess down by halves."""
-    high, qps = top, _first_guess(top, settings)
+    """(highest passing probe or None, lowest failing probe): from the guess down, first by
+    GUESS_STEPS, then by halves."""
+    high, qps, steps = top, _first_guess(top, settings), iter(GUESS_STEPS)
     while True:
         attempt = probe(qps)
         if attempt.passed:
@@ -135,12 +200,12 @@ def _bracket(probe: Callable[[float], Probe], top: Probe, settings: SearchSettin
         high = attempt
         if qps <= settings.qps_min:
             return None, high
-        qps = max(qps / 2.0, settings.qps_min)
+        qps = max(qps * next(steps, 0.5), settings.qps_min)
 
 
 def _first_guess(top: Probe, settings: SearchSettings) -> float:
-    """The throughput served while overloaded at qps_max, or the geometric middle of the range."""
-    served = top.metrics.get("throughput_rps")
+    """The rate served while overloaded at qps_max, or the geometric middle of the range."""
+    served = top.metrics.get("served_rps")
     if served is None or served >= settings.qps_max:
         return math.sqrt(settings.qps_min * settings.qps_max)
     return max(served, settings.qps_min)

@@ -52,6 +52,11 @@ class SearchSettings(BaseModel):
 
     model_config = Strict
 
+    @property
+    def longest_probe(self) -> int:
+        """Requests per replica of the search's longest probe (the confirming one)."""
+        return self.num_requests * max(1, self.confirm_length)
+
     qps_min: float = Field(0.25, gt=0.0, le=1_000_000.0, description=(
         "Lowest arrival rate tried (req/s); a configuration that misses the SLOs even here gets max_qps 0."))
     qps_max: float = Field(64.0, gt=0.0, le=1_000_000.0, description=(
@@ -63,6 +68,10 @@ class SearchSettings(BaseModel):
         "Share of a probe's requests, the first to arrive, left out of its measurement window."))
     tolerance: float = Field(0.05, ge=0.001, le=1.0, description=(
         "Stop when the lowest failing rate is within this fraction above the highest passing one."))
+    confirm_length: int = Field(4, ge=0, le=64, description=(
+        "The answer is confirmed by one probe this many times longer (tail percentiles such as TBT "
+        "p99 are noisy on short probes); when it fails, the search goes on below with such probes. "
+        "0 or 1: no confirmation."))
     repeats: int = Field(1, ge=0, le=10, description=(
         "Probes repeated with other seeds at the answer and at the failing rate above it; a "
         "disagreement widens the reported range and lowers the answer to a rate that always passed."))

@@ -46,19 +46,25 @@ def pareto_figure(table: pd.DataFrame, vary_keys: list[str], view: str = "capaci
 
 def probe_figure(record: dict, slo: dict) -> go.Figure:
     """The rates one search tried, in order (a dotted path; green dots met every SLO, red ones
-    missed one), with its answer as a dashed line; each has a legend entry. The log rate axis
+    missed one; diamonds are the longer confirming probes), with its answer as a dashed line;
+    each has a legend entry. The log rate axis
     spans the probes (and the answer) with a margin of half a step either side."""
     probes = record["probes"]
     rates = np.array([p[0] for p in probes], dtype=np.float64)
     order = np.arange(1, len(probes) + 1)
-    why = np.array(["meets " + ", ".join(slo) if p[1] else "misses: " + ", ".join(p[3]) for p in probes], dtype=object)
+    lengths = np.array([p[5] if len(p) > 5 else 1 for p in probes], dtype=np.int64)   # older records: 1
+    why = np.array([("meets " + ", ".join(slo) if p[1] else "misses: " + ", ".join(p[3]))
+                    + (f"<br>confirming probe, {n}x longer" if n > 1 else "") for p, n in zip(probes, lengths)],
+                   dtype=object)
+    symbols = np.where(lengths > 1, "diamond", "circle")
     passed = np.array([bool(p[1]) for p in probes], dtype=bool)
     hover = "probe %{y}: %{x:.4g} req/s<br>%{text}<extra></extra>"
     figure = go.Figure(go.Scatter(x=rates, y=order, mode="lines", line={"color": "#bab0ac", "dash": "dot"},
                                   name="search order", hoverinfo="skip"))
     for mask, name, color in ((passed, "meets every SLO", PALETTE[2]), (~passed, "misses an SLO", PALETTE[3])):
         figure.add_trace(go.Scatter(x=rates[mask], y=order[mask], mode="markers", text=why[mask], name=name,
-                                    marker={"size": 11, "color": color}, hovertemplate=hover))
+                                    marker={"size": 11, "color": color, "symbol": symbols[mask].tolist()},
+                                    hovertemplate=hover))
     shown = rates[rates > 0]
     if record["max_qps"] > 0:
         figure.add_trace(go.Scatter(x=[record["max_qps"]] * 2, y=[0.5, len(probes) + 0.5], mode="lines",
