@@ -16,7 +16,8 @@ What is kept, per device: one vLLM version (0.14.0 where measured, else the olde
 nearest to the 0.15 runs we compare with; NCCL 2.27.3, the version the systems name; the file
 records which); GEMMs in bf16 and fp8
 (per-tensor) on the measured m x n x k grid; context and generation attention with a bf16 KV
-cache on batch x length grids per (q heads, kv heads, head_dim); the vLLM custom all-reduce
+cache, and again with an fp8 one where measured, on batch x length grids per (q heads, kv heads,
+head_dim); the vLLM custom all-reduce
 (CUDA-graph variant) and NCCL all-reduce in half precision by bytes and TP; fused MoE in bf16
 with the balanced token distribution (A100 has only power laws: power_law_1.01 there) and no
 expert parallelism, by tokens per shape. Repeated measurements of a point keep their median;
@@ -55,7 +56,9 @@ SOURCE = "ai-dynamo/aiconfigurator @095f58a (Apache-2.0), perf_db"
 GEMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
 BYTES_PER_ELEMENT = 2   # the all-reduce rows are half precision; message_size counts elements
 MOE_DISTRIBUTIONS = ("balanced", "power_law_1.01")
-FAMILIES = ("gemm", "context_attention", "generation_attention", "allreduce", "moe")
+KV_DTYPES = {"bfloat16": "", "fp8": "_fp8"}   # perf_db kv_cache_dtype -> suffix of the attention tables
+FAMILIES = ("gemm", "context_attention", "generation_attention", "context_attention_fp8",
+            "generation_attention_fp8", "allreduce", "moe")
 
 
 @dataclass(frozen=True)
@@ -140,8 +143,10 @@ def measured_tables(perf_db: Path, system: str) -> tuple[dict[str, dict[tuple[ob
     for phase, length, power, order in (("context", "isl", 2.0, (0, 1)), ("generation", "step", 1.0, (1, 0))):
         frame, versions[f"{phase}_attention"] = _read(perf_db, system, "attention", "vllm",
                                                       f"{phase}_attention_perf.parquet")
-        if frame is not None:
-            out[f"{phase}_attention"] = _attention(frame, length, power, order)
+        for kv_dtype, suffix in KV_DTYPES.items():
+            if frame is not None and (frame["kv_cache_dtype"] == kv_dtype).any():
+                out[f"{phase}_attention{suffix}"] = _attention(frame, length, power, order, kv_dtype)
+                versions[f"{phase}_attention{suffix}"] = versions[f"{phase}_attention"]
     out["allreduce"], versions["allreduce"] = _comm(perf_db, system, "vllm", "custom_allreduce_perf.parquet")
     out["nccl"], versions["nccl"] = _comm(perf_db, system, "nccl", "nccl_perf.parquet")
     moe, versions["moe"] = _read(perf_db, system, "moe", "vllm", "moe_perf.parquet")
@@ -151,9 +156,9 @@ def measured_tables(perf_db: Path, system: str) -> tuple[dict[str, dict[tuple[ob
     return out, versions
 
 
-def _attention(frame: pd.DataFrame, length: str, power: float,
-               order: tuple[int, ...]) -> dict[tuple[object, ...], Measured]:
-    rows = frame[frame["kv_cache_dtype"] == "bfloat16"]
+def _attention(frame: pd.DataFrame, length: str, power: float, order: tuple[int, ...],
+               kv_dtype: str) -> dict[tuple[object, ...], Measured]:
+    rows = frame[frame["kv_cache_dtype"] == kv_dtype]
     if "attn_dtype" in rows:
         rows = rows[rows["attn_dtype"] == "bfloat16"]
     if "window_size" in rows:   # sliding-window rows are another kernel configuration
@@ -251,13 +256,14 @@ def derive_arrays(perf_db: Path, system: str) -> dict[str, np.ndarray]:
             arrays[f"gemm_{dtype}_{name}"] = axis
         arrays[f"gemm_{dtype}_ms"] = fill(table).astype(np.float32)
     for phase in ("context", "generation"):
-        stacked = tables[f"{phase}_attention"]
-        if not stacked:
-            continue
-        first = next(iter(stacked.values()))
-        arrays[f"{phase}_batch"], arrays[f"{phase}_length"] = first.axes
-        arrays[f"{phase}_heads"] = np.array(list(stacked), dtype=np.int64)
-        arrays[f"{phase}_ms"] = np.stack([fill(t) for t in stacked.values()]).astype(np.float32)
+        for suffix in KV_DTYPES.values():
+            stacked, name = tables[f"{phase}_attention{suffix}"], f"{phase}{suffix}"
+            if not stacked:
+                continue
+            first = next(iter(stacked.values()))
+            arrays[f"{name}_batch"], arrays[f"{name}_length"] = first.axes
+            arrays[f"{name}_heads"] = np.array(list(stacked), dtype=np.int64)
+            arrays[f"{name}_ms"] = np.stack([fill(t) for t in stacked.values()]).astype(np.float32)
     for family, prefix, axis_name in (("allreduce", "allreduce", "bytes"), ("nccl", "nccl", "bytes"),
                                       ("moe", "moe", "tokens")):
         rows = tables[family]
