@@ -66,11 +66,14 @@ class Roofs:
         the FLOPs at the compute format's throughput. A 16-bit model: exactly kernel()."""
         if self.format.is_16bit:
             return self.kernel(cost)
-        nbytes = (cost.bytes - cost.weight_values * (ops.BYTES - DTYPE_BYTES[self.format.weight])
-                  - cost.input_values * (ops.BYTES - DTYPE_BYTES[self.format.compute]))
-        compute, memory = cost.flops / self.linear_flops, nbytes / self.bandwidth
+        compute, memory = cost.flops / self.linear_flops, self.linear_bytes(cost) / self.bandwidth
         launch = GEMM_LAUNCH_S if np.any(np.asarray(cost.flops) > 0) else STREAM_LAUNCH_S
         return np.sqrt(compute * compute + memory * memory) + launch
+
+    def linear_bytes(self, cost: ops.Cost) -> ops.Amount:
+        """Bytes a linear layer's GEMM moves in the model's format (Cost counts 16-bit values)."""
+        return (cost.bytes - cost.weight_values * (ops.BYTES - DTYPE_BYTES[self.format.weight])
+                - cost.input_values * (ops.BYTES - DTYPE_BYTES[self.format.compute]))
 
     def kernel_scalar(self, flops: float, nbytes: float) -> float:
         """kernel() for plain floats, without numpy (the same value)."""
