@@ -242,3 +242,15 @@ def test_a_scenario_device_with_a_tiny_fp8_rate_is_refused():
             "memory_bandwidth_gbps": 100, "link_bandwidth_gbps": 100}
     with pytest.raises(ConfigError, match=r"devices.slow.fp8_tflops: got 1e-300; allowed a finite value of at least"):
         parse_config({"device": "slow", "devices": {"slow": slow}})
+
+
+def test_benchmark_gpu_names_map_to_the_new_devices():
+    """Hardware names as nvidia-smi and rocm-smi print them; H100 PCIe is not the SXM part, an H20
+    not an H200, a GH200 or GB200 not an H200 or B200."""
+    from sim_core.accuracy.server import device_of
+
+    names = {"NVIDIA H100 PCIe": "h100-pcie", "NVIDIA H100 80GB HBM3": "h100-sxm", "NVIDIA H20": "h20",
+             "NVIDIA H200": "h200", "NVIDIA GH200 480GB": "gh200", "NVIDIA GB200": "gb200",
+             "NVIDIA B300 SXM6 AC": "b300", "NVIDIA RTX PRO 6000 Blackwell Server Edition": "rtx-pro-6000",
+             "AMD Instinct MI325X": "mi325x", "AMD Instinct MI355X": "mi355x"}
+    assert {name: device_of(name) for name in names} == names
