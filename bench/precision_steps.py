@@ -7,7 +7,7 @@ vocabulary 128256), TP 1, one stage: a decode step of 64 requests holding 1,024 
 each, and a 2,048-token prefill with nothing cached. Prints the stage time and its GPU part (the
 stage time less the host's CPU phases, which are the same knobs in every case) in ms, per
 predictor and format: bf16 weights and KV cache; fp8 weights (KV auto = bf16); bf16 weights and
-an fp8 KV cache; both fp8. A predictor that cannot price a case (silicon without measured
+an fp8 KV cache; both fp8; fp4 weights. A predictor that cannot price a case (silicon without measured
 tables of those formats) prints why.
 """
 
@@ -29,7 +29,7 @@ LLAMA_31_8B = {"name": "Llama-3.1-8B", "num_layers": 32, "num_q_heads": 32, "num
 SHAPES = {"decode 64 x 1k": BatchShape(64, 64, (), 64, 64 * 1024),
           "prefill 2k": BatchShape(1, 2048, ((2048, 0),))}
 FORMATS = {"bf16": ("bf16", "auto"), "fp8 weights": ("fp8", "auto"), "fp8 KV": ("bf16", "fp8"),
-           "fp8 both": ("fp8", "fp8")}
+           "fp8 both": ("fp8", "fp8"), "fp4 weights": ("fp4", "auto")}
 
 
 def scenario(device: str, predictor: str, weight: str, kv: str) -> dict:

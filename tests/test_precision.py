@@ -177,7 +177,7 @@ def scenario(device: str, weight: str = "bf16", kv: str = "auto", **extra: objec
 
 def test_the_default_predictor_is_silicon_only_where_the_formats_were_measured():
     """H100 tables hold fp8 GEMMs and fp8-KV attention: silicon. A100's hold neither: roofline for
-    an fp8 model or an fp8 cache. No device has FP4 tables: roofline on B200."""
+    an fp8 model or an fp8 cache. Only B200's hold FP4 GEMMs: silicon there, roofline on H100."""
     def kind(**kwargs: str) -> str:
         return SimulationConfig.model_validate(scenario(**kwargs)).predictor.type
 
@@ -186,7 +186,8 @@ def test_the_default_predictor_is_silicon_only_where_the_formats_were_measured()
     assert kind(device="a100-80gb") == "silicon"
     assert kind(device="a100-80gb", weight="fp8") == "roofline"
     assert kind(device="a100-80gb", kv="fp8") == "roofline"
-    assert kind(device="b200", weight="fp4") == "roofline"
+    assert kind(device="b200", weight="fp4") == "silicon"
+    assert kind(device="h100-sxm", weight="fp4") == "roofline"
 
 
 def test_silicon_named_for_unmeasured_formats_is_one_line_saying_why():
@@ -195,6 +196,8 @@ def test_silicon_named_for_unmeasured_formats_is_one_line_saying_why():
         parse_config(scenario("a100-80gb", weight="fp8", predictor={"type": "silicon"}))
     with pytest.raises(ConfigError, match=r"measure attention over a bf16 KV cache, not fp8; use roofline"):
         parse_config(scenario("a100-80gb", kv="fp8", predictor={"type": "silicon"}))
+    with pytest.raises(ConfigError, match=r"'h100-sxm' measure bf16/fp8 GEMMs, not fp4 weights"):
+        parse_config(scenario("h100-sxm", weight="fp4", predictor={"type": "silicon"}))
 
 
 def test_build_predictor_passes_the_resolved_kv_format():

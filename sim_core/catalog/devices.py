@@ -161,7 +161,7 @@ DEVICES: dict[str, DeviceSpec] = {
 
 # Devices whose vLLM kernel latencies the silicon predictor ships (sim_core/predictor/silicon_data,
 # from AIConfigurator's measurements), with the number formats measured there: the linear layers'
-# weights (GEMM tables: bf16 stands for both 16-bit formats; fp8 is per-tensor W8A8) and the KV cache
+# weights (GEMM tables: bf16 stands for both 16-bit formats; fp8 is per-tensor W8A8, fp4 NVFP4) and the KV cache
 # (attention tables). A scenario on one of them is priced by `silicon` unless it names its predictor
 # or its formats were not measured. tests/test_silicon_predictor.py checks both against the files.
 class MeasuredFormats(NamedTuple):
@@ -171,7 +171,7 @@ class MeasuredFormats(NamedTuple):
 
 MEASURED_KERNELS: dict[str, MeasuredFormats] = {
     "a100-80gb": MeasuredFormats(("bf16",), ("bf16",)),
-    "b200": MeasuredFormats(("bf16", "fp8"), ("bf16", "fp8")),
+    "b200": MeasuredFormats(("bf16", "fp4", "fp8"), ("bf16", "fp8")),
     "h100-sxm": MeasuredFormats(("bf16", "fp8"), ("bf16", "fp8")),
     "h200": MeasuredFormats(("bf16", "fp8"), ("bf16", "fp8")),
     "l40s": MeasuredFormats(("bf16", "fp8"), ("bf16", "fp8")),

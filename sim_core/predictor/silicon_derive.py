@@ -14,10 +14,10 @@ latencies in ms of ONE call of one layer's operator on one GPU:
 
 What is kept, per device: one vLLM version (0.14.0 where measured, else the oldest: the
 nearest to the 0.15 runs we compare with; NCCL 2.27.3, the version the systems name; the file
-records which); GEMMs in bf16 on the measured m x n x k grid, and in fp8 (per-tensor W8A8) from
-the newest version measured (its rows name vLLM's CUTLASS FP8 kernel, the one vLLM 0.33 selects;
-the older versions' fp8 rows are no faster than bf16 on large GEMMs, 1.0-1.1x, where the newest
-take 0.64-0.82x); context and generation attention with a bf16 KV
+records which); GEMMs in bf16 on the measured m x n x k grid, and in fp8 (per-tensor W8A8) and
+nvfp4 (W4A4, B200 only) from the newest version measured (its rows name vLLM's CUTLASS FP8 and
+FlashInfer NVFP4 kernels, those vLLM 0.33 selects; the older versions' fp8 rows are no faster
+than bf16 on large GEMMs, 1.0-1.1x, where the newest take 0.64-0.82x); context and generation attention with a bf16 KV
 cache, and again with an fp8 one where measured, on batch x length grids per (q heads, kv heads,
 head_dim); the vLLM custom all-reduce
 (CUDA-graph variant) and NCCL all-reduce in half precision by bytes and TP; fused MoE in bf16
@@ -55,8 +55,8 @@ if TYPE_CHECKING:
 SYSTEMS = {"a100_sxm": "a100-80gb", "h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "l40s": "l40s"}
 PREFERRED_VERSION = {"vllm": "0.14.0", "nccl": "2.27.3"}   # else the oldest measured version
 SOURCE = "ai-dynamo/aiconfigurator @095f58a (Apache-2.0), perf_db"
-GEMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
-NEWEST_GEMM_DTYPES = ("fp8",)   # read from the newest measured version (module docstring)
+GEMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "nvfp4": "fp4"}
+NEWEST_GEMM_DTYPES = ("fp8", "nvfp4")   # read from the newest measured version (module docstring)
 BYTES_PER_ELEMENT = 2   # the all-reduce rows are half precision; message_size counts elements
 MOE_DISTRIBUTIONS = ("balanced", "power_law_1.01")
 KV_DTYPES = {"bfloat16": "", "fp8": "_fp8"}   # perf_db kv_cache_dtype -> suffix of the attention tables
