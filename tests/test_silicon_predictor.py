@@ -252,7 +252,7 @@ def test_tables_without_the_scenarios_formats_are_refused_saying_which():
     fp8 = TINY.model_copy(update={"weight_dtype": "fp8"})
     with pytest.raises(ConfigError, match=r"the tables of 'test' have no fp8 GEMMs \(measured: bf16\)"):
         SiliconPredictor(fp8, "test", DEVICES["h100-sxm"], 1, 1, SiliconPredictorConfig(), tables())
-    with pytest.raises(ConfigError, match=r"the tables of 'test' have no attention over a fp8 KV cache"):
+    with pytest.raises(ConfigError, match=r"the tables of 'test' have no attention over a KV cache in fp8"):
         SiliconPredictor(TINY, "test", DEVICES["h100-sxm"], 1, 1, SiliconPredictorConfig(), tables(),
                          kv_cache_dtype="fp8")
 

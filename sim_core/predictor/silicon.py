@@ -5,7 +5,7 @@ give the latency of one call of each operator on one GPU; between and beyond gri
 are interpolated in log space (LogGrid). Per layer, on the model's per-GPU shapes:
 
     attn_pre_proj    GEMM m = tokens, n = (q + 2 kv) x head_dim, k = hidden (in the model's
-                     weight format: the bf16 or the fp8 table; the LM head and router stay bf16)
+                     weight format: the bf16, fp8 or fp4 table; the LM head and router stay bf16)
     attn_post_proj   GEMM n = hidden, k = q x head_dim
     mlp_up_proj      GEMM n = 2 x inter / TP (gate and up fused; 1 x without a gate), k = hidden
     mlp_down_proj    GEMM n = hidden, k = inter / TP
@@ -122,8 +122,8 @@ class SiliconPredictor(GridPredictor):
         self.linear = self._linear_table(device_id)         # the linear layers, in the weight format
         attention = self.tables.attention(kv)
         if attention is None:
-            raise ConfigError(f"predictor.type silicon: the tables of '{device_id}' have no attention over a "
-                              f"{kv} KV cache; use type roofline")
+            raise ConfigError(f"predictor.type silicon: the tables of '{device_id}' have no attention over a KV "
+                              f"cache in {kv}; use type roofline")
         self.context = AttentionLookup.of(attention[0], shape.q_heads, shape.kv_heads, shape.head_dim)
         self.generation = AttentionLookup.of(attention[1], shape.q_heads, shape.kv_heads, shape.head_dim)
         moe_key = (model.embedding_dim, model.mlp_hidden_dim, model.num_experts_per_token, model.num_experts, tp)
