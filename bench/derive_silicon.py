@@ -7,9 +7,10 @@ ai-dynamo/aiconfigurator @095f58a (Apache-2.0): per system, measured latencies o
 (GEMM, prefill and decode attention, fused MoE, custom and NCCL all-reduce). For each system
 with a catalog device (a100_sxm -> a100-80gb, h100_sxm -> h100-sxm, h200_sxm -> h200,
 b200_sxm -> b200, l40s -> l40s) this writes `<device>.npz`: one vLLM version per table (0.14.0
-where measured, else the oldest, recorded in the file's `meta`), bf16 and fp8 GEMM grids,
-bf16-KV context and generation attention grids per head configuration, all-reduce by bytes and
-TP, and balanced bf16 fused-MoE curves; points the database lacks are filled by the predictor's
+where measured, else the oldest, recorded in the file's `meta`; fp8 and nvfp4 GEMMs from the
+newest), bf16, fp8 and (B200) fp4 GEMM grids, context and generation attention grids per head
+configuration over a bf16 and an fp8 KV cache, all-reduce by bytes and TP, and balanced bf16
+fused-MoE curves; points the database lacks are filled by the predictor's
 own interpolation rule. What is kept and why: sim_core/predictor/silicon_derive.py and
 docs/design/silicon_predictor.md. The output is deterministic: rerunning on the same data
 rewrites the files byte for byte.

@@ -193,8 +193,8 @@ def test_a_request_that_never_produced_a_token_is_a_failure():
      "requests.jsonl: line 2: field 'queued_ts': expected a number, got 'late'"),
     ([*ROWS[:2], {**ROWS[2], "input_toks": 0}], META, ReadOptions(),
      "requests.jsonl: line 3: field 'input_toks': expected at least 1, got 0"),
-    (ROWS, {**META, "hardware": {"device_name": "NVIDIA RTX PRO 6000 Blackwell Server Edition"}}, ReadOptions(),
-     "meta.json: hardware.device_name 'NVIDIA RTX PRO 6000 Blackwell Server Edition' has no catalog entry"),
+    (ROWS, {**META, "hardware": {"device_name": "NVIDIA GeForce RTX 5090"}}, ReadOptions(),
+     "meta.json: hardware.device_name 'NVIDIA GeForce RTX 5090' has no catalog entry"),
     (ROWS, {**META, "engine_kwargs": {"model": "Qwen/Qwen3-32B"}}, ReadOptions(),
      "meta.json: model 'Qwen/Qwen3-32B' has no catalog entry"),
     (ROWS, {**META, "hardware": {}}, ReadOptions(), "meta.json: hardware.device_name: no GPU named"),
@@ -206,8 +206,8 @@ def test_a_bad_request_log_is_named_by_file_line_and_field(rows, meta, options, 
 
 
 def test_a_gpu_the_user_picks_overrides_one_missing_from_the_catalog():
-    """A run on an RTX PRO 6000 (no catalog entry) replays on the GPU given as `device`."""
-    meta = {**META, "hardware": {"device_name": "NVIDIA RTX PRO 6000 Blackwell Server Edition"}}
+    """A run on an RTX 5090 (no catalog entry) replays on the GPU given as `device`."""
+    meta = {**META, "hardware": {"device_name": "NVIDIA GeForce RTX 5090"}}
     [run] = read_files("log", log_files(meta=meta), ReadOptions(device="l40s"))
     assert run.scenario["device"] == "l40s"
 

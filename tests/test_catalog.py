@@ -9,7 +9,8 @@ from sim_core.catalog import DEVICES, MODELS, load_hf_config, model_from_hf_conf
 
 MODEL_IDS = ["llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b", "mistral-7b", "qwen2.5-7b",
              "qwen2.5-72b", "codellama-34b", "phi-2", "mixtral-8x7b"]
-DEVICE_IDS = ["a100-40gb", "a100-80gb", "h100-sxm", "h200", "b200", "l40s", "a40", "a30", "mi300x", "rtx-4090"]
+DEVICE_IDS = ["a100-40gb", "a100-80gb", "h100-sxm", "h200", "b200", "l40s", "a40", "a30", "mi300x", "rtx-4090",
+              "h100-pcie", "h20", "gh200", "b300", "gb200", "rtx-pro-6000", "mi325x", "mi355x"]
 
 
 def test_catalog_ids_are_the_documented_ones():
@@ -54,7 +55,7 @@ def test_a_scenario_can_import_a_model_from_a_config_json_next_to_it(tmp_path):
 
 
 def test_every_catalog_model_runs_on_every_catalog_device_where_it_fits():
-    """A tiny workload on all 110 pairs (detailed planner, roofline): it either finishes or the
+    """A tiny workload on every pair (detailed planner, roofline): it either finishes or the
     planner says in one line that the weights leave no room."""
     ran, refused = set(), set()
     for model in MODEL_IDS:
@@ -70,6 +71,8 @@ def test_every_catalog_model_runs_on_every_catalog_device_where_it_fits():
                 continue
             assert result.summary["num_finished"] == 3
             ran.add((model, device))
-    assert len(ran) + len(refused) == 110
+    assert len(ran) + len(refused) == len(MODEL_IDS) * len(DEVICE_IDS)
     assert {("llama-2-70b", "rtx-4090"), ("mixtral-8x7b", "a100-80gb"), ("qwen2.5-72b", "h100-sxm")} <= refused
     assert {("phi-2", "rtx-4090"), ("llama-3-70b", "mi300x"), ("mixtral-8x7b", "h200")} <= ran
+    # 140 GB of Llama-2-70B weights: not on a 96 GB RTX PRO 6000, on a 268.6 GiB B300
+    assert ("llama-2-70b", "rtx-pro-6000") in refused and ("llama-2-70b", "b300") in ran

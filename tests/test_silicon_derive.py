@@ -87,3 +87,38 @@ def test_silicon_report_prints_held_out_errors_per_family(tmp_path, capsys):
 def test_silicon_report_on_a_folder_without_systems_is_one_line(tmp_path, capsys):
     assert main(["predictor", "silicon-report", "--perf-db", str(tmp_path)]) == 2
     assert "no system folder" in capsys.readouterr().err
+
+
+def test_fp8_gemms_come_from_the_newest_version_and_bf16_from_the_one_near_0_15(tmp_path):
+    """bf16 rows in 0.14.0 and 0.24.0, fp8 rows in both: the bf16 grid is 0.14.0's (0.05 ms), the
+    fp8 grid 0.24.0's (0.03 ms; vLLM's current FP8 kernel), and the file records both versions."""
+    grid = [(m, n, k) for m in (1, 16) for n in (1024, 2048) for k in (1024, 4096)]
+    for version, fp8_ms in (("0.14.0", 0.09), ("0.24.0", 0.03)):
+        rows = [{"gemm_dtype": dtype, "m": m, "n": n, "k": k, "latency": latency} for m, n, k in grid
+                for dtype, latency in (("bfloat16", 0.05 if version == "0.14.0" else 0.07), ("fp8", fp8_ms))]
+        folder = tmp_path / "h100_sxm" / "gemm" / "vllm" / version
+        folder.mkdir(parents=True)
+        pd.DataFrame(rows).to_parquet(folder / "gemm_perf.parquet")
+    arrays = derive_arrays(tmp_path, "h100_sxm")
+    assert arrays["gemm_bf16_ms"].ravel().tolist() == pytest.approx([0.05] * 8)
+    assert arrays["gemm_fp8_ms"].ravel().tolist() == pytest.approx([0.03] * 8)
+    versions = json.loads(str(arrays["meta"]))["versions"]
+    assert (versions["gemm"], versions["gemm_fp8"]) == ("0.14.0", "0.24.0")
+
+
+def test_attention_over_an_fp8_kv_cache_is_derived_beside_the_bf16_one(tmp_path):
+    """Context attention rows with a bf16 cache (0.2 ms) and an fp8 one (0.1 ms), (8, 8, 128) heads:
+    `context_ms` holds the first, `context_fp8_ms` the second, and the loaded tables hand the fp8
+    ones out for an fp8 cache (none for generation, which has no rows)."""
+    rows = [{"batch_size": b, "isl": isl, "num_heads": 8, "num_key_value_heads": 8, "head_dim": 128,
+             "attn_dtype": "bfloat16", "kv_cache_dtype": kv, "latency": latency}
+            for b in (1, 2) for isl in (16, 256) for kv, latency in (("bfloat16", 0.2), ("fp8", 0.1))]
+    folder = tmp_path / "h100_sxm" / "attention" / "vllm" / "0.14.0"
+    folder.mkdir(parents=True)
+    pd.DataFrame(rows).to_parquet(folder / "context_attention_perf.parquet")
+    arrays = derive_arrays(tmp_path, "h100_sxm")
+    assert arrays["context_ms"].shape == (1, 2, 2) and arrays["context_ms"].ravel().tolist() == pytest.approx([0.2] * 4)
+    assert arrays["context_fp8_ms"].ravel().tolist() == pytest.approx([0.1] * 4)
+    tables = tables_from_arrays("h100-sxm", arrays)
+    assert tables.context_fp8.grids[(8, 8, 128)].at(2, 256) == pytest.approx(1e-4, rel=1e-7)
+    assert tables.attention("fp8") is None   # no generation rows with an fp8 cache

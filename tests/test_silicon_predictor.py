@@ -211,3 +211,73 @@ def test_a_scenario_naming_no_predictor_gets_silicon_where_kernels_were_measured
     assert kind(device="h100-sxm", devices=devices) == "roofline"
     assert kind(device="l40s", predictor={"cpu_sample_s": 0.002}) == "silicon"
     assert kind(device="h100-sxm", predictor={"type": "roofline"}) == "roofline"
+
+
+# ---- number formats ------------------------------------------------------------------------------
+
+def fp8_tables() -> DeviceTables:
+    """tables() plus an fp8 GEMM grid at half the bf16 latencies and fp8-KV attention at half."""
+    base = tables()
+
+    def halved(grid: LogGrid) -> LogGrid:
+        return LogGrid(grid.axes, np.exp(grid.log_seconds) / 2, grid.powers)
+
+    return DeviceTables(base.device, {}, {"bf16": base.gemm["bf16"], "fp8": halved(base.gemm["bf16"])},
+                        base.context, base.generation, base.allreduce, base.nccl, base.moe,
+                        AttentionTable({key: halved(g) for key, g in base.context.grids.items()}),
+                        AttentionTable({key: halved(g) for key, g in base.generation.grids.items()}))
+
+
+def test_an_fp8_model_prices_its_linear_layers_on_the_fp8_gemm_table_and_the_lm_head_on_bf16():
+    """16 tokens: each linear layer is the fp8 grid's m = 16 point, 40 us (the bf16 one is 80 us);
+    the LM head of 2 requests stays on the bf16 grid, sqrt(10 x 20) us."""
+    fp8 = TINY.model_copy(update={"weight_dtype": "fp8"})
+    silicon = SiliconPredictor(fp8, "test", DEVICES["h100-sxm"], 1, 1, SiliconPredictorConfig(), fp8_tables())
+    ops = silicon.layer_ops(np.array([16.0]))
+    for name in ("attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj"):
+        assert ops[name][0] == pytest.approx(4e-5, rel=1e-12)
+    assert silicon.request_ops(np.array([2.0]), 0)["lm_head"][0] == pytest.approx(np.sqrt(1e-5 * 2e-5), rel=1e-12)
+
+
+def test_an_fp8_kv_cache_prices_attention_on_the_fp8_kv_tables():
+    """The fp8-KV tables are the bf16 ones halved: the launch floor is 0.005 ms, and 4 decodes over
+    1,020 cached tokens (batch 16 at step 255 on the folded grid, 0.03 ms) add 0.025 ms."""
+    silicon = SiliconPredictor(TINY, "test", DEVICES["h100-sxm"], 1, 1, SiliconPredictorConfig(), fp8_tables(),
+                               kv_cache_dtype="fp8")
+    assert silicon.attention_floor == pytest.approx(0.005 * MS, rel=1e-12)
+    assert silicon.decode_scalar(4, 1020) == pytest.approx(0.025 * MS, rel=1e-12)
+
+
+def test_tables_without_the_scenarios_formats_are_refused_saying_which():
+    fp8 = TINY.model_copy(update={"weight_dtype": "fp8"})
+    with pytest.raises(ConfigError, match=r"the tables of 'test' have no fp8 GEMMs \(measured: bf16\)"):
+        SiliconPredictor(fp8, "test", DEVICES["h100-sxm"], 1, 1, SiliconPredictorConfig(), tables())
+    with pytest.raises(ConfigError, match=r"the tables of 'test' have no attention over a KV cache in fp8"):
+        SiliconPredictor(TINY, "test", DEVICES["h100-sxm"], 1, 1, SiliconPredictorConfig(), tables(),
+                         kv_cache_dtype="fp8")
+
+
+def test_the_catalog_names_the_formats_the_shipped_tables_measure():
+    """MEASURED_KERNELS' weight formats are the GEMM tables in each file, and its KV formats the
+    attention tables there (fp8 KV everywhere but A100)."""
+    from sim_core.catalog.devices import MEASURED_KERNELS
+    from sim_core.predictor.silicon_tables import load_tables
+
+    for device, formats in MEASURED_KERNELS.items():
+        shipped = load_tables(device)
+        assert sorted(formats.weights) == sorted(shipped.gemm), device
+        assert sorted(formats.kv_cache) == [kv for kv in ("bf16", "fp8") if shipped.attention(kv) is not None], device
+    assert MEASURED_KERNELS["a100-80gb"].kv_cache == ("bf16",)
+
+
+def test_the_shipped_h100_fp8_table_prices_an_fp8_gemm_as_measured():
+    """Llama-2-7B in fp8 on H100, 4096 tokens: the O projection is the shipped fp8 (4096, 4096,
+    4096) point."""
+    with np.load(DATA_DIR / "h100-sxm.npz") as data:
+        m, n, k = (list(data[f"gemm_fp8_{axis}"]) for axis in "mnk")
+        measured = float(data["gemm_fp8_ms"][m.index(4096), n.index(4096), k.index(4096)]) * MS
+    fp8 = MODELS["llama-2-7b"].model_copy(update={"weight_dtype": "fp8"})
+    silicon = build_predictor(parse_config({"model": "mine", "models": {"mine": fp8.model_dump()},
+                                            "device": "h100-sxm"}))
+    assert isinstance(silicon, SiliconPredictor)
+    assert silicon.layer_ops(np.array([4096.0]))["attn_post_proj"][0] == pytest.approx(measured, rel=1e-12)

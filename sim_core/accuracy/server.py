@@ -16,9 +16,11 @@ from sim_core.errors import ConfigError
 
 # lowercase fragments of a GPU's name (a run's hardware field or folder name) -> catalog id; the
 # first match wins, so longer names come first
-GPU_NAMES = (("h100", "h100-sxm"), ("h200", "h200"), ("b200", "b200"), ("a100-40", "a100-40gb"),
-             ("a100", "a100-80gb"), ("l40s", "l40s"), ("rtx4090", "rtx-4090"), ("rtx 4090", "rtx-4090"),
-             ("a40", "a40"), ("a30", "a30"), ("mi300x", "mi300x"))
+GPU_NAMES = (("h100 pcie", "h100-pcie"), ("h100-pcie", "h100-pcie"), ("h100", "h100-sxm"), ("h200", "h200"),
+             ("h20", "h20"), ("gh200", "gh200"), ("b200", "b200"), ("b300", "b300"), ("gb200", "gb200"),
+             ("a100-40", "a100-40gb"), ("a100", "a100-80gb"), ("l40s", "l40s"), ("rtx4090", "rtx-4090"),
+             ("rtx 4090", "rtx-4090"), ("rtx pro 6000", "rtx-pro-6000"), ("rtx-pro-6000", "rtx-pro-6000"),
+             ("a40", "a40"), ("a30", "a30"), ("mi300x", "mi300x"), ("mi325x", "mi325x"), ("mi355x", "mi355x"))
 MODEL_SUFFIXES = ("-instruct-hf", "-instruct", "-chat-hf", "-hf")
 VLLM_MAX_NUM_SEQS = 256
 VLLM_MAX_MODEL_LEN = 4096   # when a run gives none: our default (vLLM takes the model's own)

@@ -78,10 +78,10 @@ def _silicon_report(args: argparse.Namespace) -> int:
         return 0
     print(f"silicon interpolation on held-out points ({args.fraction:.0%}, seed {args.seed}): "
           f"absolute % error")
-    print(f"{'device':10s} {'operator family':22s} {'points':>7s} {'median':>7s} {'p90':>7s}")
+    print(f"{'device':10s} {'operator family':24s} {'points':>7s} {'median':>7s} {'p90':>7s}")
     for device, families in report.items():
         for family, (median, p90, count) in families.items():
-            print(f"{device:10s} {family:22s} {count:7d} {median:7.1f} {p90:7.1f}")
+            print(f"{device:10s} {family:24s} {count:7d} {median:7.1f} {p90:7.1f}")
     return 0
 
 

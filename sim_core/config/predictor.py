@@ -25,7 +25,7 @@ class PredictorConfig(ChoiceBase):
         "learned: per-operator models trained on profiling CSVs in Vidur's format (profiles_dir); "
         "silicon: per-operator latencies of vLLM's kernels measured on the device (A100-80GB, "
         "H100, H200, B200, L40S), interpolated to the model's shapes. Default: silicon on those "
-        "devices, roofline elsewhere."))
+        "devices where the model's weight and KV-cache formats were measured, roofline elsewhere."))
 
 
 class LinearPredictorConfig(PredictorConfig):

@@ -8,8 +8,8 @@ from typing import Annotated
 from pydantic import BaseModel, Field, StringConstraints, model_validator
 
 from sim_core.catalog import DEVICES, MODELS, DeviceSpec, ModelSpec
-from sim_core.catalog.devices import MEASURED_KERNELS
-from sim_core.catalog.precision import kv_dtype
+from sim_core.catalog.devices import MEASURED_KERNELS, unmeasured_formats
+from sim_core.catalog.precision import DTYPE_BYTES, kv_dtype
 from sim_core.config.choices import BY_CHOICE
 from sim_core.config.coercion import refuse_coercion
 from sim_core.config.disaggregation import DisaggregationConfig
@@ -80,8 +80,8 @@ class SimulationConfig(BaseModel):
     @classmethod
     def _default_predictor(cls, data: object) -> object:
         """A scenario that names no predictor type is priced by `silicon` on a catalog device with
-        measured kernels (MEASURED_KERNELS), else by the roofline (a device the scenario defines
-        itself under `devices` has no measurements)."""
+        measured kernels (MEASURED_KERNELS) in the scenario's weight and KV-cache formats, else by
+        the roofline (a device the scenario defines itself under `devices` has no measurements)."""
         if not isinstance(data, dict):
             return data
         predictor = data.get("predictor")
@@ -89,7 +89,8 @@ class SimulationConfig(BaseModel):
             return data
         device = data.get("device", cls.model_fields["device"].default)
         own = isinstance(data.get("devices"), dict) and device in data["devices"]
-        kind = "silicon" if device in MEASURED_KERNELS and not own else "roofline"
+        measured = device in MEASURED_KERNELS and not own and unmeasured_formats(device, *_formats(data)) is None
+        kind = "silicon" if measured else "roofline"
         return {**data, "predictor": {**(predictor or {}), "type": kind}}
 
     @model_validator(mode="after")
@@ -103,9 +104,28 @@ class SimulationConfig(BaseModel):
         if self.predictor.type == "silicon" and (self.device not in MEASURED_KERNELS or self.device in self.devices):
             raise ValueError(f"predictor.type: silicon has measured kernels only for the catalog devices "
                              f"{', '.join(MEASURED_KERNELS)}, not '{clipped(self.device, 60)}'; use roofline")
+        gap = unmeasured_formats(self.device, self.model_spec().weight_dtype, self.kv_cache_dtype()) \
+            if self.predictor.type == "silicon" else None
+        if gap:
+            raise ValueError(f"predictor.type: silicon cannot price this scenario: {gap}; use roofline")
         if isinstance(self.predictor, LearnedPredictorConfig) and not self.predictor.profiles_dir:
             raise ValueError("predictor.profiles_dir: the learned predictor needs a folder of profiling CSVs")
         return self
+
+
+def _formats(data: dict) -> tuple[str, str]:
+    """(weight format, KV-cache format) of a scenario not yet validated, read leniently: anything
+    malformed counts as 16-bit here and the fields' own validation names it."""
+    model = data.get("model", SimulationConfig.model_fields["model"].default)
+    models = data.get("models")
+    spec = models.get(model) if isinstance(models, dict) and isinstance(model, str) else None
+    if spec is None and isinstance(model, str):
+        spec = MODELS.get(model)
+    weight = spec.get("weight_dtype") if isinstance(spec, dict) else getattr(spec, "weight_dtype", None)
+    cluster = data.get("cluster")
+    requested = cluster.get("kv_cache_dtype") if isinstance(cluster, dict) else getattr(cluster, "kv_cache_dtype", None)
+    weight = weight if isinstance(weight, str) and weight in DTYPE_BYTES else "bf16"
+    return weight, kv_dtype(requested if isinstance(requested, str) and requested in DTYPE_BYTES else "auto", weight)
 
 
 def _check_linear_cost(predictor: PredictorConfig) -> None:
@@ -125,9 +145,10 @@ def _check_devices(config: SimulationConfig) -> None:
     """Rates of the scenario's own devices are finite and at least MIN_DEVICE_RATE, so a batch's
     time is a finite number of seconds (the catalog only asks for > 0)."""
     for key, spec in config.devices.items():
-        for field in ("bf16_tflops", "memory_bandwidth_gbps", "link_bandwidth_gbps", "pcie_bandwidth_gbps"):
+        for field in ("bf16_tflops", "fp8_tflops", "fp4_tflops", "memory_bandwidth_gbps", "link_bandwidth_gbps",
+                      "pcie_bandwidth_gbps"):
             value = getattr(spec, field)
-            if not MIN_DEVICE_RATE <= value < math.inf:
+            if value is not None and not MIN_DEVICE_RATE <= value < math.inf:
                 raise ValueError(f"devices.{clipped(key, 60)}.{field}: got {value:g}; allowed a finite value of at "
                                  f"least {MIN_DEVICE_RATE:g}")
 

@@ -40,6 +40,7 @@ def build_predictor(config: SimulationConfig) -> LinearPredictor | RooflinePredi
         if not has_silicon_data(config.device):
             raise ConfigError(f"predictor.type silicon: no measured kernel data for device '{config.device}' "
                               f"(devices with data: {', '.join(silicon_devices())}); use type roofline")
-        return SiliconPredictor(config.model_spec(), config.device, config.device_spec(), tp, pp, cfg)
+        return SiliconPredictor(config.model_spec(), config.device, config.device_spec(), tp, pp, cfg,
+                                kv_cache_dtype=config.kv_cache_dtype())
     assert isinstance(cfg, OperatorModelConfig), f"unknown predictor {cfg.type}"
-    return RooflinePredictor(config.model_spec(), config.device_spec(), tp, pp, cfg)
+    return RooflinePredictor(config.model_spec(), config.device_spec(), tp, pp, cfg, config.kv_cache_dtype())

@@ -24,15 +24,20 @@ Amount: TypeAlias = Any
 
 @dataclass(frozen=True)
 class Cost:
-    """Work of one kernel: floating-point operations and bytes moved to or from device memory."""
+    """Work of one kernel: floating-point operations and bytes moved to or from device memory
+    (every value 16-bit). A GEMM also says how many of the values it moves are weights and how
+    many its input activations, which a quantized model stores narrower (roofline.Roofs.linear)."""
 
     flops: Amount
     bytes: Amount
+    weight_values: Amount = 0
+    input_values: Amount = 0
 
 
 def gemm(m: Amount, k: Amount, n: Amount) -> Cost:
-    """[m x k] @ [k x n]: 2mkn FLOPs; reads both operands once and writes the result."""
-    return Cost(2 * m * k * n, BYTES * (k * n + m * k + m * n))
+    """[m x k] @ [k x n]: 2mkn FLOPs; reads both operands once (the input m x k, the weights
+    k x n) and writes the result."""
+    return Cost(2 * m * k * n, BYTES * (k * n + m * k + m * n), weight_values=k * n, input_values=m * k)
 
 
 def streaming(values_moved: Amount) -> Cost:
@@ -88,7 +93,8 @@ def _experts(routed: Amount, active: Amount, k: float, n: float, num_experts: in
     """Dense GEMM, or MoE experts: FLOPs for every routed token, weights of each active expert."""
     if num_experts == 1:
         return gemm(routed, k, n)
-    return Cost(2 * routed * k * n, BYTES * (active * k * n + routed * (k + n)))
+    return Cost(2 * routed * k * n, BYTES * (active * k * n + routed * (k + n)), weight_values=active * k * n,
+                input_values=routed * k)
 
 
 def prefill_attention(s: LayerShape, chunk: Amount, context: Amount) -> Cost:

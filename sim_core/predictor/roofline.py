@@ -11,6 +11,13 @@ a smooth maximum of the two roofs (a GEMM near the ridge point is slower than ei
 alone), where the roofs are the device's peaks times its efficiency factors. A stage adds, on
 the first stage, the embedding and the host's CPU overhead, on the last the LM head, and on
 every other stage a pipeline send/recv.
+
+Number formats (docs/design/precision.md): a quantized model's linear layers stream their
+weights at the weight format's bytes and run at its tensor throughput where the device has that
+math (W8A8 FP8, W4A4 FP4; the input activations are then 1 or 0.5 bytes too), else at BF16
+(weight-only); the router, embedding and LM head stay 16-bit. Attention reads K and V at the KV
+cache format's bytes (its arithmetic stays 16-bit). A 16-bit model and cache take exactly the
+16-bit path.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import math
 import numpy as np
 
 from sim_core.catalog import DeviceSpec, ModelSpec
+from sim_core.catalog.precision import DTYPE_BYTES, SIXTEEN_BIT, LinearFormat, kv_dtype, linear_format
 from sim_core.config.predictor import CPU_PHASES, OperatorModelConfig
 from sim_core.predictor import operators as ops
 from sim_core.predictor.grid import GridPredictor
@@ -29,22 +37,43 @@ GEMM_LAUNCH_S = 5e-6          # launch and tail of a tensor-core kernel (fits A1
 STREAM_LAUNCH_S = 2e-6        # launch of a small memory-bound kernel
 COLLECTIVE_LATENCY_S = 8e-6   # NCCL latency of one small all-reduce or send/recv
 LAYER_KERNEL_COUNT = {"add": 2}  # two residual adds per layer; every other operator runs once
+SIXTEEN_BIT_GEMMS = ("moe_router",)  # quantized checkpoints keep the router 16-bit (memory/model_bytes.py)
+BF16 = LinearFormat("bf16", "bf16")
 
 
 class Roofs:
     """A device's effective compute, memory and link rates, and how a kernel is priced on them."""
 
     def __init__(self, device: DeviceSpec, compute_efficiency: float, memory_efficiency: float,
-                 link_efficiency: float) -> None:
+                 link_efficiency: float, linear: LinearFormat = BF16) -> None:
         self.flops = device.bf16_tflops * 1e12 * compute_efficiency
         self.bandwidth = device.memory_bandwidth_gbps * 1e9 * memory_efficiency
         self.link = device.link_bandwidth_gbps * 1e9 * link_efficiency
+        self.format = linear
+        tflops = device.tensor_tflops(linear.compute)
+        assert tflops is not None, "linear_format picks a compute format the device has"
+        self.linear_flops = tflops * 1e12 * compute_efficiency
 
     def kernel(self, cost: ops.Cost) -> ops.Amount:
         """Seconds of one kernel (numpy arrays or floats)."""
         compute, memory = cost.flops / self.flops, cost.bytes / self.bandwidth
         launch = GEMM_LAUNCH_S if np.any(np.asarray(cost.flops) > 0) else STREAM_LAUNCH_S
         return np.sqrt(compute * compute + memory * memory) + launch
+
+    def linear(self, cost: ops.Cost) -> ops.Amount:
+        """Seconds of one linear layer's GEMM in the model's format: the weights moved at the
+        weight format's bytes, the input activations at the compute format's, the output 16-bit;
+        the FLOPs at the compute format's throughput. A 16-bit model: exactly kernel()."""
+        if self.format.is_16bit:
+            return self.kernel(cost)
+        compute, memory = cost.flops / self.linear_flops, self.linear_bytes(cost) / self.bandwidth
+        launch = GEMM_LAUNCH_S if np.any(np.asarray(cost.flops) > 0) else STREAM_LAUNCH_S
+        return np.sqrt(compute * compute + memory * memory) + launch
+
+    def linear_bytes(self, cost: ops.Cost) -> ops.Amount:
+        """Bytes a linear layer's GEMM moves in the model's format (Cost counts 16-bit values)."""
+        return (cost.bytes - cost.weight_values * (ops.BYTES - DTYPE_BYTES[self.format.weight])
+                - cost.input_values * (ops.BYTES - DTYPE_BYTES[self.format.compute]))
 
     def kernel_scalar(self, flops: float, nbytes: float) -> float:
         """kernel() for plain floats, without numpy (the same value)."""
@@ -59,30 +88,50 @@ class Roofs:
         return nbytes / self.link + COLLECTIVE_LATENCY_S
 
 
-def roofs_for(device: DeviceSpec, cfg: OperatorModelConfig) -> Roofs:
-    """The device's roofs with the scenario's efficiency overrides (else the device's own)."""
+def roofs_for(device: DeviceSpec, cfg: OperatorModelConfig, weight_dtype: str = "bf16") -> Roofs:
+    """The device's roofs with the scenario's efficiency overrides (else the device's own), its
+    linear layers in `weight_dtype`."""
     return Roofs(device, cfg.compute_efficiency or device.compute_efficiency,
-                 cfg.memory_efficiency or device.memory_efficiency, cfg.link_efficiency)
+                 cfg.memory_efficiency or device.memory_efficiency, cfg.link_efficiency,
+                 linear_format(weight_dtype, device))
 
 
 class RooflinePredictor(GridPredictor):
-    """Closed-form per-operator times for `model` on `device` with the given TP/PP split."""
+    """Closed-form per-operator times for `model` on `device` with the given TP/PP split.
 
-    def __init__(self, model: ModelSpec, device: DeviceSpec, tp: int, pp: int, cfg: OperatorModelConfig) -> None:
+    Args:
+        kv_cache_dtype: the KV cache's format (default: `auto` resolved for the model, 16-bit).
+    """
+
+    def __init__(self, model: ModelSpec, device: DeviceSpec, tp: int, pp: int, cfg: OperatorModelConfig,
+                 kv_cache_dtype: str | None = None) -> None:
         self.model, self.tp, self.pp, self.cfg = model, tp, pp, cfg
-        self.roofs = roofs_for(device, cfg)
+        self.roofs = roofs_for(device, cfg, model.weight_dtype)
         self.shape = ops.LayerShape.of(model, tp)
+        self.kv_cache_dtype = kv_cache_dtype or kv_dtype("auto", model.weight_dtype)
+        self.kv_ratio = DTYPE_BYTES[self.kv_cache_dtype] / ops.BYTES   # 1 for a 16-bit cache
         # decode attention = sqrt((a C)^2 + (b C + c n)^2) + launch for n decodes over C cached
-        # tokens (operators.decode_attention's FLOPs and bytes over the roofs, factored)
+        # tokens (operators.decode_attention's FLOPs and bytes over the roofs, factored; the
+        # cached K and V at the KV format's bytes)
         unit = ops.decode_attention(self.shape, 0.0, 1.0)
         self._decode_compute = unit.flops / self.roofs.flops
-        self._decode_kv = unit.bytes / self.roofs.bandwidth
+        self._decode_kv = unit.bytes * self.kv_ratio / self.roofs.bandwidth
         self._decode_query = ops.decode_attention(self.shape, 1.0, 0.0).bytes / self.roofs.bandwidth
         super().__init__(model.num_layers // pp, pp)
 
     def kernel_times(self, tokens: ops.Amount) -> dict[str, ops.Amount]:
         """Seconds of ONE kernel of each layer operator (what a profile row measures)."""
-        return {name: self.roofs.kernel(cost) for name, cost in ops.layer_kernels(self.shape, tokens).items()}
+        return {name: self._kernel(name, cost) for name, cost in ops.layer_kernels(self.shape, tokens).items()}
+
+    def _kernel(self, name: str, cost: ops.Cost) -> ops.Amount:
+        """One layer kernel in the model's formats: linear layers by Roofs.linear, the KV-cache
+        write with its stores in the KV format, everything else 16-bit."""
+        if name == "attn_kv_cache_save" and self.kv_cache_dtype not in SIXTEEN_BIT:
+            # it reads K and V in 16 bits and writes as many values to the cache: half its bytes
+            return self.roofs.kernel(ops.Cost(cost.flops, cost.bytes * (1.0 + self.kv_ratio) / 2))
+        if name not in SIXTEEN_BIT_GEMMS and np.any(np.asarray(cost.weight_values) > 0):
+            return self.roofs.linear(cost)
+        return self.roofs.kernel(cost)
 
     def layer_ops(self, tokens: np.ndarray) -> dict[str, np.ndarray]:
         times = {name: LAYER_KERNEL_COUNT.get(name, 1) * t for name, t in self.kernel_times(tokens).items()}
@@ -116,7 +165,12 @@ class RooflinePredictor(GridPredictor):
 
     def prefill_attention(self, chunk: int, context: int) -> float:
         cost = ops.prefill_attention(self.shape, chunk, context)
-        return self.roofs.kernel_scalar(cost.flops, cost.bytes)
+        if self.kv_cache_dtype in SIXTEEN_BIT:
+            return self.roofs.kernel_scalar(cost.flops, cost.bytes)
+        # the chunk reads K and V of all context + chunk tokens from the cache in the KV format
+        # (decode_attention without queries is exactly those reads, 16-bit)
+        kv_reads = ops.decode_attention(self.shape, 0, context + chunk).bytes
+        return self.roofs.kernel_scalar(cost.flops, cost.bytes - (1.0 - self.kv_ratio) * kv_reads)
 
     def decode_attention(self, num_decodes: np.ndarray, context: np.ndarray) -> np.ndarray:
         compute = self._decode_compute * context

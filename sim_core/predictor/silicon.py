@@ -4,14 +4,17 @@ Tables (silicon_tables.py, derived from AIConfigurator's perf_db by bench/derive
 give the latency of one call of each operator on one GPU; between and beyond grid points they
 are interpolated in log space (LogGrid). Per layer, on the model's per-GPU shapes:
 
-    attn_pre_proj    GEMM m = tokens, n = (q + 2 kv) x head_dim, k = hidden
+    attn_pre_proj    GEMM m = tokens, n = (q + 2 kv) x head_dim, k = hidden (in the model's
+                     weight format: the bf16, fp8 or fp4 table; the LM head and router stay bf16)
     attn_post_proj   GEMM n = hidden, k = q x head_dim
     mlp_up_proj      GEMM n = 2 x inter / TP (gate and up fused; 1 x without a gate), k = hidden
     mlp_down_proj    GEMM n = hidden, k = inter / TP
-    mlp_experts      MoE models whose shape the fused-MoE table has: the whole expert block
-                     (up, activation, down) by tokens; other MoE shapes use the roofline
+    mlp_experts      16-bit MoE models whose shape the fused-MoE table (bf16) has: the whole
+                     expert block (up, activation, down) by tokens; other MoE models use the
+                     roofline
     tp_all_reduce    2 per layer with TP > 1: vLLM's custom all-reduce up to 8 MiB, NCCL above
-    attention        see `AttentionLookup`, `prefill_attention` and `decode_attention`
+    attention        see `AttentionLookup`, `prefill_attention` and `decode_attention`; the
+                     tables measured with the scenario's KV-cache format (bf16 or fp8)
 
 Norms, residual adds, RoPE, the activation, the KV-cache write, the embedding, PP send/recv and
 the host's CPU phases are priced exactly as the roofline prices them (the same knobs).
@@ -28,7 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim_core.catalog import DeviceSpec, ModelSpec
+from sim_core.catalog.precision import SIXTEEN_BIT, kv_dtype
 from sim_core.config.predictor import OperatorModelConfig
+from sim_core.errors import ConfigError
 from sim_core.predictor import operators as ops
 from sim_core.predictor.grid import GridPredictor
 from sim_core.predictor.roofline import RooflinePredictor
@@ -98,23 +103,45 @@ class SiliconPredictor(GridPredictor):
 
     Args:
         tables: the device's tables (default: the shipped ones of `device_id`).
+        kv_cache_dtype: the KV cache's format (default: `auto` resolved for the model, 16-bit).
+
+    Raises:
+        ConfigError: the tables lack GEMMs in the model's weight format or attention over a KV
+            cache in its format (SimulationConfig refuses such scenarios first).
     """
 
     def __init__(self, model: ModelSpec, device_id: str, device: DeviceSpec, tp: int, pp: int,
-                 cfg: OperatorModelConfig, tables: DeviceTables | None = None) -> None:
+                 cfg: OperatorModelConfig, tables: DeviceTables | None = None,
+                 kv_cache_dtype: str | None = None) -> None:
         self.model, self.tp, self.pp = model, tp, pp
         self.tables = tables or load_tables(device_id)
-        self.roofline = RooflinePredictor(model, device, tp, pp, cfg)
+        kv = kv_cache_dtype or kv_dtype("auto", model.weight_dtype)
+        self.roofline = RooflinePredictor(model, device, tp, pp, cfg, kv)
         self.shape = shape = ops.LayerShape.of(model, tp)
-        self.gemm = self.tables.gemm["bf16"]
-        self.context = AttentionLookup.of(self.tables.context, shape.q_heads, shape.kv_heads, shape.head_dim)
-        self.generation = AttentionLookup.of(self.tables.generation, shape.q_heads, shape.kv_heads, shape.head_dim)
+        self.gemm = self.tables.gemm["bf16"]                 # the 16-bit GEMMs: LM head, router
+        self.linear = self._linear_table(device_id)         # the linear layers, in the weight format
+        attention = self.tables.attention(kv)
+        if attention is None:
+            raise ConfigError(f"predictor.type silicon: the tables of '{device_id}' have no attention over a KV "
+                              f"cache in {kv}; use type roofline")
+        self.context = AttentionLookup.of(attention[0], shape.q_heads, shape.kv_heads, shape.head_dim)
+        self.generation = AttentionLookup.of(attention[1], shape.q_heads, shape.kv_heads, shape.head_dim)
         moe_key = (model.embedding_dim, model.mlp_hidden_dim, model.num_experts_per_token, model.num_experts, tp)
-        self.moe = self.tables.moe.get(moe_key) if model.is_moe else None
+        bf16_experts = model.is_moe and model.weight_dtype in SIXTEEN_BIT
+        self.moe = self.tables.moe.get(moe_key) if bf16_experts else None
         # the varlen attention kernel's floor: a one-token decode over one cached token
         self.attention_floor = min(self.generation.at(1, 1), self.context.at(1, 1))
         self._prefill_cache: dict[tuple[int, int], float] = {}
         super().__init__(model.num_layers // pp, pp)
+
+    def _linear_table(self, device_id: str) -> LogGrid:
+        """The GEMM table of the model's weight format (bf16 for both 16-bit formats)."""
+        weight = self.model.weight_dtype
+        table = self.tables.gemm.get("bf16" if weight in SIXTEEN_BIT else weight)
+        if table is None:
+            raise ConfigError(f"predictor.type silicon: the tables of '{device_id}' have no {weight} GEMMs "
+                              f"(measured: {', '.join(sorted(self.tables.gemm))}); use type roofline")
+        return table
 
     # ---- token-dependent operators --------------------------------------------------------------
 
@@ -122,12 +149,12 @@ class SiliconPredictor(GridPredictor):
         s, e = self.shape, self.model.embedding_dim
         roof = self.roofline.layer_ops(tokens)   # one kernel per operator, the two adds together
         times = {name: roof[name] for name in ELEMENTWISE}
-        times["attn_pre_proj"] = self.gemm.grid(tokens, (s.q_heads + 2 * s.kv_heads) * s.head_dim, e)
-        times["attn_post_proj"] = self.gemm.grid(tokens, e, s.q_heads * s.head_dim)
+        times["attn_pre_proj"] = self.linear.grid(tokens, (s.q_heads + 2 * s.kv_heads) * s.head_dim, e)
+        times["attn_post_proj"] = self.linear.grid(tokens, e, s.q_heads * s.head_dim)
         if not self.model.is_moe:
-            times["mlp_up_proj"] = self.gemm.grid(tokens, s.gate * s.ffn, e)
+            times["mlp_up_proj"] = self.linear.grid(tokens, s.gate * s.ffn, e)
             times["mlp_act"] = roof["mlp_act"]
-            times["mlp_down_proj"] = self.gemm.grid(tokens, e, s.ffn)
+            times["mlp_down_proj"] = self.linear.grid(tokens, e, s.ffn)
         elif self.moe is not None:
             times["moe_router"] = self.gemm.grid(tokens, s.num_experts, e)
             times["mlp_experts"] = self.moe.grid(tokens)

@@ -14,9 +14,12 @@ latencies in ms of ONE call of one layer's operator on one GPU:
 
 What is kept, per device: one vLLM version (0.14.0 where measured, else the oldest: the
 nearest to the 0.15 runs we compare with; NCCL 2.27.3, the version the systems name; the file
-records which); GEMMs in bf16 and fp8
-(per-tensor) on the measured m x n x k grid; context and generation attention with a bf16 KV
-cache on batch x length grids per (q heads, kv heads, head_dim); the vLLM custom all-reduce
+records which); GEMMs in bf16 on the measured m x n x k grid, and in fp8 (per-tensor W8A8) and
+nvfp4 (W4A4, B200 only) from the newest version measured (its rows name vLLM's CUTLASS FP8 and
+FlashInfer NVFP4 kernels, those vLLM 0.33 selects; the older versions' fp8 rows are no faster
+than bf16 on large GEMMs, 1.0-1.1x, where the newest take 0.64-0.82x); context and generation attention with a bf16 KV
+cache, and again with an fp8 one where measured, on batch x length grids per (q heads, kv heads,
+head_dim); the vLLM custom all-reduce
 (CUDA-graph variant) and NCCL all-reduce in half precision by bytes and TP; fused MoE in bf16
 with the balanced token distribution (A100 has only power laws: power_law_1.01 there) and no
 expert parallelism, by tokens per shape. Repeated measurements of a point keep their median;
@@ -52,10 +55,13 @@ if TYPE_CHECKING:
 SYSTEMS = {"a100_sxm": "a100-80gb", "h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "l40s": "l40s"}
 PREFERRED_VERSION = {"vllm": "0.14.0", "nccl": "2.27.3"}   # else the oldest measured version
 SOURCE = "ai-dynamo/aiconfigurator @095f58a (Apache-2.0), perf_db"
-GEMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
+GEMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "nvfp4": "fp4"}
+NEWEST_GEMM_DTYPES = ("fp8", "nvfp4")   # read from the newest measured version (module docstring)
 BYTES_PER_ELEMENT = 2   # the all-reduce rows are half precision; message_size counts elements
 MOE_DISTRIBUTIONS = ("balanced", "power_law_1.01")
-FAMILIES = ("gemm", "context_attention", "generation_attention", "allreduce", "moe")
+KV_DTYPES = {"bfloat16": "", "fp8": "_fp8"}   # perf_db kv_cache_dtype -> suffix of the attention tables
+FAMILIES = ("gemm", "context_attention", "generation_attention", "context_attention_fp8",
+            "generation_attention_fp8", "allreduce", "moe")
 
 
 @dataclass(frozen=True)
@@ -71,10 +77,13 @@ class Measured:
 # ---- reading ------------------------------------------------------------------------------------
 
 def pick_version(folder: Path, filename: str, preferred: str) -> str | None:
-    """The version folder under `folder` holding `filename`: `preferred` if present, else the oldest."""
+    """The version folder under `folder` holding `filename`: `preferred` if present, else the
+    oldest (`preferred` "newest": the newest)."""
     versions = sorted((p.name for p in folder.glob("*") if (p / filename).exists()), key=_version_key)
     if not versions:
         return None
+    if preferred == "newest":
+        return versions[-1]
     return preferred if preferred in versions else versions[0]
 
 
@@ -82,13 +91,14 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
 
 
-def _read(perf_db: Path, system: str, family: str, runtime: str, filename: str) -> tuple[pd.DataFrame | None, str]:
+def _read(perf_db: Path, system: str, family: str, runtime: str, filename: str,
+          preferred: str | None = None) -> tuple[pd.DataFrame | None, str]:
     try:
         import pandas as pd
     except ImportError as exc:  # pragma: no cover - pandas is a runtime dependency
         raise ConfigError(f"reading {perf_db} needs pandas") from exc
     folder = perf_db / system / family / runtime
-    version = pick_version(folder, filename, PREFERRED_VERSION[runtime])
+    version = pick_version(folder, filename, preferred or PREFERRED_VERSION[runtime])
     if version is None:
         return None, ""
     path = folder / version / filename
@@ -129,19 +139,24 @@ def measured_tables(perf_db: Path, system: str) -> tuple[dict[str, dict[tuple[ob
     out: dict[str, dict[tuple[object, ...], Measured]] = {family: {} for family in FAMILIES}
     versions: dict[str, str] = {}
     gemm, versions["gemm"] = _read(perf_db, system, "gemm", "vllm", "gemm_perf.parquet")
-    if gemm is not None:
-        for dtype, name in GEMM_DTYPES.items():
-            rows = gemm[gemm["gemm_dtype"] == dtype]
-            if len(rows):
-                m, n, k, values = _grid(rows, ["m", "n", "k"])
-                out["gemm"][(name,)] = Measured((m, n, k), values, (1.0, 1.0, 1.0), (0, 2, 1))
+    newest, newest_version = _read(perf_db, system, "gemm", "vllm", "gemm_perf.parquet", "newest")
+    for dtype, name in GEMM_DTYPES.items():
+        frame = newest if dtype in NEWEST_GEMM_DTYPES else gemm
+        rows = frame[frame["gemm_dtype"] == dtype] if frame is not None else []
+        if len(rows):
+            m, n, k, values = _grid(rows, ["m", "n", "k"])
+            out["gemm"][(name,)] = Measured((m, n, k), values, (1.0, 1.0, 1.0), (0, 2, 1))
+            if dtype in NEWEST_GEMM_DTYPES:
+                versions[f"gemm_{name}"] = newest_version
     # fill order: a prefill grid's missing corner (many long prompts) scales with the batch; a
     # decode grid is linear in both and held-out points favour the length axis there
     for phase, length, power, order in (("context", "isl", 2.0, (0, 1)), ("generation", "step", 1.0, (1, 0))):
         frame, versions[f"{phase}_attention"] = _read(perf_db, system, "attention", "vllm",
                                                       f"{phase}_attention_perf.parquet")
-        if frame is not None:
-            out[f"{phase}_attention"] = _attention(frame, length, power, order)
+        for kv_dtype, suffix in KV_DTYPES.items():
+            if frame is not None and (frame["kv_cache_dtype"] == kv_dtype).any():
+                out[f"{phase}_attention{suffix}"] = _attention(frame, length, power, order, kv_dtype)
+                versions[f"{phase}_attention{suffix}"] = versions[f"{phase}_attention"]
     out["allreduce"], versions["allreduce"] = _comm(perf_db, system, "vllm", "custom_allreduce_perf.parquet")
     out["nccl"], versions["nccl"] = _comm(perf_db, system, "nccl", "nccl_perf.parquet")
     moe, versions["moe"] = _read(perf_db, system, "moe", "vllm", "moe_perf.parquet")
@@ -151,9 +166,9 @@ def measured_tables(perf_db: Path, system: str) -> tuple[dict[str, dict[tuple[ob
     return out, versions
 
 
-def _attention(frame: pd.DataFrame, length: str, power: float,
-               order: tuple[int, ...]) -> dict[tuple[object, ...], Measured]:
-    rows = frame[frame["kv_cache_dtype"] == "bfloat16"]
+def _attention(frame: pd.DataFrame, length: str, power: float, order: tuple[int, ...],
+               kv_dtype: str) -> dict[tuple[object, ...], Measured]:
+    rows = frame[frame["kv_cache_dtype"] == kv_dtype]
     if "attn_dtype" in rows:
         rows = rows[rows["attn_dtype"] == "bfloat16"]
     if "window_size" in rows:   # sliding-window rows are another kernel configuration
@@ -251,13 +266,14 @@ def derive_arrays(perf_db: Path, system: str) -> dict[str, np.ndarray]:
             arrays[f"gemm_{dtype}_{name}"] = axis
         arrays[f"gemm_{dtype}_ms"] = fill(table).astype(np.float32)
     for phase in ("context", "generation"):
-        stacked = tables[f"{phase}_attention"]
-        if not stacked:
-            continue
-        first = next(iter(stacked.values()))
-        arrays[f"{phase}_batch"], arrays[f"{phase}_length"] = first.axes
-        arrays[f"{phase}_heads"] = np.array(list(stacked), dtype=np.int64)
-        arrays[f"{phase}_ms"] = np.stack([fill(t) for t in stacked.values()]).astype(np.float32)
+        for suffix in KV_DTYPES.values():
+            stacked, name = tables[f"{phase}_attention{suffix}"], f"{phase}{suffix}"
+            if not stacked:
+                continue
+            first = next(iter(stacked.values()))
+            arrays[f"{name}_batch"], arrays[f"{name}_length"] = first.axes
+            arrays[f"{name}_heads"] = np.array(list(stacked), dtype=np.int64)
+            arrays[f"{name}_ms"] = np.stack([fill(t) for t in stacked.values()]).astype(np.float32)
     for family, prefix, axis_name in (("allreduce", "allreduce", "bytes"), ("nccl", "nccl", "bytes"),
                                       ("moe", "moe", "tokens")):
         rows = tables[family]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -149,6 +149,18 @@ class DeviceTables:
     allreduce: dict[int, LogGrid]                # TP -> bytes (vLLM custom all-reduce)
     nccl: dict[int, LogGrid]                     # TP -> bytes (NCCL all-reduce)
     moe: dict[tuple[int, ...], LogGrid]          # (hidden, inter, topk, experts, tp) -> tokens (bf16)
+    # context and generation attention over an fp8 KV cache (empty where not measured)
+    context_fp8: AttentionTable = field(default_factory=lambda: AttentionTable({}))
+    generation_fp8: AttentionTable = field(default_factory=lambda: AttentionTable({}))
+
+    def attention(self, kv_dtype: str) -> tuple[AttentionTable, AttentionTable] | None:
+        """(context, generation) tables over a KV cache in `kv_dtype` (the bf16 ones for both
+        16-bit formats); None where the device has no such measurements."""
+        if kv_dtype in ("bf16", "fp16"):
+            return self.context, self.generation
+        if kv_dtype == "fp8" and self.context_fp8.grids and self.generation_fp8.grids:
+            return self.context_fp8, self.generation_fp8
+        return None
 
 
 MS = 1e-3  # the tables store milliseconds
@@ -165,7 +177,8 @@ def tables_from_arrays(device: str, arrays: dict[str, np.ndarray]) -> DeviceTabl
         _attention(arrays, "context", 2.0), _attention(arrays, "generation", 1.0),
         _by_tp(arrays, "allreduce"), _by_tp(arrays, "nccl"),
         {tuple(int(v) for v in shape): LogGrid([arrays["moe_tokens"]], _seconds(row))
-         for shape, row in zip(arrays.get("moe_shapes", []), arrays.get("moe_ms", []))})
+         for shape, row in zip(arrays.get("moe_shapes", []), arrays.get("moe_ms", []))},
+        _attention(arrays, "context_fp8", 2.0), _attention(arrays, "generation_fp8", 1.0))
 
 
 def _seconds(milliseconds: np.ndarray) -> np.ndarray:
