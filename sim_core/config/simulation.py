@@ -89,7 +89,8 @@ class SimulationConfig(BaseModel):
             return data
         device = data.get("device", cls.model_fields["device"].default)
         own = isinstance(data.get("devices"), dict) and device in data["devices"]
-        kind = "silicon" if device in MEASURED_KERNELS and not own else "roofline"
+        exact = not _silicon_cannot_price(_raw_model_spec(data, cls.model_fields["model"].default))
+        kind = "silicon" if device in MEASURED_KERNELS and not own and exact else "roofline"
         return {**data, "predictor": {**(predictor or {}), "type": kind}}
 
     @model_validator(mode="after")
@@ -103,9 +104,30 @@ class SimulationConfig(BaseModel):
         if self.predictor.type == "silicon" and (self.device not in MEASURED_KERNELS or self.device in self.devices):
             raise ValueError(f"predictor.type: silicon has measured kernels only for the catalog devices "
                              f"{', '.join(MEASURED_KERNELS)}, not '{clipped(self.device, 60)}'; use roofline")
+        if self.predictor.type == "silicon" and (reason := _silicon_cannot_price(self.model_spec())):
+            raise ValueError(f"predictor.type: silicon has kernels only for uniform layers of standard attention; "
+                             f"'{clipped(self.model, 60)}' has {reason}; use roofline")
         if isinstance(self.predictor, LearnedPredictorConfig) and not self.predictor.profiles_dir:
             raise ValueError("predictor.profiles_dir: the learned predictor needs a folder of profiling CSVs")
         return self
+
+
+def _raw_model_spec(data: dict, default: str) -> ModelSpec | None:
+    """The scenario's model before validation (None when it is not valid yet: validation says why)."""
+    model = data.get("model", default)
+    own = data.get("models")
+    spec = own.get(model) if isinstance(own, dict) and isinstance(model, str) else None
+    if spec is None:
+        return MODELS.get(model) if isinstance(model, str) else None
+    try:
+        return spec if isinstance(spec, ModelSpec) else ModelSpec.model_validate(spec)
+    except ValueError:
+        return None
+
+
+def _silicon_cannot_price(model: ModelSpec | None) -> str:
+    """Why the silicon predictor's tables cannot price `model` ('' when they can)."""
+    return " and ".join(model.features_beyond_gqa()) if model is not None else ""
 
 
 def _check_linear_cost(predictor: PredictorConfig) -> None:
