@@ -40,23 +40,26 @@ def kv_bytes_per_token(model: ModelSpec, kv_dtype: str, tp: int = 1, layers: int
     return 2 * model.head_dim * kv_heads * (model.num_layers if layers is None else layers) * DTYPE_BYTES[kv_dtype]
 
 
-def local_kv_capped(model: ModelSpec, hybrid_allocator: bool = True) -> bool:
+def local_kv_capped(model: ModelSpec, hybrid_allocator: bool | None = None) -> bool:
     """Whether vLLM 0.33 keeps only the window's tokens in the model's local layers: always when
-    every layer is local (one KV spec, nothing to unify), else only with the hybrid KV-cache
-    allocator on, which it is by default except for chunked local attention (Llama-4) or a KV
-    connector without hybrid support (vllm/config/vllm.py; v1/core/kv_cache_planning.py)."""
+    every layer is local (one KV spec, nothing to unify), else only with its hybrid KV-cache
+    allocator on. `hybrid_allocator` None is vLLM's default: on, except for chunked local
+    attention (Llama-4); a KV connector without hybrid support also turns it off
+    (vllm/config/vllm.py, v1/core/kv_cache_planning.py)."""
     if model.attention_window is None:
         return False
     if not model.full_attention_layers:
         return True
-    return hybrid_allocator and model.attention_window_kind == "sliding"
+    if hybrid_allocator is None:
+        return model.attention_window_kind == "sliding"
+    return hybrid_allocator
 
 
 def request_kv_bytes(model: ModelSpec, kv_dtype: str, tokens: int, tp: int = 1,
-                     layers: range | None = None, hybrid_allocator: bool = True) -> float:
+                     layers: range | None = None, hybrid_allocator: bool | None = None) -> float:
     """KV bytes one request of `tokens` tokens holds on one GPU over `layers` (default: all):
     full-attention layers every token, local layers at most the window's when capped
-    (`local_kv_capped`; block rounding left to the caller)."""
+    (`local_kv_capped`; rounding to blocks is the caller's)."""
     per_layer = kv_bytes_per_token_layer(model, kv_dtype, tp)
     layers = range(model.num_layers) if layers is None else layers
     capped = local_kv_capped(model, hybrid_allocator)
