@@ -13,8 +13,10 @@ import pytest
 from sim_core import ConfigError, parse_config, run_simulation
 from sim_core.catalog import MODELS, load_hf_config, model_from_hf_config
 from sim_core.memory.model_bytes import (
+    KvCacheGroups,
     kv_bytes_per_token,
     kv_bytes_per_token_layer,
+    kv_cache_groups,
     local_kv_capped,
     request_kv_bytes,
     stage_weight_bytes,
@@ -201,3 +203,13 @@ def test_the_largest_new_models_serve_on_eight_h200s(model_id):
                            "workload": {"num_requests": 4}})
     assert config.predictor.type == "roofline"
     assert run_simulation(config).summary["num_finished"] == 4
+
+
+def test_vllm_groups_hybrid_layers_by_the_rarer_attention_type():
+    """Gemma-3-27B: 10 global and 52 sliding layers -> groups of 10: 1 full and 6 local (8 padding
+    layers); gpt-oss-120b: 18 and 18 -> 1 + 1 groups of 18; with the hybrid allocator off (and for
+    Llama-4's chunked layers by default) one group of all layers."""
+    assert kv_cache_groups(MODELS["gemma-3-27b"]) == KvCacheGroups(10, 1, 6)
+    assert kv_cache_groups(MODELS["gpt-oss-120b"]) == KvCacheGroups(18, 1, 1)
+    assert kv_cache_groups(MODELS["gpt-oss-120b"], hybrid_allocator=False) == KvCacheGroups(36, 1, 0)
+    assert kv_cache_groups(MODELS["llama-4-scout"]) == KvCacheGroups(48, 1, 0)

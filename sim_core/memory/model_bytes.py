@@ -16,6 +16,7 @@ frees a local layer's blocks outside its window.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from math import ceil
 
 from sim_core.catalog.models import ModelSpec
@@ -53,6 +54,33 @@ def local_kv_capped(model: ModelSpec, hybrid_allocator: bool | None = None) -> b
     if hybrid_allocator is None:
         return model.attention_window_kind == "sliding"
     return hybrid_allocator
+
+
+@dataclass(frozen=True)
+class KvCacheGroups:
+    """vLLM 0.33's KV-cache groups: every group has `layers_per_group` layers (padded), and one
+    block of its pool holds `block_size` tokens of that many layers; a request takes blocks for
+    each full group by its length and for each local group at most the window's."""
+
+    layers_per_group: int
+    full_groups: int
+    local_groups: int
+
+
+def kv_cache_groups(model: ModelSpec, hybrid_allocator: bool | None = None) -> KvCacheGroups:
+    """How vLLM 0.33 groups the model's layers (v1/core/kv_cache_planning.py,
+    _get_kv_cache_groups_uniform_page_size): one group of all layers when every layer has the
+    same spec (no window, all local, or local promoted to full with the hybrid allocator off);
+    else groups the size of the rarer attention type (of the commoner one when it is under 1.5x
+    as many), the commoner type's last group padded."""
+    local = sum(1 for i in range(model.num_layers) if model.is_local_layer(i))
+    full = model.num_layers - local
+    if not full:
+        return KvCacheGroups(model.num_layers, 0, 1)
+    if not local or not local_kv_capped(model, hybrid_allocator):     # local layers promoted to full
+        return KvCacheGroups(model.num_layers, 1, 0)
+    size = max(full, local) if max(full, local) < 1.5 * min(full, local) else min(full, local)
+    return KvCacheGroups(size, ceil(full / size), ceil(local / size))
 
 
 def request_kv_bytes(model: ModelSpec, kv_dtype: str, tokens: int, tp: int = 1,
