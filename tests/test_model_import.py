@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sim_core import ConfigError, parse_config, run_simulation
-from sim_core.catalog import MODELS, load_hf_config, model_from_hf_config
+from sim_core.catalog import MODELS, ModelSpec, load_hf_config, model_from_hf_config
 from sim_core.memory.model_bytes import (
     KvCacheGroups,
     kv_bytes_per_token,
@@ -213,3 +213,18 @@ def test_vllm_groups_hybrid_layers_by_the_rarer_attention_type():
     assert kv_cache_groups(MODELS["gpt-oss-120b"]) == KvCacheGroups(18, 1, 1)
     assert kv_cache_groups(MODELS["gpt-oss-120b"], hybrid_allocator=False) == KvCacheGroups(36, 1, 0)
     assert kv_cache_groups(MODELS["llama-4-scout"]) == KvCacheGroups(48, 1, 0)
+
+
+def test_a_hand_written_spec_gets_mla_head_dim_and_consistent_layouts():
+    """Under `models:` a spec may leave head_dim out (MLA: nope 128 + rope 64 = 192); layer
+    lists must be increasing, in range, and describe a window or MoE the model has."""
+    mla = {**MODELS["deepseek-v3"].model_dump(exclude={"head_dim"}), "name": "mine"}
+    assert ModelSpec(**mla).head_dim == 192
+    llama = MODELS["llama-2-7b"].model_dump()
+    for change, message in [({"full_attention_layers": (1,)}, "full_attention_layers needs an attention_window"),
+                            ({"dense_layers": (0,)}, "describe MoE models"),
+                            ({"attention_window": 8, "full_attention_layers": (3, 1)}, "increasing order"),
+                            ({"attention_window": 8, "full_attention_layers": (32,)}, "below num_layers"),
+                            ({"kv_lora_rank": 512}, "needs qk_rope_head_dim")]:
+        with pytest.raises(ValueError, match=message):
+            ModelSpec(**{**llama, **change})

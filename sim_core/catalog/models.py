@@ -6,7 +6,7 @@ intermediate_size, vocab_size, max_position_embeddings, num_local_experts,
 num_experts_per_tok, tie_word_embeddings, and the local-attention, MoE, MLA and quantization
 keys hf_layouts.py and hf_quantization.py read); the repository of each is named beside it.
 The catalog entries are what `model_from_hf_config` makes of those files
-(tests/test_model_import.py checks the ones the development set has).
+(tests/test_model_import.py checks each against the shape fields of its config.json).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class ModelSpec(BaseModel):
         "together (DeepSeek: n_shared_experts x moe_intermediate_size; 0: none)."))
     dense_layers: tuple[int, ...] = Field(default=(), max_length=1000, description=(
         "MoE models: the layers (0-based) whose MLP is dense instead of experts (DeepSeek's first "
-        "k layers, Llama-4-Maverick's odd ones)."))
+        "k layers, Llama-4-Maverick's even ones)."))
     dense_mlp_dim: int | None = Field(default=None, ge=1, le=10_000_000, description=(
         "Intermediate size of the dense layers' MLP in a MoE model (None: mlp_hidden_dim)."))
     encoder_params: int = Field(default=0, ge=0, le=10**13, description=(
@@ -79,9 +79,13 @@ class ModelSpec(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _derive_head_dim(cls, data: Any) -> Any:
-        """Without a head_dim, each of the query heads gets an equal share of the hidden size."""
+        """Without a head_dim, each of the query heads gets an equal share of the hidden size
+        (MLA: a query/key head is its non-rotary plus its rotary part)."""
         if not isinstance(data, dict) or data.get("head_dim") is not None:
             return data
+        nope, rope = data.get("qk_nope_head_dim"), data.get("qk_rope_head_dim")
+        if data.get("kv_lora_rank") and type(nope) is int and type(rope) is int:
+            return {**data, "head_dim": nope + rope}
         hidden, heads = data.get("embedding_dim"), data.get("num_q_heads")
         if not isinstance(hidden, int) or not isinstance(heads, int) or isinstance(hidden, bool) or heads < 1:
             return data                      # the fields' own validation names what is wrong
