@@ -137,8 +137,10 @@ def _base_fields(text: dict[str, Any], source: str) -> dict[str, Any]:
 def _encoder_params(vision: object, text: dict[str, Any], source: str) -> int:
     """Parameters of a ViT vision tower and its projector, estimated from `vision_config`:
     layers x (4 h^2 attention + 2 h i MLP) + patch and position embeddings + a projection of
-    its output (vision_output_dim, else h) to the text hidden size. Within a few percent of the
-    published encoder sizes (SigLIP-400M of Gemma-3: 423M; Llama-4's: 0.87B)."""
+    its output (vision_output_dim, else h) to the text hidden size, + Llama-4's pixel-shuffle
+    adapter (h / ratio^2 -> projector_input_dim -> projector_output_dim) when named. Against
+    transformers' own count: Gemma-3's SigLIP 422,659,584 of 423,060,336; Llama-4's 871,301,632
+    of 871,932,416 (biases, norms and class tokens left out)."""
     if vision is None:
         return 0
     if not isinstance(vision, dict):
@@ -148,11 +150,14 @@ def _encoder_params(vision: object, text: dict[str, Any], source: str) -> int:
         patch, image = int(vision.get("patch_size", 14)), int(vision.get("image_size", 224))
         out = int(vision.get("vision_output_dim") or h)
         hidden = int(text.get("hidden_size", 0))
-    except (KeyError, TypeError, ValueError) as exc:
+        adapter_in, adapter_out = int(vision.get("projector_input_dim", 0)), int(vision.get("projector_output_dim", 0))
+        shuffled = round(h / float(vision.get("pixel_shuffle_ratio", 1.0)) ** 2)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
         raise ConfigError(f"{source}: vision_config: needs integer hidden_size, intermediate_size and "
                           f"num_hidden_layers ({exc.__class__.__name__}: {str(exc)[:60]})") from None
     positions = (image // max(patch, 1)) ** 2
-    return layers * (4 * h * h + 2 * h * i) + 3 * patch * patch * h + positions * h + out * hidden
+    adapter = shuffled * adapter_in + adapter_in * adapter_out if adapter_in and adapter_out else 0
+    return layers * (4 * h * h + 2 * h * i) + 3 * patch * patch * h + positions * h + out * hidden + adapter
 
 
 def load_hf_config(path: str | Path, name: str | None = None) -> ModelSpec:

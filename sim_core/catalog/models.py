@@ -179,7 +179,7 @@ def _every(start: int, step: int, layers: int) -> tuple[int, ...]:
     return tuple(range(start, layers, step))
 
 
-LLAMA4_VISION_PARAMS = 831_455_744   # hf_import's estimate from Llama-4's vision_config (34 layers, 1408 wide)
+LLAMA4_VISION_PARAMS = 871_301_632   # hf_import's estimate from Llama-4's vision_config (34 layers, 1408 wide)
 GEMMA3_VISION_PARAMS = 422_659_584   # ... and from Gemma-3's SigLIP vision_config (27 layers, 1152 wide)
 
 MODELS.update({
