@@ -228,3 +228,17 @@ def test_a_hand_written_spec_gets_mla_head_dim_and_consistent_layouts():
                             ({"kv_lora_rank": 512}, "needs qk_rope_head_dim")]:
         with pytest.raises(ValueError, match=message):
             ModelSpec(**{**llama, **change})
+
+
+def test_gemma2_alternates_sliding_and_global_layers():
+    """Gemma-2-9B (google/gemma-2-9b): 42 layers, even ones slide over 4096 tokens, odd ones are
+    global; embeddings tied (its family's default); head_dim 256 where 3584 / 16 = 224."""
+    gemma2 = model_from_hf_config({
+        "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "attn_logit_softcapping": 50.0,
+        "cache_implementation": "hybrid", "final_logit_softcapping": 30.0, "head_dim": 256,
+        "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 3584, "intermediate_size": 14336,
+        "max_position_embeddings": 8192, "num_attention_heads": 16, "num_hidden_layers": 42,
+        "num_key_value_heads": 8, "query_pre_attn_scalar": 256, "sliding_window": 4096,
+        "sliding_window_size": 4096, "vocab_size": 256000})
+    assert (gemma2.head_dim, gemma2.tie_word_embeddings, gemma2.attention_window) == (256, True, 4096)
+    assert gemma2.full_attention_layers == tuple(range(1, 42, 2))

@@ -12,6 +12,7 @@ HARMLESS_KEYS: frozenset[str] = frozenset({
     # identity, bookkeeping and tokenizer ids
     "architectures", "model_type", "auto_map", "transformers_version", "bos_token_id", "eos_token_id",
     "pad_token_id", "sep_token_id", "decoder_start_token_id", "cls_token_id", "use_cache", "return_dict",
+    "cache_implementation",
     "is_decoder", "for_llm_compressor", "name_or_path",
     # the checkpoint's 16-bit format: weights and activations are 2 bytes whether fp16 or bf16
     "torch_dtype", "dtype",
@@ -20,7 +21,7 @@ HARMLESS_KEYS: frozenset[str] = frozenset({
     "layer_norm_epsilon", "norm_eps", "initializer_range", "initializer_factor",
     # positions: rotary settings change values, not shapes (the context limit is max_position_embeddings)
     "rope_theta", "rope_scaling", "rope_parameters", "rope_type", "partial_rotary_factor", "rotary_pct",
-    "rope_local_base_freq", "initial_context_length", "original_max_position_embeddings",
+    "rope_local_base_freq", "initial_context_length", "original_max_position_embeddings", "rope_interleave",
     # training-only settings
     "attention_dropout", "hidden_dropout", "dropout", "embd_pdrop", "resid_pdrop", "attn_pdrop",
     "router_aux_loss_coef", "aux_loss_alpha", "seq_aux", "output_router_logits", "router_jitter_noise",

@@ -33,8 +33,9 @@ from typing import Any
 
 from sim_core.errors import ConfigError
 
-WINDOW_KEYS = frozenset({"layer_types", "sliding_window", "sliding_window_pattern", "use_sliding_window",
-                         "max_window_layers", "attention_chunk_size", "no_rope_layers", "no_rope_layer_interval"})
+WINDOW_KEYS = frozenset({"layer_types", "sliding_window", "sliding_window_size", "sliding_window_pattern",
+                         "use_sliding_window", "max_window_layers", "attention_chunk_size", "no_rope_layers",
+                         "no_rope_layer_interval"})
 MOE_KEYS = frozenset({"num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok",
                       "experts_per_token", "moe_top_k", "moe_intermediate_size", "intermediate_size_mlp",
                       "shared_expert_intermediate_size", "n_shared_experts", "first_k_dense_replace",
@@ -56,7 +57,7 @@ def attention_window(text: dict[str, Any], num_layers: int, source: str) -> dict
     if len(set(local)) > 1:
         raise ConfigError(f"{source}: layer_types: sliding and chunked local layers in one model are not modelled")
     kind = local[0]
-    window = text.get("attention_chunk_size") if kind == "chunked" else text.get("sliding_window")
+    window = text.get("attention_chunk_size") if kind == "chunked" else _sliding_window(text)
     if not isinstance(window, int) or isinstance(window, bool) or window < 1:
         key = "attention_chunk_size" if kind == "chunked" else "sliding_window"
         raise ConfigError(f"{source}: {key}: local-attention layers need a positive window, got {window!r}")
@@ -70,7 +71,7 @@ def _layer_kinds(text: dict[str, Any], model_type: str, num_layers: int, source:
         return _llama4_kinds(text, num_layers, source)
     if text.get("layer_types") is not None:
         return _listed_kinds(text["layer_types"], num_layers, source)
-    window = text.get("sliding_window")
+    window = _sliding_window(text)
     if window is None:
         return ["full"] * num_layers
     if "use_sliding_window" in text or model_type.startswith("qwen"):
@@ -81,6 +82,11 @@ def _layer_kinds(text: dict[str, Any], model_type: str, num_layers: int, source:
         pattern = _int(text, "sliding_window_pattern", source, GEMMA_PATTERNS[model_type])
         return ["sliding" if (i + 1) % pattern else "full" for i in range(num_layers)]
     return ["sliding"] * num_layers
+
+
+def _sliding_window(text: dict[str, Any]) -> Any:
+    """The window of sliding layers (Gemma 2 repeats it as sliding_window_size)."""
+    return text["sliding_window"] if text.get("sliding_window") is not None else text.get("sliding_window_size")
 
 
 def _llama4_kinds(text: dict[str, Any], num_layers: int, source: str) -> list[str]:
