@@ -112,7 +112,7 @@ def test_server_knobs_given_as_metadata_reach_the_scenario():
     ({"ttfts": [0.1, "x", 0.6]}, H100, "result.json: ttfts[1]: expected a non-negative number, got 'x'"),
     ({"output_lens": [3, 2]}, H100, "result.json: output_lens: 2 entries where input_lens has 3"),
     ({"request_rate": -1}, H100, "result.json: request_rate: expected a positive number"),
-    ({"model_id": "Qwen/Qwen3-32B"}, H100, "result.json: model_id 'Qwen/Qwen3-32B' has no catalog entry"),
+    ({"model_id": "google/gemma-2-9b-it"}, H100, "result.json: model_id 'google/gemma-2-9b-it' has no catalog entry"),
     ({}, ReadOptions(), "result.json: the result names no GPU; give the one the server ran on (--device)"),
 ])
 def test_a_bad_vllm_bench_result_is_named_by_file_and_field(fields, options, message):
@@ -195,8 +195,8 @@ def test_a_request_that_never_produced_a_token_is_a_failure():
      "requests.jsonl: line 3: field 'input_toks': expected at least 1, got 0"),
     (ROWS, {**META, "hardware": {"device_name": "NVIDIA GeForce RTX 5090"}}, ReadOptions(),
      "meta.json: hardware.device_name 'NVIDIA GeForce RTX 5090' has no catalog entry"),
-    (ROWS, {**META, "engine_kwargs": {"model": "Qwen/Qwen3-32B"}}, ReadOptions(),
-     "meta.json: model 'Qwen/Qwen3-32B' has no catalog entry"),
+    (ROWS, {**META, "engine_kwargs": {"model": "google/gemma-2-9b-it"}}, ReadOptions(),
+     "meta.json: model 'google/gemma-2-9b-it' has no catalog entry"),
     (ROWS, {**META, "hardware": {}}, ReadOptions(), "meta.json: hardware.device_name: no GPU named"),
 ])
 def test_a_bad_request_log_is_named_by_file_line_and_field(rows, meta, options, message):

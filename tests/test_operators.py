@@ -67,3 +67,37 @@ def test_a_kernel_is_the_smooth_maximum_of_its_roofs_plus_launch():
 def test_operator_counts_accept_arrays():
     kernels = ops.layer_kernels(ops.LayerShape.of(MODELS["llama-2-7b"], 1), np.array([1.0, 2.0]))
     assert kernels["attn_post_proj"].flops.tolist() == [2 * 4096 * 4096, 4 * 4096 * 4096]
+
+
+def test_mla_decode_reads_the_latent_once_for_all_heads():
+    """DeepSeek-V3 at TP 8: 16 query heads attend the 576-value latent with absorbed weights,
+    2 x (576 + 512) FLOPs per key and head; 2 decodes over 1000 cached tokens read 1000 latents
+    and the queries' 16 x (576 + 512) values each."""
+    shape = ops.LayerShape.of(MODELS["deepseek-v3"], 8)
+    cost = ops.decode_attention(shape, 2, 1000)
+    assert cost.flops == 2 * (576 + 512) * 16 * 1000
+    assert cost.bytes == 2 * (1000 * 576 + 2 * 16 * (576 + 512))
+    assert ops.layer_kernels(shape, 10)["attn_kv_cache_save"].bytes == 2 * 2 * 10 * 576
+
+
+def test_local_layers_see_at_most_the_window_in_prefill_and_decode():
+    """Mistral-7B with a 4-token window on every layer: a 6-token prompt's queries see 1, 2, 3, 4,
+    4, 4 keys = 18 pairs (causal would be 21). gpt-oss-120b, half its layers local (128): 2 decodes
+    over 1000 cached tokens attend 0.5 x 1000 + 0.5 x min(1000, 2 x 128) = 628 keys on average."""
+    windowed = MODELS["mistral-7b"].model_copy(update={"attention_window": 4})
+    cost = ops.prefill_attention(ops.LayerShape.of(windowed, 1), 6, 0)
+    assert cost.flops == 4 * 128 * 32 * 18
+    assert ops.attended_context(ops.LayerShape.of(MODELS["gpt-oss-120b"], 1), 2, 1000) == 628
+
+
+def test_dense_layers_and_shared_experts_are_priced_at_their_share_of_layers():
+    """Llama-4-Maverick: half its layers are MoE (experts and a shared expert of 8192), half dense
+    (16384): the roofline charges each MLP kernel at half a layer."""
+    shape = ops.LayerShape.of(MODELS["llama-4-maverick"], 1)
+    kernels = ops.layer_kernels(shape, 100)
+    assert kernels["dense_mlp_up_proj"].flops == 2 * 100 * 5120 * 2 * 16384
+    assert kernels["shared_expert_down_proj"].flops == 2 * 100 * 8192 * 5120
+    shares = {name: shape.kernel_share(name) for name in ("dense_mlp_up_proj", "mlp_up_proj", "shared_expert_act",
+                                                         "moe_router", "attn_pre_proj")}
+    assert shares == {"dense_mlp_up_proj": 0.5, "mlp_up_proj": 0.5, "shared_expert_act": 0.5, "moe_router": 0.5,
+                      "attn_pre_proj": 1.0}

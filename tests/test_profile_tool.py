@@ -37,3 +37,9 @@ def test_without_pytorch_the_profiler_says_so_in_one_line(tmp_path, capsys, monk
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ImportError
     assert main(["--model", "phi-2", "--device", "a100-80gb", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith("error: profiling needs PyTorch with CUDA")
+
+
+def test_the_profiler_refuses_a_model_its_layout_cannot_hold(tmp_path, capsys):
+    """Vidur's attention.csv has q and KV heads of standard attention: no MLA latent, no window."""
+    assert main(["--model", "deepseek-v3", "--device", "h100-sxm", "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("error: --model: deepseek-v3 has MLA attention")

@@ -89,8 +89,9 @@ class SimulationConfig(BaseModel):
             return data
         device = data.get("device", cls.model_fields["device"].default)
         own = isinstance(data.get("devices"), dict) and device in data["devices"]
-        measured = device in MEASURED_KERNELS and not own and unmeasured_formats(device, *_formats(data)) is None
-        kind = "silicon" if measured else "roofline"
+        spec = _raw_model_spec(data, cls.model_fields["model"].default)
+        measured = device in MEASURED_KERNELS and not own and unmeasured_formats(device, *_formats(data, spec)) is None
+        kind = "silicon" if measured and not _silicon_cannot_price(spec) else "roofline"
         return {**data, "predictor": {**(predictor or {}), "type": kind}}
 
     @model_validator(mode="after")
@@ -108,24 +109,39 @@ class SimulationConfig(BaseModel):
             if self.predictor.type == "silicon" else None
         if gap:
             raise ValueError(f"predictor.type: silicon cannot price this scenario: {gap}; use roofline")
+        if self.predictor.type == "silicon" and (reason := _silicon_cannot_price(self.model_spec())):
+            raise ValueError(f"predictor.type: silicon has kernels only for uniform layers of standard attention; "
+                             f"'{clipped(self.model, 60)}' has {reason}; use roofline")
         if isinstance(self.predictor, LearnedPredictorConfig) and not self.predictor.profiles_dir:
             raise ValueError("predictor.profiles_dir: the learned predictor needs a folder of profiling CSVs")
         return self
 
 
-def _formats(data: dict) -> tuple[str, str]:
+def _formats(data: dict, spec: ModelSpec | None) -> tuple[str, str]:
     """(weight format, KV-cache format) of a scenario not yet validated, read leniently: anything
     malformed counts as 16-bit here and the fields' own validation names it."""
-    model = data.get("model", SimulationConfig.model_fields["model"].default)
-    models = data.get("models")
-    spec = models.get(model) if isinstance(models, dict) and isinstance(model, str) else None
-    if spec is None and isinstance(model, str):
-        spec = MODELS.get(model)
-    weight = spec.get("weight_dtype") if isinstance(spec, dict) else getattr(spec, "weight_dtype", None)
+    weight = spec.weight_dtype if spec is not None else "bf16"
     cluster = data.get("cluster")
     requested = cluster.get("kv_cache_dtype") if isinstance(cluster, dict) else getattr(cluster, "kv_cache_dtype", None)
-    weight = weight if isinstance(weight, str) and weight in DTYPE_BYTES else "bf16"
     return weight, kv_dtype(requested if isinstance(requested, str) and requested in DTYPE_BYTES else "auto", weight)
+
+
+def _raw_model_spec(data: dict, default: str) -> ModelSpec | None:
+    """The scenario's model before validation (None when it is not valid yet: validation says why)."""
+    model = data.get("model", default)
+    own = data.get("models")
+    spec = own.get(model) if isinstance(own, dict) and isinstance(model, str) else None
+    if spec is None:
+        return MODELS.get(model) if isinstance(model, str) else None
+    try:
+        return spec if isinstance(spec, ModelSpec) else ModelSpec.model_validate(spec)
+    except ValueError:
+        return None
+
+
+def _silicon_cannot_price(model: ModelSpec | None) -> str:
+    """Why the silicon predictor's tables cannot price `model` ('' when they can)."""
+    return " and ".join(model.features_beyond_gqa()) if model is not None else ""
 
 
 def _check_linear_cost(predictor: PredictorConfig) -> None:

@@ -7,7 +7,7 @@ tokens in the iteration, `tp` the tensor-parallel degree (weights and heads are 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import ceil
 from typing import Any, TypeAlias
 
@@ -47,36 +47,83 @@ def streaming(values_moved: Amount) -> Cost:
 
 @dataclass(frozen=True)
 class LayerShape:
-    """The per-GPU dimensions of one layer under tensor parallelism."""
+    """The per-GPU dimensions of one layer under tensor parallelism.
+
+    A model whose layers differ (local and global attention, dense and MoE MLPs) is priced as
+    its average layer: each kernel's time weighted by the share of layers that run it
+    (`kernel_share`), attention over the keys the average layer attends to. Exact for the
+    whole model (PP = 1); with PP each stage is priced at the model's average layer.
+    """
 
     embedding_dim: int
     head_dim: int
     q_heads: int            # query heads on one GPU
-    kv_heads: int           # KV heads on one GPU (replicated when TP exceeds them)
+    kv_heads: int           # KV heads on one GPU (replicated when TP exceeds them; MLA: 1 latent)
     ffn: float              # MLP intermediate size on one GPU (per expert)
     gate: int               # 2 for a gated MLP (gate and up matrices fused), else 1
     num_experts: int
     top_k: int
+    v_head_dim: int = 0     # value head (0: head_dim); MLA sets its own
+    kv_values: float = 0.0  # values cached per token and layer on one GPU (0: 2 x kv_heads x head_dim)
+    # MLA (0 = ordinary attention): latent = kv_lora_rank + rope, the cached values per token
+    kv_lora_rank: int = 0
+    latent: int = 0
+    q_lora_rank: int = 0
+    # local attention: the window and the share of layers that use it
+    window: int = 0
+    local_share: float = 0.0
+    # MoE models with dense layers or a shared expert
+    moe_share: float = 1.0          # share of layers whose MLP is the experts
+    dense_ffn: float = 0.0          # dense layers' MLP intermediate size on one GPU
+    shared_ffn: float = 0.0         # shared expert's intermediate size on one GPU
 
     @classmethod
     def of(cls, model: ModelSpec, tp: int) -> LayerShape:
-        return cls(model.embedding_dim, model.head_dim, model.num_q_heads // tp, ceil(model.num_kv_heads / tp),
+        layers = model.num_layers
+        local = sum(1 for i in range(layers) if model.is_local_layer(i)) / layers
+        moe = sum(1 for i in range(layers) if model.is_moe_layer(i)) / layers if model.is_moe else 1.0
+        mla: dict[str, Any] = {}
+        if model.is_mla:
+            latent = model.kv_lora_rank + model.qk_rope_head_dim
+            mla = {"kv_heads": 1, "v_head_dim": model.v_head_dim, "kv_values": float(latent),
+                   "kv_lora_rank": model.kv_lora_rank, "latent": latent, "q_lora_rank": model.q_lora_rank}
+        base = cls(model.embedding_dim, model.head_dim, model.num_q_heads // tp, ceil(model.num_kv_heads / tp),
                    model.mlp_hidden_dim / tp, 2 if model.use_gated_mlp else 1, model.num_experts,
-                   model.num_experts_per_token)
+                   model.num_experts_per_token, window=model.attention_window or 0, local_share=local,
+                   moe_share=moe, dense_ffn=(model.dense_mlp_dim or 0) / tp, shared_ffn=model.shared_expert_dim / tp)
+        return replace(base, **mla) if mla else base
+
+    @property
+    def values_per_token(self) -> float:
+        """Values the KV cache holds per token and layer on one GPU."""
+        return self.kv_values or 2 * self.kv_heads * self.head_dim
+
+    @property
+    def value_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
+
+    def kernel_share(self, name: str) -> float:
+        """The average number of layers' worth of `name` per layer (1 for uniform models)."""
+        if name.startswith("dense_mlp_"):
+            return 1.0 - self.moe_share
+        if name.startswith(("mlp_", "shared_expert_")) or name == "moe_router":
+            return self.moe_share if self.num_experts > 1 else 1.0
+        return 1.0
 
 
 def layer_kernels(s: LayerShape, t: Amount) -> dict[str, Cost]:
     """Cost of ONE kernel of each token-dependent operator of a layer for `t` tokens
-    (attention itself excluded: see prefill_attention and decode_attention)."""
+    (attention itself excluded: see prefill_attention and decode_attention). MoE models: the
+    experts are `mlp_*`, a shared expert `shared_expert_*`, the dense layers' MLP `dense_mlp_*`."""
     e, hd = s.embedding_dim, s.head_dim
     routed = t * s.top_k                                   # token-expert pairs
     active = np.minimum(routed, s.num_experts)          # experts whose weights are read
     up = s.ffn * s.gate
     kernels = {
-        "attn_pre_proj": gemm(t, e, (s.q_heads + 2 * s.kv_heads) * hd),
+        "attn_pre_proj": _mla_projections(s, t) if s.latent else gemm(t, e, (s.q_heads + 2 * s.kv_heads) * hd),
         "attn_rope": streaming(2 * t * (s.q_heads + s.kv_heads) * hd),       # read and write q, k
-        "attn_kv_cache_save": streaming(2 * 2 * t * s.kv_heads * hd),        # read k, v; write to cache
-        "attn_post_proj": gemm(t, s.q_heads * hd, e),
+        "attn_kv_cache_save": streaming(2 * t * s.values_per_token),         # read k, v; write to cache
+        "attn_post_proj": gemm(t, s.q_heads * s.value_dim, e),
         "mlp_up_proj": _experts(routed, active, e, up, s.num_experts),
         "mlp_act": streaming(routed * s.ffn * (s.gate + 1)),                # read gate (+up), write
         "mlp_down_proj": _experts(routed, active, s.ffn, e, s.num_experts),
@@ -86,7 +133,24 @@ def layer_kernels(s: LayerShape, t: Amount) -> dict[str, Cost]:
     }
     if s.num_experts > 1:
         kernels["moe_router"] = gemm(t, e, s.num_experts)
+    for prefix, ffn in (("shared_expert_", s.shared_ffn), ("dense_mlp_", s.dense_ffn if s.moe_share < 1 else 0)):
+        if ffn:
+            kernels.update({f"{prefix}up_proj": gemm(t, e, ffn * s.gate),
+                            f"{prefix}act": streaming(t * ffn * (s.gate + 1)), f"{prefix}down_proj": gemm(t, ffn, e)})
     return kernels
+
+
+def _mla_projections(s: LayerShape, t: Amount) -> Cost:
+    """MLA's projections of `t` new tokens: down to the query and KV latents (replicated), up
+    from them to the GPU's query heads and, for the new tokens, their keys and values."""
+    down = gemm(t, s.embedding_dim, s.q_lora_rank + s.latent)     # without q_lora_rank: the KV latent only
+    q_up = gemm(t, s.q_lora_rank or s.embedding_dim, s.q_heads * s.head_dim)
+    nope = s.head_dim - (s.latent - s.kv_lora_rank)
+    kv_up = gemm(t, s.kv_lora_rank, s.q_heads * (nope + s.value_dim))
+    parts = (down, q_up, kv_up)
+    return Cost(sum(p.flops for p in parts), sum(p.bytes for p in parts),
+                weight_values=sum(p.weight_values for p in parts),
+                input_values=sum(p.input_values for p in parts))
 
 
 def _experts(routed: Amount, active: Amount, k: float, n: float, num_experts: int) -> Cost:
@@ -99,18 +163,54 @@ def _experts(routed: Amount, active: Amount, k: float, n: float, num_experts: in
 
 def prefill_attention(s: LayerShape, chunk: Amount, context: Amount) -> Cost:
     """Causal attention of `chunk` new tokens over `context` cached ones plus themselves: query i
-    sees context + i + 1 keys; 4 x head_dim FLOPs per (query, key) pair and head (QK^T and PV)."""
-    pairs = chunk * context + chunk * (chunk + 1) / 2
-    flops = 4 * s.head_dim * s.q_heads * pairs
-    moved = 2 * chunk * s.q_heads * s.head_dim + 2 * (context + chunk) * s.kv_heads * s.head_dim
+    sees context + i + 1 keys; 2 x (qk + v head dims) FLOPs per (query, key) pair and head (QK^T
+    and PV). Local layers see at most the window's keys (chunked attention priced as sliding,
+    an upper bound); a model with both is priced at its average layer."""
+    full = _prefill(s, chunk, context, chunk * context + chunk * (chunk + 1) / 2, context + chunk)
+    if not s.local_share:
+        return full
+    local = _prefill(s, chunk, context, _window_pairs(chunk, context, s.window),
+                     np.minimum(context, s.window) + chunk)
+    return _blend(full, local, s.local_share)
+
+
+def _prefill(s: LayerShape, chunk: Amount, context: Amount, pairs: Amount, keys: Amount) -> Cost:
+    flops = 2 * (s.head_dim + s.value_dim) * s.q_heads * pairs
+    moved = chunk * s.q_heads * (s.head_dim + s.value_dim) + keys * s.values_per_token
     return Cost(flops, BYTES * moved)
+
+
+def _window_pairs(chunk: Amount, context: Amount, window: int) -> Amount:
+    """(query, key) pairs of `chunk` queries at positions context+1 .. context+chunk (1-based)
+    that each see min(position, window) keys."""
+    first, last = context + 1, context + chunk
+    top = np.minimum(last, window)
+    below = np.where(top >= first, (first + top) * (top - first + 1) / 2, 0.0)
+    return below + np.maximum(0, last - np.maximum(first - 1, window)) * window
+
+
+def attended_context(s: LayerShape, num_decodes: Amount, context: Amount) -> Amount:
+    """Keys an average layer reads for `num_decodes` decodes over `context` cached tokens in
+    all: local layers at most the window per request (the cap applied to the batch's total)."""
+    if not s.local_share:
+        return context
+    return (1 - s.local_share) * context + s.local_share * np.minimum(context, num_decodes * s.window)
 
 
 def decode_attention(s: LayerShape, num_decodes: Amount, context: Amount) -> Cost:
-    """One new token per request over `context` cached tokens in all: reads every cached K and V."""
-    flops = 4 * s.head_dim * s.q_heads * context
-    moved = 2 * context * s.kv_heads * s.head_dim + 2 * num_decodes * s.q_heads * s.head_dim
+    """One new token per request over `context` cached tokens in all: reads every cached K and V
+    (MLA: the latent, attended with the absorbed up-projections, kv_lora_rank + rope per key and
+    kv_lora_rank per value)."""
+    context = attended_context(s, num_decodes, context)
+    qk, v = (s.latent, s.kv_lora_rank) if s.latent else (s.head_dim, s.value_dim)
+    flops = 2 * (qk + v) * s.q_heads * context
+    moved = context * s.values_per_token + num_decodes * s.q_heads * (qk + v)
     return Cost(flops, BYTES * moved)
+
+
+def _blend(full: Cost, local: Cost, local_share: float) -> Cost:
+    return Cost((1 - local_share) * full.flops + local_share * local.flops,
+                (1 - local_share) * full.bytes + local_share * local.bytes)
 
 
 def embedding(embedding_dim: int, t: Amount) -> Cost:

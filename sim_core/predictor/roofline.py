@@ -134,7 +134,9 @@ class RooflinePredictor(GridPredictor):
         return self.roofs.kernel(cost)
 
     def layer_ops(self, tokens: np.ndarray) -> dict[str, np.ndarray]:
-        times = {name: LAYER_KERNEL_COUNT.get(name, 1) * t for name, t in self.kernel_times(tokens).items()}
+        share = self.shape.kernel_share        # 1 but for MoE models with dense layers or a shared expert
+        times = {name: LAYER_KERNEL_COUNT.get(name, 1) * share(name) * t
+                 for name, t in self.kernel_times(tokens).items()}
         if self.tp > 1:  # after the attention and after the MLP
             times["tp_all_reduce"] = 2 * self.roofs.all_reduce(ops.activation_bytes(self.model.embedding_dim, tokens),
                                                                self.tp)
@@ -173,11 +175,13 @@ class RooflinePredictor(GridPredictor):
         return self.roofs.kernel_scalar(cost.flops, cost.bytes - (1.0 - self.kv_ratio) * kv_reads)
 
     def decode_attention(self, num_decodes: np.ndarray, context: np.ndarray) -> np.ndarray:
+        context = ops.attended_context(self.shape, num_decodes, context)    # local layers' window cap
         compute = self._decode_compute * context
         memory = self._decode_kv * context + self._decode_query * num_decodes
         return np.sqrt(compute * compute + memory * memory) + GEMM_LAUNCH_S
 
     def decode_scalar(self, num_decodes: int, context: int) -> float:
+        context = ops.attended_context(self.shape, num_decodes, context)
         compute = self._decode_compute * context
         memory = self._decode_kv * context + self._decode_query * num_decodes
         return math.sqrt(compute * compute + memory * memory) + GEMM_LAUNCH_S

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from sim_core.catalog import DEVICES, MODELS
-from sim_core.errors import SimCoreError
+from sim_core.errors import ConfigError, SimCoreError
 from sim_core.predictor.operators import LayerShape
 from sim_core.profile.plan import decode_shapes, prefill_shapes, token_grid
 from sim_core.profile.writer import attention_row, mlp_row, profile_folder, write_rows
@@ -29,8 +29,11 @@ def profile(args: argparse.Namespace) -> list:
     """Measure and write; returns the written paths."""
     from sim_core.profile.torch_ops import measure_attention, measure_mlp, require_torch
 
-    torch = require_torch()
     model = MODELS[args.model]
+    if features := model.features_beyond_gqa():      # Vidur's profile layout has standard attention only
+        raise ConfigError(f"--model: {args.model} has {' and '.join(features)}; the profiler measures uniform "
+                          "layers of standard attention")
+    torch = require_torch()
     mlp, attention = [], []
     for tp in args.tp:
         shape = LayerShape.of(model, tp)
