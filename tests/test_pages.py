@@ -78,7 +78,7 @@ def test_memory_page_shows_the_plan_of_the_deciding_gpu():
 def test_memory_page_shows_vllms_budget_with_its_own_knobs():
     """With the vllm planner the bars split off non-torch memory and CUDA graphs, the margin is
     what gpu_memory_utilization leaves, and that knob replaces margin_fraction (PP=2: two GPUs,
-    so the fitted 0.9 GiB of non-torch memory)."""
+    so the fitted 0.7 GiB of non-torch memory)."""
     app = open_app("pages/memory.py")
     app.selectbox(key="w:memory:memory.planner").set_value("vllm").run()
     assert not app.exception
@@ -88,7 +88,7 @@ def test_memory_page_shows_vllms_budget_with_its_own_knobs():
     assert has_widget(app, "number_input", "w:memory:memory.gpu_memory_utilization")
     assert not has_widget(app, "number_input", "w:memory:memory.margin_fraction")
     parts = next(c.value for c in app.caption if c.value.startswith("GiB per part"))
-    assert "non-torch 0.90 GiB" in parts and "margin 8.00 GiB" in parts    # 10% of 80 GiB
+    assert "non-torch 0.70 GiB" in parts and "margin 8.00 GiB" in parts    # 10% of 80 GiB
 
 
 def _codes(z) -> set[int]:

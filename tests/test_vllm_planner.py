@@ -20,7 +20,7 @@ def tiny(memory: dict | None = None, scheduler: dict | None = None, cluster: dic
                          "max_model_len": 256, "cluster": cluster or {},
                          "memory": {"planner": "vllm", "gpu_memory_utilization": 0.5, "non_torch_gib": 0.25,
                                     **(memory or {})},
-                         "scheduler": {"type": "vllm_v1", "max_num_batched_tokens": 2048, "max_num_seqs": 128,
+                         "scheduler": {"type": "vllm_v1", "max_num_batched_tokens": 2048, "max_num_seqs": 32,
                                        **(scheduler or {})}})
 
 
@@ -29,9 +29,9 @@ def test_a_tiny_model_gets_the_blocks_worked_out_by_hand():
     Weights (bf16, head_dim 64 / 2 = 32): attention 64 x 32 x (2 + 2 x 1) + 2 x 32 x 64 = 12,288
     values, gated MLP 3 x 64 x 128 = 24,576, so 73,728 bytes + two norms 256 = 73,984 per layer,
     147,968 for two; embedding 1,000 x 64 x 2 = 128,000; final norm 128 + LM head 128,000:
-    404,096 bytes. Profile run (2,048 tokens, 128 requests): the forward pass holds
+    404,096 bytes. Profile run (2,048 tokens, 32 requests): the forward pass holds
     2 x 64 + 32 x 4 + 3 x 128 = 640 values a token, 2,048 x 640 x 2 = 2,621,440 bytes; the sampler
-    128 x 1,000 x 16 + 2,048 x 64 x 4 = 2,572,288: the forward pass is the peak. Non-torch 0.25 GiB
+    32 x 1,000 x 32 + 2,048 x 64 x 4 = 1,548,288: the forward pass is the peak. Non-torch 0.25 GiB
     = 268,435,456. KV: 536,870,912 - 404,096 - 2,621,440 - 268,435,456 = 265,409,920 bytes; a
     block holds 16 tokens x K and V x 32 x 1 head x 2 layers x 2 bytes = 4,096: 64,797 blocks."""
     plan = plan_memory(tiny())
@@ -41,17 +41,18 @@ def test_a_tiny_model_gets_the_blocks_worked_out_by_hand():
     assert plan.max_batch_size == 64_797 // 16   # 256 tokens = 16 blocks a request
 
 
-def test_a_large_vocabulary_makes_the_sampler_the_peak():
-    """512 requests: the sampler holds 512 x 1,000 x 16 + 2,048 x 64 x 4 = 8,716,288 bytes, more
-    than the forward pass's 2,621,440; the KV budget loses the 6,094,848 difference: 1,488 blocks."""
-    plan = plan_memory(tiny(scheduler={"max_num_seqs": 512}))
-    assert plan.activation_bytes == 8_716_288
-    assert plan.num_blocks == 64_797 - 1_488      # 6,094,848 / 4,096 = 1,488 exactly
+def test_many_requests_make_the_sampler_the_peak():
+    """128 requests: the sampler holds 128 x 1,000 x 32 + 2,048 x 64 x 4 = 4,620,288 bytes, more
+    than the forward pass's 2,621,440; the KV budget loses the 1,998,848 difference: 488 blocks."""
+    plan = plan_memory(tiny(scheduler={"max_num_seqs": 128}))
+    assert plan.activation_bytes == 4_620_288
+    assert plan.num_blocks == 64_797 - 488      # 1,998,848 / 4,096 = 488 exactly
 
 
 def test_the_activation_reserve_grows_with_max_num_batched_tokens():
-    """Forward peak 640 values x 2 bytes = 1,280 bytes a token: 4,096 tokens hold 5,242,880 bytes,
-    2,621,440 more than 2,048 tokens, 640 blocks fewer."""
+    """Forward peak 640 values x 2 bytes = 1,280 bytes a token: 4,096 tokens hold 5,242,880 bytes
+    (the sampler 32 x 1,000 x 32 + 4,096 x 64 x 4 = 2,072,576), 2,621,440 more than 2,048 tokens:
+    640 blocks fewer."""
     small, large = plan_memory(tiny()), plan_memory(tiny(scheduler={"max_num_batched_tokens": 4096}))
     assert large.activation_bytes - small.activation_bytes == 2_621_440
     assert small.num_blocks - large.num_blocks == 640
@@ -77,22 +78,22 @@ def test_non_torch_memory_defaults_to_the_fitted_figure_for_one_gpu_or_several()
     fitted = {"non_torch_gib": None, "gpu_memory_utilization": 1.0}
     one = plan_memory(tiny(memory=fitted))
     two = plan_memory(tiny(memory=fitted, cluster={"tensor_parallel_size": 2}))
-    assert (one.non_torch_bytes, two.non_torch_bytes) == (0.7 * GIB, 0.9 * GIB)
+    assert (one.non_torch_bytes, two.non_torch_bytes) == (0.2 * GIB, 0.7 * GIB)
 
 
 def test_only_the_last_pipeline_stage_runs_the_sampler_and_the_bars_add_up():
-    """PP=2 with 512 requests: stage 0 holds the forward pass only (2,621,440 bytes), stage 1 the
-    sampler's 8,716,288; each bar adds up to the 1 GiB device."""
-    config = tiny(scheduler={"max_num_seqs": 512}, cluster={"pipeline_parallel_size": 2})
+    """PP=2 with 128 requests: stage 0 holds the forward pass only (2,621,440 bytes), stage 1 the
+    sampler's 4,620,288; each bar adds up to the 1 GiB device."""
+    config = tiny(scheduler={"max_num_seqs": 128}, cluster={"pipeline_parallel_size": 2})
     plan = plan_memory(config)
-    assert plan.stage_activation_bytes == (2_621_440, 8_716_288)
+    assert plan.stage_activation_bytes == (2_621_440, 4_620_288)
     breakdown = memory_breakdown(config, plan)
     assert breakdown.components == ("weights", "activations", "non_torch", "cuda_graphs", "margin", "kv_cache",
                                     "unused")
     for stage in breakdown.stages:
         parts = sum(getattr(stage, part) for part in breakdown.components)
         assert parts == pytest.approx(GIB, rel=1e-12)
-    assert [s.activations for s in breakdown.stages] == [2_621_440, 8_716_288]
+    assert [s.activations for s in breakdown.stages] == [2_621_440, 4_620_288]
 
 
 def test_auto_keeps_vidur_for_the_vidur_policies_and_picks_vllm_for_vllms_engines():

@@ -61,7 +61,7 @@ class VllmKnobs(MemoryConfig):
         "and the non-torch memory."))
     non_torch_gib: float | None = Field(None, ge=0.0, le=1024.0, description=(
         "vllm: GiB per GPU that vLLM's profiling counts outside PyTorch's allocator (kernels "
-        "loaded on first use, cuBLAS/NCCL buffers); empty: 0.7 on one GPU, 0.9 with TP or PP > 1 "
+        "loaded on first use, cuBLAS/NCCL buffers); empty: 0.2 on one GPU, 0.7 with TP or PP > 1 "
         "(fitted on public vLLM 0.15.1 H100 runs)."))
     cuda_graph_gib: float = Field(0.0, ge=0.0, le=1024.0, description=(
         "vllm: GiB per GPU of CUDA graphs taken from the KV budget. vLLM 0.21 and later subtract "

@@ -18,7 +18,7 @@ up-projection and activation, per token) and the sampler's (fp32 logits and the 
 sorting makes, per request x vocab entry, while the step's hidden states are still held). The
 per-logit and per-hidden bytes and the non-torch defaults are fitted on public vLLM 0.15.1 H100
 runs (inference-sim/inference-sim testdata, Apache-2.0) and one vLLM 0.19 RTX 4090 run
-(casys-kaist/LLMServingSim, MIT): docs/design/memory.md has the table.
+(casys-kaist/LLMServingSim, MIT): docs/design/vllm-memory-planner.md has the table.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from sim_core.memory.model_bytes import kv_bytes_per_token, stage_weight_bytes
 from sim_core.memory.plan import GIB, MemoryPlan
 
 ACTIVATION_BYTES = 2            # forward activations: 16-bit
-SAMPLER_BYTES_PER_LOGIT = 16    # sampler peak per request x vocab entry (fp32 logits and sorting copies)
+SAMPLER_BYTES_PER_LOGIT = 32    # sampler peak per request x vocab entry (fp32 logits and sorting copies)
 HIDDEN_BYTES_KEPT = 4           # per token x hidden unit held through the sampler run
-NON_TORCH_GIB_ONE_GPU = 0.7     # non-torch increase of a lone GPU
-NON_TORCH_GIB_SHARDED = 0.9     # ... with TP or PP > 1 (NCCL and custom all-reduce buffers)
+NON_TORCH_GIB_ONE_GPU = 0.2     # non-torch increase of a lone GPU
+NON_TORCH_GIB_SHARDED = 0.7     # ... with TP or PP > 1 (NCCL and custom all-reduce buffers)
 
 
 def vllm_plan(config: SimulationConfig) -> MemoryPlan:
