@@ -1,4 +1,5 @@
-"""Memory: the planner's budget of one GPU (weights, activations, reserve, KV) and what it buys."""
+"""Memory: the planner's budget of one GPU (weights, activations, reserve or non-torch memory, KV)
+and what it buys."""
 
 import streamlit as st
 
@@ -11,18 +12,23 @@ from sim_core.cluster.pools import pool_views
 from sim_core.memory import plan_memory
 from sim_core.memory import planner as planners
 from sim_core.memory.breakdown import memory_breakdown
-from sim_core.viz.memory import memory_facts, memory_figure
+from sim_core.viz.memory import memory_facts, memory_figure, memory_parts
 
 through_app()
 
 st.title("Memory")
 config = web_config(scenario())
-cols = st.columns(3)
+resolved = config.memory.planner if config.memory.planner != "auto" else config.scheduler.traits.memory_planner
+VLLM_KNOBS = {"memory.gpu_memory_utilization": "gpu_memory_utilization",
+              "memory.non_torch_gib": "Non-torch (GiB; empty: fitted)", "memory.cuda_graph_gib": "CUDA graphs (GiB)"}
+knobs = VLLM_KNOBS if resolved == "vllm" else {"memory.margin_fraction": "Margin (fraction of device memory)"}
+cols = st.columns(2 + len(knobs))
 with cols[0]:
     bound("memory.planner", "memory", "Planner")
-with cols[1]:
-    bound("memory.margin_fraction", "memory", "Margin (fraction of device memory)")
-with cols[2]:
+for slot, (path, label) in zip(cols[1:], knobs.items()):
+    with slot:
+        bound(path, "memory", label)
+with cols[-1]:
     bound("max_model_len", "memory", "max_model_len")
 pools = {view.name: view.config for view in pool_views(config)}   # P/D: each pool plans its own GPUs
 pool = st.selectbox("Pool", list(pools), key="mem_pool") if len(pools) > 1 else None
@@ -42,6 +48,8 @@ facts = list(memory_facts(breakdown, plan).items())
 for start in range(0, len(facts), 3):      # three to a row: no label is cut off
     for slot, (name, value) in zip(st.columns(3), facts[start:start + 3]):
         slot.metric(name, value)
+st.caption("GiB per part on the GPU that decides: " + " · ".join(
+    f"{name} {value}" for name, value in memory_parts(breakdown, plan).items()))
 if shape.scheduler.num_blocks is not None:
     source = f"the {pool} pool's num_blocks" if pool else "scheduler.num_blocks"
     st.info(f"{source} = {shape.scheduler.num_blocks:,} overrides the planner's "

@@ -57,9 +57,9 @@ def test_each_predictor_model_holds_the_knobs_its_cost_model_reads(choice, tmp_p
 @pytest.mark.parametrize("choice", list(PLANNERS.members()))
 def test_each_memory_model_holds_the_knobs_its_planner_reads(choice):
     """Planning reads exactly the knobs of the planner's model; auto runs Vidur's planner for
-    vllm and the detailed one for vllm_v1, so it reads what both read."""
+    vllm, vLLM's for vllm_v1 and the detailed one for sglang, so it reads what all three read."""
     reads: set = set()
-    for policy in ("vllm", "vllm_v1"):
+    for policy in ("vllm", "vllm_v1", "sglang"):
         config = parse_config({"scheduler": {"type": policy}, "memory": {"planner": choice}})
         plan_memory(config.model_copy(update={"memory": recording(config.memory, reads)}))
     assert reads - {"planner"} == knobs_read(PLANNERS, choice)
@@ -101,8 +101,9 @@ def test_each_choice_has_its_own_knobs():
     roofline = ["compute_efficiency", "memory_efficiency", "link_efficiency", *cpu]
     assert own(PREDICTORS) == {"linear": ["base_s", "per_token_s"], "roofline": roofline,
                                "learned": [*roofline, "profiles_dir", "estimator", "cache_dir"], "silicon": roofline}
-    assert own(PLANNERS) == {"auto": ["margin_fraction", "framework_reserve_gib"], "vidur": ["margin_fraction"],
-                             "detailed": ["margin_fraction", "framework_reserve_gib"]}
+    vllm = ["gpu_memory_utilization", "non_torch_gib", "cuda_graph_gib"]
+    assert own(PLANNERS) == {"auto": [*vllm, "margin_fraction", "framework_reserve_gib"], "vidur": ["margin_fraction"],
+                             "detailed": ["margin_fraction", "framework_reserve_gib"], "vllm": vllm}
     assert own(ARRIVALS) == {"poisson": ["qps"], "gamma": ["qps", "cv"], "constant": ["qps"], "static": ["qps"],
                              "bursty": ["qps", "on_s", "off_s", "off_qps"],
                              "diurnal": ["qps", "period_s", "amplitude", "rate_curve"],

@@ -3,7 +3,7 @@ the selection made on the Requests page shows on the KV-cache map and the Gantt.
 
 import json
 
-from app_helpers import chart_specs, open_app
+from app_helpers import chart_specs, has_widget, open_app
 
 from sim_core.viz.kv_blocks import SELECTED
 
@@ -73,6 +73,22 @@ def test_memory_page_shows_the_plan_of_the_deciding_gpu():
     assert "overrides the planner" in app.info[0].value
     app.selectbox(key="w:memory:memory.planner").set_value("detailed").run()
     assert {m.label: m.value for m in app.metric}["planner"] == "detailed"
+
+
+def test_memory_page_shows_vllms_budget_with_its_own_knobs():
+    """With the vllm planner the bars split off non-torch memory and CUDA graphs, the margin is
+    what gpu_memory_utilization leaves, and that knob replaces margin_fraction (PP=2: two GPUs,
+    so the fitted 0.7 GiB of non-torch memory)."""
+    app = open_app("pages/memory.py")
+    app.selectbox(key="w:memory:memory.planner").set_value("vllm").run()
+    assert not app.exception
+    names = [trace["name"] for trace in json.loads(chart_specs(app)[0])["data"]]
+    assert names == ["weights", "activations", "KV cache", "non-torch", "CUDA graphs", "margin", "unused"]
+    assert {m.label: m.value for m in app.metric}["planner"] == "vllm"
+    assert has_widget(app, "number_input", "w:memory:memory.gpu_memory_utilization")
+    assert not has_widget(app, "number_input", "w:memory:memory.margin_fraction")
+    parts = next(c.value for c in app.caption if c.value.startswith("GiB per part"))
+    assert "non-torch 0.70 GiB" in parts and "margin 8.00 GiB" in parts    # 10% of 80 GiB
 
 
 def _codes(z) -> set[int]:

@@ -51,8 +51,8 @@ def vllm_scenario(name: str, model: str, device: str, tp: int, knobs: dict[str, 
                   models: dict[str, Any] | None = None) -> dict[str, Any]:
     """A scenario document for vLLM V1 serving `model` on `tp` GPUs of `device` with `knobs`
     (vLLM's own names: max_num_seqs, max_num_batched_tokens, max_model_len, block_size,
-    num_gpu_blocks / total_kv_blocks, enable_prefix_caching, async_scheduling); `models` adds
-    model shapes outside the catalog (id -> ModelSpec fields)."""
+    num_gpu_blocks / total_kv_blocks, gpu_memory_utilization, enable_prefix_caching,
+    async_scheduling); `models` adds model shapes outside the catalog (id -> ModelSpec fields)."""
     if model not in MODELS and model not in (models or {}):
         raise ConfigError(f"{name}: model {model!r} is not in the catalog")
     knobs = {key: value for key, value in knobs.items() if value is not None}
@@ -67,7 +67,9 @@ def vllm_scenario(name: str, model: str, device: str, tp: int, knobs: dict[str, 
     blocks = knobs.get("num_gpu_blocks") or knobs.get("total_kv_blocks")
     if blocks:
         scheduler["num_blocks"] = int(blocks)
-    extra = {"models": models} if models else {}
+    extra: dict[str, Any] = {"models": models} if models else {}
+    if not blocks and knobs.get("gpu_memory_utilization"):    # the vllm planner sizes the KV cache as vLLM did
+        extra["memory"] = {"gpu_memory_utilization": float(knobs["gpu_memory_utilization"])}
     return {**extra, "name": name, "seed": seed, "model": model, "device": device,
             "max_model_len": int(knobs.get("max_model_len") or VLLM_MAX_MODEL_LEN),
             "cluster": {"num_replicas": 1, "tensor_parallel_size": int(tp), "pipeline_parallel_size": 1},

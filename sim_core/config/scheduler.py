@@ -35,7 +35,8 @@ class PolicyTraits:
         config: the policy's config model (its `type` literal is the policy's name).
         label: the engine (and version) it mirrors, for the UI.
         memory_planner: the planner `memory.planner: auto` picks ("vidur" for the policies
-            Vidur models, so their runs match Vidur).
+            Vidur models, so their runs match Vidur; "vllm" for the engines whose KV budget is
+            vLLM's memory profiling).
         reserves_max_model_len: every request reserves max_model_len // block_size blocks up
             front (the planner's max batch size bounds the batch; num_blocks must hold one).
         clips_prompts: a request over max_model_len has its prompt shortened before the run
@@ -50,7 +51,7 @@ class PolicyTraits:
 
     config: type[SchedulerConfig]
     label: str
-    memory_planner: Literal["vidur", "detailed"] = "detailed"
+    memory_planner: Literal["vidur", "detailed", "vllm"] = "detailed"
     reserves_max_model_len: bool = False
     clips_prompts: bool = True
     supports_disaggregation: bool = True
@@ -93,7 +94,8 @@ class SchedulerConfig(ChoiceBase):
     batch_size_cap: int = Field(128, ge=1, le=65536, description=(
         "vllm/sarathi/orca/faster_transformer/lightllm: most requests holding KV memory at once; a "
         "batch holds at most batch_size_cap // PP (vllm_v0, vllm_v1 and sglang bound requests with "
-        "their own knobs; for them it only sizes the detailed memory planner's logits reserve)."))
+        "their own knobs; for them it only sizes the detailed memory planner's logits reserve, "
+        "which sglang uses; the vllm planner reads max_num_seqs instead)."))
     block_size: int = Field(16, ge=1, le=4096, description=(
         "Tokens per KV-cache block (lightllm requires 1: one block per token)."))
     num_blocks: int | None = Field(None, ge=1, le=1_000_000_000, description=(
@@ -121,6 +123,13 @@ class SchedulerConfig(ChoiceBase):
         """Tokens of the largest iteration the policy can form (the detailed planner reserves
         activation memory for it): a whole max_model_len prompt unless a knob bounds it."""
         return max_model_len
+
+    def profile_batch(self, max_model_len: int) -> tuple[int, int]:
+        """(tokens, sequences) of the engine's memory-profiling run, the batch whose activations
+        the vllm planner reserves: by default the largest iteration and batch_size_cap requests
+        (vLLM's engines: max_num_batched_tokens spread over at most max_num_seqs requests)."""
+        tokens = self.activation_tokens(max_model_len)
+        return tokens, min(self.batch_size_cap, tokens)
 
     def prefill_chunk(self) -> int | None:
         """Most prompt tokens one request runs in one iteration (None: its whole prompt)."""

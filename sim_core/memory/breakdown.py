@@ -1,9 +1,10 @@
 """Where each GPU's memory goes, per pipeline stage: the planner's arithmetic made chartable.
 
 Every stage's GPU splits its memory into weights (its layers; the embedding on the first
-stage, the LM head on the last), activations, framework reserve, margin, KV cache (the blocks
-the replica actually gets) and what is left unused (other stages may be tighter: the tightest
-one decides the number of blocks).
+stage, the LM head on the last), activations, framework reserve (vidur/detailed) or non-torch
+memory and CUDA graphs (vllm), margin (vllm: the 1 - gpu_memory_utilization headroom), KV cache
+(the blocks the replica actually gets) and what is left unused (other stages may be tighter: the
+tightest one decides the number of blocks).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from sim_core.memory.model_bytes import stage_weight_bytes
 from sim_core.memory.planner import MemoryPlan, plan_memory
 
 COMPONENTS = ("weights", "activations", "reserve", "margin", "kv_cache", "unused")
+VLLM_COMPONENTS = ("weights", "activations", "non_torch", "cuda_graphs", "margin", "kv_cache", "unused")
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,8 @@ class StageMemory:
     margin: float
     kv_cache: float
     unused: float
+    non_torch: float = 0.0      # vllm: outside PyTorch's allocator
+    cuda_graphs: float = 0.0    # vllm: CUDA graphs taken from the KV budget
 
 
 @dataclass(frozen=True)
@@ -44,9 +48,15 @@ class MemoryBreakdown:
     kv_token_capacity: int      # tokens the replica's KV blocks hold
     max_batch_size: int         # requests that fit at max_model_len
 
+    @property
+    def components(self) -> tuple[str, ...]:
+        """The StageMemory parts this planner fills, in drawing order."""
+        return VLLM_COMPONENTS if self.planner == "vllm" else COMPONENTS
+
     def frame(self) -> pd.DataFrame:
         """One row per (stage, component) with bytes and GiB (for stacked bar charts)."""
-        rows = [{"stage": s.stage, "component": c, "bytes": getattr(s, c)} for s in self.stages for c in COMPONENTS]
+        rows = [{"stage": s.stage, "component": c, "bytes": getattr(s, c)}
+                for s in self.stages for c in self.components]
         frame = pd.DataFrame(rows)
         frame["gib"] = frame["bytes"] / 1024**3
         return frame
@@ -68,9 +78,11 @@ def memory_breakdown(config: SimulationConfig, plan: MemoryPlan | None = None) -
         else:
             weights = stage_weight_bytes(model, tp, pp, stage)
             kv = plan.num_blocks * plan.kv_bytes_per_block
-        used = weights + plan.activation_bytes + plan.reserve_bytes + plan.margin_bytes + kv
-        stages.append(StageMemory(stage, weights, plan.activation_bytes, plan.reserve_bytes, plan.margin_bytes, kv,
-                                  max(plan.device_bytes - used, 0.0)))
+        activations = plan.activations_of(stage)
+        used = (weights + activations + plan.reserve_bytes + plan.non_torch_bytes + plan.cuda_graph_bytes
+                + plan.margin_bytes + kv)
+        stages.append(StageMemory(stage, weights, activations, plan.reserve_bytes, plan.margin_bytes, kv,
+                                  max(plan.device_bytes - used, 0.0), plan.non_torch_bytes, plan.cuda_graph_bytes))
     block = config.scheduler.block_size
     return MemoryBreakdown(plan.planner, plan.device_bytes, tuple(stages), plan.num_blocks, block,
                            plan.num_blocks * block, plan.max_batch_size)

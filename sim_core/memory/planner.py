@@ -1,6 +1,6 @@
 """Memory planners: how many KV-cache blocks fit on a replica's GPUs, and how many requests.
 
-Two named planners (pure arithmetic, bytes throughout):
+Three named planners (pure arithmetic, bytes throughout):
 
 * `vidur` reproduces Vidur's MemoryPlanner: parameters of the transformer blocks only (no
   embeddings or LM head), KV for `max_model_len` tokens per request counted over *all* layers
@@ -9,38 +9,28 @@ Two named planners (pure arithmetic, bytes throughout):
 * `detailed` also counts the embedding and LM head (on the first and last stage), norms and
   MoE experts, reserves activation memory for the largest iteration the scheduler can form,
   and sizes blocks by the layers each stage actually holds; the tightest stage decides.
+* `vllm` (`vllm_plan.py`) gives what vLLM's start-up memory profiling leaves for the KV cache:
+  `gpu_memory_utilization` of the device, less the weights, the profile run's peak activations
+  (`max_num_batched_tokens` through the layers; the sampler on `max_num_seqs` rows of logits)
+  and the memory outside PyTorch; within 2% of the block counts vLLM reported on public runs.
+
+`auto` runs the policy's planner (`PolicyTraits.memory_planner`): vidur for the five policies
+Vidur models, vllm for vllm_v1 and vllm_v0, detailed for sglang.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import ceil
 
 from sim_core.catalog import DeviceSpec, ModelSpec
 from sim_core.config import SimulationConfig
-from sim_core.config.memory import ReservingMemoryConfig
+from sim_core.config.memory import MarginMemoryConfig, ReservingMemoryConfig
 from sim_core.errors import ConfigError
 from sim_core.memory.model_bytes import kv_bytes_per_token, stage_weight_bytes
+from sim_core.memory.plan import GIB, MemoryPlan
+from sim_core.memory.vllm_plan import vllm_plan
 
 BYTES_PER_VALUE = 2  # Vidur's planner: fp16 / bf16 weights
-GIB = 1024**3
-
-
-@dataclass(frozen=True)
-class MemoryPlan:
-    """The per-GPU memory budget of a replica and the KV capacity it leaves."""
-
-    planner: str
-    device_bytes: float
-    margin_bytes: float
-    weight_bytes: float
-    activation_bytes: float
-    kv_bytes: float
-    kv_bytes_per_block: float
-    num_blocks: int
-    max_batch_size: int          # requests that fit at max_model_len (Orca/FT batch limit)
-    blocks_per_request: int      # max_model_len // block_size
-    reserve_bytes: float = 0.0   # framework reserve (detailed planner)
 
 
 def plan_memory(config: SimulationConfig) -> MemoryPlan:
@@ -52,20 +42,21 @@ def plan_memory(config: SimulationConfig) -> MemoryPlan:
     name = config.memory.planner
     if name == "auto":
         name = config.scheduler.traits.memory_planner
-    plan = (vidur_plan if name == "vidur" else detailed_plan)(config)
+    plan = PLANS[name](config)
     if plan.max_batch_size < 1 or plan.num_blocks < 1:
         raise ConfigError(
             f"memory: {config.model} on {config.device} (TP={config.cluster.tensor_parallel_size}, "
             f"PP={config.cluster.pipeline_parallel_size}) leaves no room for one request of "
             f"max_model_len={config.max_model_len} tokens ({plan.planner} planner: "
             f"{plan.weight_bytes / GIB:.1f} GiB weights + {plan.activation_bytes / GIB:.1f} GiB activations + "
-            f"{plan.reserve_bytes / GIB:.1f} GiB framework reserve of "
+            f"{_framework_bytes(plan) / GIB:.1f} GiB framework reserve of "
             f"{(plan.device_bytes - plan.margin_bytes) / GIB:.1f} GiB usable per GPU); use more GPUs, "
             "a bigger device or a shorter max_model_len")
     return plan
 
 
 def vidur_plan(config: SimulationConfig) -> MemoryPlan:
+    assert isinstance(config.memory, MarginMemoryConfig), "the vidur plan runs for planner auto or vidur"
     model, device, tp, pp = _shape(config)
     total = device.memory_gib * GIB
     available = total * (1 - config.memory.margin_fraction)
@@ -88,7 +79,7 @@ def detailed_plan(config: SimulationConfig) -> MemoryPlan:
     assert isinstance(memory, ReservingMemoryConfig), "the detailed plan runs for planner auto or detailed"
     model, device, tp, pp = _shape(config)
     total = device.memory_gib * GIB
-    margin = total * config.memory.margin_fraction
+    margin = total * memory.margin_fraction
     layers = model.num_layers // pp
     kv_per_block = config.scheduler.block_size * kv_bytes_per_token(model, config.kv_cache_dtype(), tp, layers)
     activations = activation_bytes(config, model, tp)
@@ -115,3 +106,11 @@ def activation_bytes(config: SimulationConfig, model: ModelSpec, tp: int) -> flo
 def _shape(config: SimulationConfig) -> tuple[ModelSpec, DeviceSpec, int, int]:
     return (config.model_spec(), config.device_spec(), config.cluster.tensor_parallel_size,
             config.cluster.pipeline_parallel_size)
+
+
+def _framework_bytes(plan: MemoryPlan) -> float:
+    """What the serving framework takes besides weights, activations and KV."""
+    return plan.reserve_bytes + plan.non_torch_bytes + plan.cuda_graph_bytes
+
+
+PLANS = {"vidur": vidur_plan, "detailed": detailed_plan, "vllm": vllm_plan}

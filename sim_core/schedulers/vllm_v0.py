@@ -69,6 +69,15 @@ class VllmV0Config(SchedulerConfig):
         "vllm_v0: CPU swap space per GPU in GiB (vLLM's --swap-space, default 4); a swap-out that "
         "does not fit falls back to recompute (vLLM aborts the engine there)."))
 
+    def token_budget(self, max_model_len: int) -> int:
+        """Tokens one iteration may process (vLLM v0's defaults when max_num_batched_tokens is empty)."""
+        return self.max_num_batched_tokens or (V0_CHUNKED_TOKENS if self.enable_chunked_prefill
+                                               else max(max_model_len, 2048))
+
+    def profile_batch(self, max_model_len: int) -> tuple[int, int]:
+        tokens = self.token_budget(max_model_len)       # vLLM v0's profile_run: max_num_seqs dummy sequences
+        return tokens, min(self.max_num_seqs or tokens, tokens)
+
     def prefill_chunk(self) -> int | None:
         return (self.max_num_batched_tokens or V0_CHUNKED_TOKENS) if self.enable_chunked_prefill else None
 
@@ -77,7 +86,7 @@ class VllmV0Config(SchedulerConfig):
 
 
 class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
-    traits = PolicyTraits(VllmV0Config, "vLLM v0.6 (V0 engine)", serves_parallel_samples=True)
+    traits = PolicyTraits(VllmV0Config, "vLLM v0.6 (V0 engine)", memory_planner="vllm", serves_parallel_samples=True)
     config: VllmV0Config
     pool: RefCountedBlockPool | RefCountedCountingPool
     running: deque[Request]
@@ -93,8 +102,7 @@ class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
         self.running = deque()
         self.swapped: deque[Request] = deque()
         self.chunked = cfg.enable_chunked_prefill
-        self.token_budget = cfg.max_num_batched_tokens or (V0_CHUNKED_TOKENS if self.chunked
-                                                           else max(limits.max_model_len, 2048))
+        self.token_budget = cfg.token_budget(limits.max_model_len)
         self.max_num_seqs = cfg.max_num_seqs or UNBOUNDED
         self.prompt_limit = limits.max_model_len if self.chunked else min(limits.max_model_len, self.token_budget)
         self.pending_ops = CacheOps()          # copies of steps that formed no batch

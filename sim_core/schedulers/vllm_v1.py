@@ -89,6 +89,10 @@ class VllmV1Config(PrefixCachingConfig):
         "outputs, detokenizing and streaming them back): added to TTFT and E2E, not to the gaps "
         "between tokens. Default fitted on public vLLM 0.15 runs (docs/accuracy.md)."))
 
+    def profile_batch(self, max_model_len: int) -> tuple[int, int]:
+        tokens = self.max_num_batched_tokens or V1_BATCHED_TOKENS    # vLLM's profile_run: one dummy step
+        return tokens, min(self.max_num_seqs or tokens, tokens)
+
     def prefill_chunk(self) -> int | None:
         budget = self.max_num_batched_tokens or V1_BATCHED_TOKENS
         return min(budget, self.long_prefill_token_threshold or budget)
@@ -104,7 +108,7 @@ class VllmV1Config(PrefixCachingConfig):
 
 
 class VllmV1Scheduler(EngineScheduler):
-    traits = PolicyTraits(VllmV1Config, "vLLM V1 engine (v0.33)", has_prefix_cache=True)
+    traits = PolicyTraits(VllmV1Config, "vLLM V1 engine (v0.33)", memory_planner="vllm", has_prefix_cache=True)
     config: VllmV1Config
 
     def __init__(self, replica_id: int, num_stages: int, config: VllmV1Config, limits: ReplicaLimits,

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 GIB = 1024**3
 PARTS = (("weights", "weights", "#4e79a7"), ("activations", "activations", "#f28e2b"),
          ("kv_cache", "KV cache", "#59a14f"), ("reserve", "framework reserve", "#b07aa1"),
+         ("non_torch", "non-torch", "#b07aa1"), ("cuda_graphs", "CUDA graphs", "#e15759"),
          ("margin", "margin", "#bab0ac"), ("unused", "unused", "#eceff1"))
 
 
@@ -24,11 +25,20 @@ def memory_facts(breakdown: MemoryBreakdown, plan: MemoryPlan) -> dict[str, str]
             "blocks per max-length request": f"{plan.blocks_per_request:,}"}
 
 
+def memory_parts(breakdown: MemoryBreakdown, plan: MemoryPlan) -> dict[str, str]:
+    """The planner's budget of the GPU that decides, in GiB, part by part (what the bars draw)."""
+    stage = min(breakdown.stages, key=lambda s: s.unused)
+    names = {attribute: name for attribute, name, _ in PARTS}
+    return {names[part]: f"{getattr(stage, part) / GIB:.2f} GiB" for part in breakdown.components}
+
+
 def memory_figure(breakdown: MemoryBreakdown, device: str) -> go.Figure:
     """One horizontal stacked bar (GiB) per pipeline stage's GPU; the parts add up to the device."""
     labels = [f"stage {s.stage} ({device})" for s in breakdown.stages]
     figure = go.Figure()
     for attribute, name, color in PARTS:
+        if attribute not in breakdown.components:
+            continue
         values = [getattr(s, attribute) / GIB for s in breakdown.stages]
         figure.add_trace(go.Bar(y=labels, x=values, name=name, orientation="h", marker={"color": color},
                                 text=[f"{name}<br>{v:.1f} GiB" if v >= 0.06 * breakdown.device_bytes / GIB else ""
