@@ -13,6 +13,7 @@ widget), so a visitor cannot raise a limit or point the server at an address:
 | `SIM_EXPLORER_SWEEP_WORKERS` | 2 | worker processes of one sweep on the local pool |
 | `SIM_EXPLORER_RAY_ADDRESSES` | (none) | comma-separated `host:port` of Ray clusters the Capacity page may join |
 | `SIM_EXPLORER_PROFILE_ROOTS` | (none) | `:`-separated folders in which `predictor.profiles_dir` may be |
+| `SIM_EXPLORER_APPLY_ABOVE_S` | 1.0 | an edit whose run is estimated to take longer waits for Apply |
 
 A malformed value stops the server at start with a message naming the variable.
 """
@@ -38,6 +39,7 @@ class ServerSettings:
     sweep_workers: int = 2
     ray_addresses: tuple[str, ...] = ()
     profile_roots: tuple[str, ...] = ()
+    apply_above_s: float = 1.0
 
     @classmethod
     def from_environment(cls, environ: dict[str, str] | None = None) -> ServerSettings:
@@ -52,6 +54,7 @@ class ServerSettings:
             sweep_workers=int(_number(env, "SWEEP_WORKERS", cls.sweep_workers, 1, 1024, True)),
             ray_addresses=_addresses(env.get(PREFIX + "RAY_ADDRESSES", "")),
             profile_roots=tuple(part for part in env.get(PREFIX + "PROFILE_ROOTS", "").split(os.pathsep) if part),
+            apply_above_s=_number(env, "APPLY_ABOVE_S", cls.apply_above_s, 0.0, 1e6),
         )
 
 

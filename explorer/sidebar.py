@@ -7,9 +7,10 @@ import streamlit as st
 from explorer.bind import bound
 from explorer.capacity_hint import known_capacity, offered_rate
 from explorer.safe_text import plain
-from explorer.state import SELECTED_KEY, get_path, scenario
+from explorer.state import SELECTED_KEY, apply_edits, get_path, pending_seconds, scenario
 from sim_core.catalog import DEVICES, MODELS
 from sim_core.config.simulation import MAX_NAME_CHARS
+from sim_core.viz.units import duration_text
 
 
 def quick_knobs() -> None:
@@ -17,6 +18,11 @@ def quick_knobs() -> None:
     current = scenario()
     with st.sidebar:
         st.caption(plain(current.get("name") or "unnamed scenario", MAX_NAME_CHARS))
+        waiting = pending_seconds()
+        if waiting is not None:
+            st.warning(f"Edited: the views show the scenario before your edits. Simulating the new one "
+                       f"takes about {duration_text(waiting)}.", icon=":material/pending:")
+            st.button("Apply", type="primary", key="side_apply", on_click=apply_edits, width="stretch")
         bound("model", "side", "Model", options=sorted({*MODELS, *current.get("models", {})}))
         bound("device", "side", "GPU", options=sorted({*DEVICES, *current.get("devices", {})}))
         bound("scheduler.type", "side", "Replica scheduler")

@@ -21,6 +21,7 @@ from collections import OrderedDict
 import pandas as pd
 import streamlit as st
 
+from explorer.run_cost import estimated_seconds
 from explorer.safe_text import plain
 from explorer.server import confine, public_text, run_slots, session_alive, settings
 from explorer.titles import titled
@@ -33,6 +34,7 @@ from sim_core.scenarios.defaults import DEFAULT_SCENARIO
 
 SCENARIO_KEY, ERROR_KEY, SELECTED_KEY = "scenario", "scenario_error", "selected_request"
 ORIGIN_KEY = "scenario_origin"    # the scenario as it was loaded (default, preset, link, file): the title's base
+APPLIED_KEY = "scenario_applied"   # while edits wait for Apply: the scenario the views still show
 CACHE_ENTRIES = 8
 SLOT_WAIT_S = 30.0        # how long a run waits for a free run slot before the page says the server is busy
 
@@ -96,11 +98,44 @@ def try_scenario(candidate: dict, loaded: bool = False) -> bool:
     except SimCoreError as error:
         st.session_state[ERROR_KEY] = str(error)
         return False
+    previous = st.session_state.get(SCENARIO_KEY)
     st.session_state[SCENARIO_KEY] = candidate
     if loaded:
         st.session_state[ORIGIN_KEY] = copy.deepcopy(candidate)
     st.session_state.pop(ERROR_KEY, None)
+    _hold_if_slow(candidate, previous, loaded)
     return True
+
+
+def _hold_if_slow(candidate: dict, previous: dict | None, loaded: bool) -> None:
+    """An edit whose run would take longer than the server's `apply_above_s` (and is not cached)
+    waits for Apply: the views keep showing the last applied scenario. A loaded scenario, a
+    quick or cached one, or an edit back to the applied one applies at once."""
+    held = st.session_state.get(APPLIED_KEY)
+    if loaded or candidate == held or _cached(candidate) or \
+            estimated_seconds(web_config(candidate)) <= settings().apply_above_s:
+        st.session_state.pop(APPLIED_KEY, None)
+    elif held is None and previous is not None:
+        st.session_state[APPLIED_KEY] = previous
+
+
+def pending_seconds() -> float | None:
+    """While edits wait for Apply: about how long their run takes (else None)."""
+    if APPLIED_KEY not in st.session_state:
+        return None
+    return estimated_seconds(web_config(scenario()))
+
+
+def apply_edits() -> None:
+    """Simulate the edited scenario from now on (the Apply button's callback)."""
+    st.session_state.pop(APPLIED_KEY, None)
+
+
+def _cached(candidate: dict) -> bool:
+    cache, lock = _results()
+    key = scenario_json(candidate)
+    with lock:
+        return any(f"{level}:{key}" in cache for level in ("full", "batches"))
 
 
 def set_field(path: str, value) -> bool:
@@ -144,11 +179,12 @@ def _results() -> tuple[OrderedDict, threading.Lock]:
 
 
 def result(events: bool = True) -> SimulationResult:
-    """The run of the current scenario: reused when cached (keyed on its JSON and record level),
+    """The run of the current scenario (the last applied one while edits wait for Apply,
+    `pending_seconds`): reused when cached (keyed on its JSON and record level),
     else simulated with a progress bar. `events=False` is for views that need no block or state
     events (they take a cached full run when there is one, else a cheaper `batches` run). Stops
     the page with the error when the run itself fails."""
-    return result_of(scenario(), events)
+    return result_of(st.session_state.get(APPLIED_KEY) or scenario(), events)
 
 
 def result_of(data: dict, events: bool = True) -> SimulationResult:
