@@ -29,16 +29,17 @@ def test_a_tiny_model_gets_the_blocks_worked_out_by_hand():
     Weights (bf16, head_dim 64 / 2 = 32): attention 64 x 32 x (2 + 2 x 1) + 2 x 32 x 64 = 12,288
     values, gated MLP 3 x 64 x 128 = 24,576, so 73,728 bytes + two norms 256 = 73,984 per layer,
     147,968 for two; embedding 1,000 x 64 x 2 = 128,000; final norm 128 + LM head 128,000:
-    404,096 bytes. Profile run (2,048 tokens, 32 requests): the forward pass holds
+    404,096 bytes, and the rotary cache of 4,096 positions x 32 dims x 2 bytes = 262,144 loaded with
+    them: 666,240. Profile run (2,048 tokens, 32 requests): the forward pass holds
     2 x 64 + 32 x 4 + 3 x 128 = 640 values a token, 2,048 x 640 x 2 = 2,621,440 bytes; the sampler
     32 x 1,000 x 32 + 2,048 x 64 x 4 = 1,548,288: the forward pass is the peak. Non-torch 0.25 GiB
-    = 268,435,456. KV: 536,870,912 - 404,096 - 2,621,440 - 268,435,456 = 265,409,920 bytes; a
-    block holds 16 tokens x K and V x 32 x 1 head x 2 layers x 2 bytes = 4,096: 64,797 blocks."""
+    = 268,435,456. KV: 536,870,912 - 666,240 - 2,621,440 - 268,435,456 = 265,147,776 bytes; a
+    block holds 16 tokens x K and V x 32 x 1 head x 2 layers x 2 bytes = 4,096: 64,733 blocks."""
     plan = plan_memory(tiny())
-    assert (plan.planner, plan.weight_bytes, plan.activation_bytes) == ("vllm", 404_096, 2_621_440)
+    assert (plan.planner, plan.weight_bytes, plan.activation_bytes) == ("vllm", 666_240, 2_621_440)
     assert (plan.non_torch_bytes, plan.margin_bytes, plan.kv_bytes_per_block) == (268_435_456, 536_870_912, 4_096)
-    assert plan.kv_bytes == 265_409_920 and plan.num_blocks == 64_797
-    assert plan.max_batch_size == 64_797 // 16   # 256 tokens = 16 blocks a request
+    assert plan.kv_bytes == 265_147_776 and plan.num_blocks == 64_733
+    assert plan.max_batch_size == 64_733 // 16   # 256 tokens = 16 blocks a request
 
 
 def test_many_requests_make_the_sampler_the_peak():
@@ -46,7 +47,7 @@ def test_many_requests_make_the_sampler_the_peak():
     than the forward pass's 2,621,440; the KV budget loses the 1,998,848 difference: 488 blocks."""
     plan = plan_memory(tiny(scheduler={"max_num_seqs": 128}))
     assert plan.activation_bytes == 4_620_288
-    assert plan.num_blocks == 64_797 - 488      # 1,998,848 / 4,096 = 488 exactly
+    assert plan.num_blocks == 64_733 - 488      # 1,998,848 / 4,096 = 488 exactly
 
 
 def test_the_activation_reserve_grows_with_max_num_batched_tokens():
@@ -71,7 +72,7 @@ def test_qwen_loses_the_16_blocks_vllm_lost_when_max_num_batched_tokens_doubled(
 
 def test_cuda_graph_memory_comes_out_of_the_kv_budget():
     """vLLM 0.21+ subtracts its CUDA-graph estimate: 1/16 GiB = 67,108,864 bytes = 16,384 blocks."""
-    assert plan_memory(tiny(memory={"cuda_graph_gib": 0.0625})).num_blocks == 64_797 - 16_384
+    assert plan_memory(tiny(memory={"cuda_graph_gib": 0.0625})).num_blocks == 64_733 - 16_384
 
 
 def test_non_torch_memory_defaults_to_the_fitted_figure_for_one_gpu_or_several():

@@ -7,7 +7,11 @@ format and widened to BF16 inside the kernel, as vLLM's Marlin kernels do on Amp
 docs/design/precision.md); `memory_gib` the HBM/GDDR capacity as the driver reports it in GiB
 (Vidur's planner multiplies it by 1024**3; the entries from before FP8 keep the nominal
 capacity, the golden outputs pin them; the later ones give the total nvidia-smi / rocm-smi
-prints, noted per entry); `memory_bandwidth_gbps` in GB/s; `link_bandwidth_gbps` the per-GPU
+prints, noted per entry); `driver_memory_gib` the total PyTorch reports (`total_memory`, what
+vLLM's gpu_memory_utilization multiplies, so what the `vllm` planner uses) where known: 79.18
+(H100 SXM 80GB) and 79.15 / 39.39 (A100 80GB / 40GB) as PyTorch's out-of-memory messages print
+them, 23.52 for the RTX 4090 (25,250,627,584 bytes in a vLLM 0.19 run's metadata, LLMServingSim,
+MIT); `memory_bandwidth_gbps` in GB/s; `link_bandwidth_gbps` the per-GPU
 intra-node bandwidth (NVLink / Infinity Fabric where present, else PCIe), one direction, GB/s;
 `pcie_bandwidth_gbps` the GPU's host link, one direction, GB/s (it prices vLLM v0's KV swaps):
 PCIe Gen4 x16 is 32 GB/s (A100, A30, A40, L40S, RTX 4090: PCI-SIG 4.0 spec, 16 GT/s x 16 lanes),
@@ -41,6 +45,9 @@ class DeviceSpec(BaseModel):
     fp4_tflops: float | None = Field(default=None, gt=0, le=100_000, description=(
         "Dense FP4 tensor-core TFLOP/s; none: no FP4 math (FP4 weights then run weight-only, BF16 compute)."))
     memory_gib: float = Field(gt=0, le=100_000, description="Device memory in GiB.")
+    driver_memory_gib: float | None = Field(default=None, gt=0, le=100_000, description=(
+        "Total memory as the CUDA driver reports it (PyTorch's total_memory), which vLLM's "
+        "gpu_memory_utilization multiplies; None: memory_gib."))
     memory_bandwidth_gbps: float = Field(gt=0, le=1_000_000, description="Memory bandwidth, GB/s.")
     link_bandwidth_gbps: float = Field(gt=0, le=1_000_000, description=(
         "Intra-node GPU-GPU bandwidth per direction, GB/s."))
@@ -60,15 +67,16 @@ class DeviceSpec(BaseModel):
 DEVICES: dict[str, DeviceSpec] = {
     # NVIDIA A100 datasheet (2021): 312 TFLOPS BF16 dense, 1,555 GB/s (40GB) / 2,039 GB/s (80GB SXM),
     # NVLink 600 GB/s bidirectional = 300 GB/s per direction.
-    "a100-40gb": DeviceSpec(name="NVIDIA A100 40GB SXM", bf16_tflops=312, memory_gib=40,
+    "a100-40gb": DeviceSpec(name="NVIDIA A100 40GB SXM", bf16_tflops=312, memory_gib=40, driver_memory_gib=39.39,
                             memory_bandwidth_gbps=1555, link_bandwidth_gbps=300),
     # Efficiency defaults (0.7 / 0.8) fit Vidur-format A100 profiles of Llama-2-7B.
-    "a100-80gb": DeviceSpec(name="NVIDIA A100 80GB SXM", bf16_tflops=312, memory_gib=80,
+    "a100-80gb": DeviceSpec(name="NVIDIA A100 80GB SXM", bf16_tflops=312, memory_gib=80, driver_memory_gib=79.15,
                             memory_bandwidth_gbps=2039, link_bandwidth_gbps=300),
     # NVIDIA H100 datasheet: SXM5 989 TFLOPS BF16 dense, 80 GB HBM3 at 3.35 TB/s, NVLink 900 GB/s bidirectional.
     # FP8 1,979 TFLOPS dense (3,958 with sparsity).
     "h100-sxm": DeviceSpec(name="NVIDIA H100 SXM5 80GB", bf16_tflops=989, fp8_tflops=1979, memory_gib=80,
-                           memory_bandwidth_gbps=3350, link_bandwidth_gbps=450, pcie_bandwidth_gbps=64,
+                           driver_memory_gib=79.18, memory_bandwidth_gbps=3350, link_bandwidth_gbps=450,
+                           pcie_bandwidth_gbps=64,
                            compute_efficiency=0.65),  # Hopper GEMMs at LLM sizes: ~0.6-0.7 of peak
     # NVIDIA H200 datasheet: 989 TFLOPS BF16 dense, FP8 1,979 dense, 141 GB HBM3e at 4.8 TB/s, NVLink 900 GB/s.
     "h200": DeviceSpec(name="NVIDIA H200 SXM 141GB", bf16_tflops=989, fp8_tflops=1979, memory_gib=141,
@@ -105,7 +113,7 @@ DEVICES: dict[str, DeviceSpec] = {
     # sim_core calibrate` fits memory 1.0 / compute 0.88 on it with the roofline's per-kernel
     # launch costs, which vLLM's CUDA graphs avoid; kept at 0.92 / 0.80, attainable on GDDR6X).
     "rtx-4090": DeviceSpec(name="NVIDIA GeForce RTX 4090 24GB", bf16_tflops=165.2, fp8_tflops=330.3, memory_gib=24,
-                           memory_bandwidth_gbps=1008, link_bandwidth_gbps=32,
+                           driver_memory_gib=23.52, memory_bandwidth_gbps=1008, link_bandwidth_gbps=32,
                            compute_efficiency=0.80, memory_efficiency=0.92),  # GDDR6X
     # NVIDIA H100 datasheet (2023), PCIe 80GB: 756 TFLOPS BF16 dense (1,513 with sparsity), FP8 1,513 dense,
     # 80 GB HBM2e at 2.0 TB/s, NVLink bridge 600 GB/s bidirectional (card pairs), PCIe Gen5 x16;

@@ -16,6 +16,7 @@ import pandas as pd
 from sim_core.config import SimulationConfig
 from sim_core.memory.model_bytes import stage_weight_bytes
 from sim_core.memory.planner import MemoryPlan, plan_memory
+from sim_core.memory.vllm_plan import rotary_cache_bytes
 
 COMPONENTS = ("weights", "activations", "reserve", "margin", "kv_cache", "unused")
 VLLM_COMPONENTS = ("weights", "activations", "non_torch", "cuda_graphs", "margin", "kv_cache", "unused")
@@ -75,8 +76,9 @@ def memory_breakdown(config: SimulationConfig, plan: MemoryPlan | None = None) -
         if plan.planner == "vidur":  # Vidur: block weights only, KV of max_batch full-length requests per stage
             weights = plan.weight_bytes
             kv = plan.max_batch_size * plan.blocks_per_request * plan.kv_bytes_per_block
-        else:
-            weights = stage_weight_bytes(model, tp, pp, stage)
+        else:   # vllm: the rotary cache is loaded with the weights (memory/vllm_plan.py)
+            weights = stage_weight_bytes(model, tp, pp, stage) + (rotary_cache_bytes(model) if plan.planner == "vllm"
+                                                                   else 0.0)
             kv = plan.num_blocks * plan.kv_bytes_per_block
         activations = plan.activations_of(stage)
         used = (weights + activations + plan.reserve_bytes + plan.non_torch_bytes + plan.cuda_graph_bytes

@@ -4,11 +4,14 @@ vLLM sizes the KV cache once, at start-up (`v1/worker/gpu_worker.py` `determine_
 with `utils/mem_utils.py` `memory_profiling`; the V0 worker of v0.6 the same way). Per GPU:
 
     requested  = ceil(total x gpu_memory_utilization)        total: what the driver reports
-    kv_bytes   = requested - weights - peak activations of the profile run - non-torch increase
+    kv_bytes   = requested - weights - rotary cache - peak activations of the profile run
+                 - non-torch increase
                  [- CUDA-graph estimate: v0.21+, on by default; not in 0.15 or 0.19]
     num_blocks = kv_bytes // (block_size x KV bytes per token of the GPU's layers)
 
-and the replica gets the smallest count over its GPUs. The CUDA context is created before the
+and the replica gets the smallest count over its GPUs. The rotary embedding's cos/sin cache is
+allocated with the weights: max_position_embeddings x rotary dims x 2 bytes on every GPU (32 MiB
+for a 131,072-position model; 2.5 GiB for Llama-4's 10,485,760 positions). The CUDA context is created before the
 baseline snapshot, so it comes out of the (1 - gpu_memory_utilization) headroom, not the budget.
 
 The profile run is one dummy step of `max_num_batched_tokens` tokens over at most `max_num_seqs`
@@ -46,7 +49,8 @@ def vllm_plan(config: SimulationConfig) -> MemoryPlan:
     memory = config.memory
     assert isinstance(memory, VllmKnobs), "the vllm plan runs for planner auto or vllm"
     model, tp, pp = config.model_spec(), config.cluster.tensor_parallel_size, config.cluster.pipeline_parallel_size
-    total = config.device_spec().memory_gib * GIB
+    device = config.device_spec()
+    total = (device.driver_memory_gib or device.memory_gib) * GIB   # what vLLM's utilization multiplies
     requested = ceil(total * memory.gpu_memory_utilization)
     non_torch = non_torch_bytes(memory, tp * pp)
     graphs = memory.cuda_graph_gib * GIB
@@ -55,15 +59,23 @@ def vllm_plan(config: SimulationConfig) -> MemoryPlan:
         model, config.kv_cache_dtype(), tp, model.num_layers // pp)
     activations = tuple(profile_activation_bytes(model, tp, tokens, seqs if stage == pp - 1 else 0)
                         for stage in range(pp))
-    kv_by_stage = [requested - stage_weight_bytes(model, tp, pp, stage) - activations[stage] - non_torch - graphs
-                   for stage in range(pp)]
+    rotary = rotary_cache_bytes(model)
+    kv_by_stage = [requested - stage_weight_bytes(model, tp, pp, stage) - rotary - activations[stage] - non_torch
+                   - graphs for stage in range(pp)]
     tight = min(range(pp), key=lambda stage: kv_by_stage[stage])
     kv_bytes = kv_by_stage[tight]
     num_blocks = int(kv_bytes // kv_per_block) if kv_bytes > 0 else 0
     per_request = config.max_model_len // config.scheduler.block_size
-    return MemoryPlan("vllm", total, total - requested, stage_weight_bytes(model, tp, pp, tight), activations[tight],
+    return MemoryPlan("vllm", total, total - requested, stage_weight_bytes(model, tp, pp, tight) + rotary,
+                      activations[tight],
                       kv_bytes, kv_per_block, num_blocks, num_blocks // max(per_request, 1), per_request,
                       non_torch_bytes=non_torch, cuda_graph_bytes=graphs, stage_activation_bytes=activations)
+
+
+def rotary_cache_bytes(model: ModelSpec) -> float:
+    """The rotary embedding's cos/sin table, 16-bit, one row per position (MLA: its rope dims)."""
+    dims = model.qk_rope_head_dim if model.is_mla else model.head_dim
+    return model.max_position_embeddings * dims * ACTIVATION_BYTES
 
 
 def profile_activation_bytes(model: ModelSpec, tp: int, tokens: int, seqs: int) -> float:
