@@ -168,10 +168,11 @@ def test_blis_tables_give_one_run_per_measured_experiment():
     assert unknown.unsupported.startswith("model 'org/Unknown-12B' has no catalog entry")
 
 
-def test_a_model_outside_the_catalog_comes_from_its_config_json_and_a_quantized_one_is_unsupported():
+def test_a_model_outside_the_catalog_comes_from_its_config_json_quantized_or_not():
     """Mistral-Nemo style: head_dim 128 where hidden / heads would be 160: the run's model is built
     from the config.json among the files with that head_dim (its query projection is 32 x 128 =
-    4,096 wide, not 5,120). With a quantization block the run is kept as unsupported, naming it."""
+    4,096 wide, not 5,120). An FP8 quantization block gives FP8 weights; a key the import does not
+    know that would change shapes keeps the run, as unsupported, naming the key."""
     config = {"hidden_size": 5120, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
               "num_hidden_layers": 40, "intermediate_size": 14336, "vocab_size": 131072}
     files = {"blis_trainval_specs.json": json.dumps(SPECS).encode(), "blis_trainval_actuals.csv": ACTUALS.encode(),
@@ -182,8 +183,10 @@ def test_a_model_outside_the_catalog_comes_from_its_config_json_and_a_quantized_
     assert (spec["head_dim"], spec["embedding_dim"], spec["num_q_heads"], spec["num_kv_heads"]) == (128, 5120, 32, 8)
     quantized = {**config, "quantization_config": {"quant_method": "fp8"}}
     files["model_configs/unknown/config.json"] = json.dumps(quantized).encode()
-    assert read_blis_table(files, None, 42)[1].unsupported == (
-        "model_configs/unknown/config.json: quantized weights (quantization_config) are not modelled yet")
+    fp8 = read_blis_table(files, None, 42)[1]
+    assert not fp8.unsupported and fp8.scenario["models"][fp8.scenario["model"]]["weight_dtype"] == "fp8"
+    files["model_configs/unknown/config.json"] = json.dumps({**config, "index_topk": 2048}).encode()
+    assert "index_topk" in read_blis_table(files, None, 42)[1].unsupported
 
 
 def _linear_run(ttft: float, e2e: float) -> MeasuredRun:

@@ -171,10 +171,11 @@ def test_a_request_log_measures_from_each_arrival_on_the_engine_clock():
 
 
 def test_a_request_log_reads_the_servers_knobs_and_gpu_from_meta():
-    """RTX 4090 -> rtx-4090; Llama-3.1-8B is the catalog's llama-3-8b; vLLM's knobs and KV blocks."""
+    """RTX 4090 -> rtx-4090; Llama-3.1-8B is the catalog's llama-3.1-8b (its own id before Vidur's alias,
+    llama-3-8b); vLLM's knobs and KV blocks."""
     [run] = read_files("log", log_files(folder="vllm/"), ReadOptions())
     scenario = run.scenario
-    assert (scenario["model"], scenario["device"], scenario["max_model_len"]) == ("llama-3-8b", "rtx-4090", 8192)
+    assert (scenario["model"], scenario["device"], scenario["max_model_len"]) == ("llama-3.1-8b", "rtx-4090", 8192)
     assert {key: scenario["scheduler"][key] for key in ("max_num_seqs", "max_num_batched_tokens", "num_blocks")} == \
         {"max_num_seqs": 128, "max_num_batched_tokens": 2048, "num_blocks": 500}
 

@@ -4,8 +4,8 @@ TP, vLLM knobs, KV blocks and the inference-perf load) beside `blis_trainval_act
 experiment and stage; `stage_index` -1 is the whole run).
 
 A model outside the catalog is built from `model_configs/<dir>/config.json` when the files hold
-it, unless the config uses what the catalog cannot express yet (a quantization block): such
-runs are read but marked inexpressible.
+it (quantized checkpoints included: `catalog/hf_quantization.py`); a config the import refuses
+(a key it does not know that would change shapes or memory) marks the run inexpressible.
 """
 
 from __future__ import annotations
@@ -112,10 +112,12 @@ def _model(spec: dict[str, Any], files: Mapping[str, bytes]) -> tuple[str, dict[
     if path not in files:
         raise Inexpressible(f"model {repository!r} has no catalog entry and {path} is not among the files")
     config = json.loads(files[path])
-    if config.get("quantization_config"):
-        raise Inexpressible(f"{path}: quantized weights (quantization_config) are not modelled yet")
     key = repository.lower().split("/")[-1]
-    return key, {key: model_from_hf_config(config, path, repository).model_dump()}
+    try:
+        shape = model_from_hf_config(config, path, repository)
+    except ConfigError as error:
+        raise Inexpressible(str(error)) from None
+    return key, {key: shape.model_dump()}
 
 
 def _values(row: dict[str, str]) -> dict[str, dict[str, float]]:

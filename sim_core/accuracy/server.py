@@ -39,12 +39,12 @@ def device_of(*hints: str) -> str | None:
 def model_of(repository: str) -> str | None:
     """Catalog id of a Hugging Face model repository (`meta-llama/Llama-2-7b-hf`), if it has one."""
     key = repository.lower().strip("/")
-    for candidate in (key, *(key.removesuffix(s) for s in MODEL_SUFFIXES if key.endswith(s))):
-        if candidate in VIDUR_MODELS:
-            return VIDUR_MODELS[candidate]
+    candidates = (key, *(key.removesuffix(s) for s in MODEL_SUFFIXES if key.endswith(s)),
+                  re.sub(r"-instruct-\d{4}$", "", key))     # Qwen3's dated releases: -instruct-2507
+    for candidate in candidates:                              # the catalog's own id first, then Vidur's names
         if candidate.split("/")[-1] in MODELS:
             return candidate.split("/")[-1]
-    return None
+    return next((VIDUR_MODELS[candidate] for candidate in candidates if candidate in VIDUR_MODELS), None)
 
 
 def vllm_scenario(name: str, model: str, device: str, tp: int, knobs: dict[str, Any], seed: int = 42,
