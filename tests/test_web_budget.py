@@ -88,14 +88,15 @@ def test_when_every_run_slot_stays_taken_the_page_says_the_server_is_busy(monkey
 
 
 def test_a_sweep_whose_probes_are_over_the_budget_is_refused_at_start(monkeypatch):
-    """Each point is probed with search.num_requests requests per replica: 300 on each of the
-    scenario's 2 replicas, 600, over a limit of 100, is refused."""
+    """Each point is probed with up to 4 x search.num_requests requests per replica (the
+    confirming probe): 4 x 300 on each of the scenario's 2 replicas, 2,400, over a limit of 100,
+    is refused."""
     monkeypatch.setenv("SIM_EXPLORER_MAX_REQUESTS", "100")
     app = open_app("pages/capacity.py", scenario={**TINY, "workload": {**TINY["workload"], "num_requests": 20}})
     app.number_input(key="cap_num_requests").set_value(300).run()
     app.button(key="cap_start").click().run()
     assert unescaped(app.error[0].value).startswith(
-        "workload.num_requests: 600 requests, over the limit of 100 requests for one run")
+        "workload.num_requests: 2,400 requests, over the limit of 100 requests for one run")
     assert app.info[0].value == "Choose what to vary and press Start sweep."
 
 
