@@ -4,11 +4,16 @@ request can be followed in Perfetto.
 Each request's thread (tid = request id, named "request #N") holds a complete event spanning
 its life (arrival to completion, or to its last recorded time) and, nested in it, its phases:
 `waiting` (arrival to first admission), `prefill` (admission to the first token), `decode` (to
-completion), `preempted` (a restart to the next admission, when the run recorded state events:
-`record: full`) and `transfer` (a P/D KV hand-off). Complete events on threads rather than async
-events because flow arrows bind to thread slices: each batch that carried prompt tokens of the
-request gets an arrow (`ph: s` on the request's thread, `ph: f`, `bp: e` on the batch's first
-stage), so Perfetto leads from a request to the batches that ran its prompt.
+completion), `preempted` (a restart to the next admission) and `swapped` (vLLM v0: a swap-out to
+the swap-in), both when the run recorded state events (`record: full`), and `transfer` (a P/D KV
+hand-off). Each slice lies inside the one it is drawn in (Perfetto drops slices of a thread that
+overlap without nesting; `tests/test_request_tracks.py` checks a 10,000-request trace).
+
+Complete events on threads rather than async events because flow arrows bind to thread slices:
+each batch that carried prompt tokens of the request gets an arrow (`ph: s` on the request's
+thread, `ph: f`, `bp: e` on the batch's first stage), and so do the first and the last batch that
+carried one of its decode steps (an arrow per decode step would put hundreds per request in the
+file), so Perfetto leads from a request to the batches that ran its prompt and its decode.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from sim_core.results.result import SimulationResult
 
 US = 1e6
@@ -34,14 +41,14 @@ def request_track_events(result: SimulationResult) -> list[dict]:
         {"name": "process_name", "ph": "M", "pid": REQUESTS_PID, "tid": 0, "args": {"name": "Requests"}},
         {"name": "process_sort_index", "ph": "M", "pid": REQUESTS_PID, "tid": 0,
          "args": {"sort_index": REQUESTS_PID}}]
-    restarts = _restart_spans(result)
+    paused = _paused_spans(result)
     transfers = _transfer_spans(result)
     for row in zip(requests["request_id"].tolist(), requests["arrived_at"].tolist(),
                    requests["scheduled_at"].tolist(), requests["prefill_completed_at"].tolist(),
                    requests["completed_at"].tolist(), requests["replica_id"].tolist(),
                    requests["num_prefill_tokens"].tolist(), requests["num_decode_tokens"].tolist(),
                    requests["status"].astype(str).tolist()):
-        events.extend(_request_events(row, restarts.get(row[0], []), transfers.get(row[0], [])))
+        events.extend(_request_events(row, paused.get(row[0], []), transfers.get(row[0], [])))
     return events + _flows(result)
 
 
@@ -49,14 +56,15 @@ def _known(value: float) -> bool:
     return value is not None and not math.isnan(value) and value >= 0
 
 
-def _request_events(row: tuple, preempted: list[tuple[float, float]],
+def _request_events(row: tuple, paused: list[tuple[str, float, float]],
                     transfers: list[tuple[float, float]]) -> list[dict]:
-    """`row`: (id, arrived, scheduled, first token, completed, replica, prompt, output, status)."""
+    """`row`: (id, arrived, scheduled, first token, completed, replica, prompt, output, status);
+    `paused`: (preempted or swapped, from, to) spans."""
     request, arrived, scheduled, first_token, completed, replica, prompt, output, status = row
     if not _known(arrived):
         return []
     times = [t for t in (arrived, scheduled, first_token, completed) if _known(t)]
-    end = completed if _known(completed) else max(times + [e for _, e in preempted + transfers])
+    end = completed if _known(completed) else max(times + [e for *_, e in paused] + [e for _, e in transfers])
     events = [{"name": "thread_name", "ph": "M", "pid": REQUESTS_PID, "tid": request,
                "args": {"name": f"request #{request}"}},
               _slice(request, f"request #{request}", "request", arrived, end,
@@ -65,8 +73,8 @@ def _request_events(row: tuple, preempted: list[tuple[float, float]],
     for name, start, stop in phases:
         if _known(start) and _known(stop) and stop > start:
             events.append(_slice(request, name, "request_phase", start, stop))
-    for kind, spans in (("preempted", preempted), ("transfer", transfers)):
-        events.extend(_slice(request, kind, "request_phase", start, stop) for start, stop in spans if stop > start)
+    spans = [*paused, *(("transfer", start, stop) for start, stop in transfers)]
+    events.extend(_slice(request, kind, "request_phase", start, stop) for kind, start, stop in spans if stop > start)
     return events
 
 
@@ -78,19 +86,24 @@ def _slice(request: int, name: str, category: str, start: float, end: float, arg
     return event
 
 
-def _restart_spans(result: SimulationResult) -> dict[int, list[tuple[float, float]]]:
-    """Per request, (restart, next admission) times from the state events (none without them)."""
+PAUSES = {"restarted": ("preempted", "admitted"), "swapped_out": ("swapped", "swapped_in")}
+
+
+def _paused_spans(result: SimulationResult) -> dict[int, list[tuple[str, float, float]]]:
+    """Per request, (kind, from, to): a restart to the next admission (`preempted`), a swap-out
+    to the swap-in (`swapped`), from the state events (none without them)."""
     states = result.state_events
-    spans: dict[int, list[tuple[float, float]]] = {}
+    spans: dict[int, list[tuple[str, float, float]]] = {}
     if not len(states):
         return spans
-    pending: dict[int, float] = {}
+    pending: dict[tuple[int, str], float] = {}
     for time, request, state in zip(states["time"].tolist(), states["request"].tolist(),
                                     states["state"].astype(str).tolist()):
-        if state == "restarted":
-            pending[request] = time
-        elif state == "admitted" and request in pending:
-            spans.setdefault(request, []).append((pending.pop(request), time))
+        if state in PAUSES:
+            pending[(request, PAUSES[state][1])] = time
+        elif (request, state) in pending:
+            kind = next(name for name, end in PAUSES.values() if end == state)
+            spans.setdefault(request, []).append((kind, pending.pop((request, state)), time))
     return spans
 
 
@@ -105,26 +118,44 @@ def _transfer_spans(result: SimulationResult) -> dict[int, list[tuple[float, flo
 
 
 def _flows(result: SimulationResult) -> list[dict]:
-    """An arrow from each request to every batch that carried its prompt tokens (first stage)."""
+    """An arrow from each request to every batch that carried its prompt tokens, and to the first
+    and the last that carried one of its decode steps (first stage)."""
     batches, stages = result.batches, result.batch_stages
     if not len(batches) or not len(stages):
         return []
     first = stages[stages["stage_id"] == 0]
     starts = dict(zip(zip(first["replica_id"].tolist(), first["batch_id"].tolist()), first["start"].tolist()))
-    carrying = batches[batches["num_prefill_tokens"] > 0]
-    events, flow = [], 0
-    for replica, batch, formed, ids, tokens in zip(carrying["replica_id"].tolist(), carrying["batch_id"].tolist(),
-                                                   carrying["formed_at"].tolist(), carrying["request_ids"],
-                                                   carrying["request_tokens"]):
+    replicas, ids, formed_at = (batches[name].tolist() for name in ("replica_id", "batch_id", "formed_at"))
+    events: list[dict] = []
+    for flow, (request, row) in enumerate(_carried(batches)):
+        replica, batch, formed = replicas[row], ids[row], formed_at[row]
         start = starts.get((replica, batch))
         if start is None:
             continue
-        for request, count in zip(np.asarray(ids).tolist(), np.asarray(tokens).tolist()):
-            if count <= 1:              # a decode step riding in a batch with prompts
-                continue
-            events.append({"name": "carried by", "cat": "request_flow", "ph": "s", "id": flow, "ts": formed * US,
-                           "pid": REQUESTS_PID, "tid": request})
-            events.append({"name": "carried by", "cat": "request_flow", "ph": "f", "bp": "e", "id": flow,
-                           "ts": start * US, "pid": replica, "tid": 0})
-            flow += 1
+        events.append({"name": "carried by", "cat": "request_flow", "ph": "s", "id": flow, "ts": formed * US,
+                       "pid": REQUESTS_PID, "tid": request})
+        events.append({"name": "carried by", "cat": "request_flow", "ph": "f", "bp": "e", "id": flow,
+                       "ts": start * US, "pid": replica, "tid": 0})
     return events
+
+
+def _carried(batches: pd.DataFrame) -> list[tuple[int, int]]:
+    """(request, batch row) pairs an arrow is drawn for, in batch order: every row where the
+    request ran prompt tokens (more than one token), and its first and last decode step."""
+    lengths = np.fromiter((len(ids) for ids in batches["request_ids"]), dtype=np.int64, count=len(batches))
+    if not lengths.sum():
+        return []
+    ids = np.concatenate([np.asarray(ids, dtype=np.int64) for ids in batches["request_ids"]])
+    tokens = np.concatenate([np.asarray(t, dtype=np.int64) for t in batches["request_tokens"]])
+    rows = np.repeat(np.arange(len(batches)), lengths)
+    decode = tokens == 1
+    _, first = np.unique(ids[decode], return_index=True)
+    _, last_reversed = np.unique(ids[decode][::-1], return_index=True)
+    last = np.count_nonzero(decode) - 1 - last_reversed
+    chosen = np.zeros(len(ids), dtype=bool)
+    chosen[~decode] = True
+    where = np.flatnonzero(decode)
+    chosen[where[first]] = True
+    chosen[where[last]] = True
+    picked = np.flatnonzero(chosen)
+    return list(zip(ids[picked].tolist(), rows[picked].tolist()))
