@@ -27,6 +27,7 @@ from sim_core.schedulers.endpoint import ReplicaEndpoint
 from sim_core.schedulers.waiting import WaitingQueue
 
 if TYPE_CHECKING:
+    from sim_core.memory.cpu_tier import OffloadSize
     from sim_core.schedulers.steady import SteadyDecode
     from sim_core.workload.model import Workload
 
@@ -40,6 +41,7 @@ class ReplicaLimits:
     max_blocks_per_request: int  # max_model_len // block_size: orca / FT reservation
     max_model_len: int = 0       # vllm_v0: prompt limit and default token budget
     num_swap_blocks: int = 0     # vllm_v0: CPU swap space, in KV blocks per GPU
+    offload: OffloadSize | None = None   # vllm_v1: the CPU tier of KV offloading (None: off)
 
 
 UNBOUNDED = 1 << 62
@@ -126,6 +128,15 @@ class ReplicaScheduler:
             else:
                 self.running.append(request)
 
+
+    def take_loads(self) -> list[tuple[Request, float]]:
+        """KV loads from a CPU tier started since the last call, each with its seconds (the
+        simulator calls `on_load_done` when it ends); none for most policies."""
+        return []
+
+    def on_load_done(self, request: Request) -> None:
+        """A load `take_loads` reported has ended."""
+        raise NotImplementedError
 
     def check_integrity(self, holders: list[Request] | None = None) -> None:
         """Assert the policy's memory accounting is whole (`holders`: requests holding blocks)."""
