@@ -160,7 +160,7 @@ class Simulator:
         if self.handoff is not None and not self.handoff.is_prefill(replica) and scheduler.endpoint.can_pull():
             self.handoff.pull(replica)
         batches = scheduler.on_schedule()
-        for request, seconds in scheduler.take_loads():   # KV offload: loads from the CPU tier
+        for request, seconds in scheduler.endpoint.take_loads():   # KV offload: loads from the CPU tier
             self.kernel.at(self.kernel.now + seconds, self.on_load_done, replica, request)
         if not batches:
             return
@@ -187,7 +187,7 @@ class Simulator:
     def on_load_done(self, replica: int, request: Request) -> None:
         """A request's KV blocks arrived from the CPU tier: the replica may admit it now (a
         fast-forwarded run is cut as for an arrival)."""
-        self.schedulers[replica].on_load_done(request)
+        self.schedulers[replica].endpoint.on_load_done(request)
         if self.fast is not None:
             self.fast.on_request_routed(replica)
         self.kernel.soon(self.on_replica_schedule, replica)

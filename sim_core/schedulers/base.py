@@ -129,15 +129,6 @@ class ReplicaScheduler:
                 self.running.append(request)
 
 
-    def take_loads(self) -> list[tuple[Request, float]]:
-        """KV loads from a CPU tier started since the last call, each with its seconds (the
-        simulator calls `on_load_done` when it ends); none for most policies."""
-        return []
-
-    def on_load_done(self, request: Request) -> None:
-        """A load `take_loads` reported has ended."""
-        raise NotImplementedError
-
     def check_integrity(self, holders: list[Request] | None = None) -> None:
         """Assert the policy's memory accounting is whole (`holders`: requests holding blocks)."""
         self.pool.check_integrity(holders)

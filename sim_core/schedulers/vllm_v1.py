@@ -353,13 +353,6 @@ class VllmV1Scheduler(EngineScheduler):
             step.add(request, n)
         return not ready
 
-    def take_loads(self) -> list[tuple[Request, float]]:
-        return self.offload.take_loads() if self.offload is not None else []
-
-    def on_load_done(self, request: Request) -> None:
-        assert self.offload is not None, "only offload starts loads"
-        self.offload.on_load_done(request)
-
     def finish(self, request: Request) -> None:
         super().finish(request)
         if self.offload is not None:

@@ -50,6 +50,15 @@ class V1Endpoint(EngineEndpoint):
         if scheduler.caching:
             scheduler._hashed.cache_blocks(request, scheduler.keys(request), scheduler.kv_tokens(request))
 
+    def take_loads(self) -> list[tuple[Request, float]]:
+        offload = self.scheduler.offload
+        return offload.take_loads() if offload is not None else []
+
+    def on_load_done(self, request: Request) -> None:
+        offload = self.scheduler.offload
+        assert offload is not None, "only KV offload starts loads"
+        offload.on_load_done(request)
+
     def _transfer_need(self, request: Request) -> tuple[list[int], int]:
         """(locally cached blocks of the prompt, new blocks for the rest of it)."""
         scheduler, prompt = self.scheduler, request.num_prefill_tokens
