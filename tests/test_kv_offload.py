@@ -148,6 +148,26 @@ def test_a_prefix_evicted_from_the_gpu_is_loaded_back_from_the_cpu_tier():
     assert use["held"].tolist() == [0, 4, 9, 9] and use["fraction"].tolist()[-1] == 9 / 16
 
 
+def test_a_load_waits_while_a_chunked_prompt_still_needs_the_free_blocks():
+    """12 GPU blocks, 32-token steps (10 ms + 1 ms per token). Request 0 (64 tokens, group 7) is
+    stored to the CPU; request 1 (176 tokens, 11 blocks, 12 with its output) evicts it from the
+    GPU. Request 2 (160 tokens, 10 blocks) starts at 2.0 in 32-token chunks; request 3 (request
+    0's prompt) arrives at 2.001. At 2.042 request 2 holds 4 blocks: request 3's 4 would fit in
+    the 8 free, but request 2 still needs 6 of them (vLLM's in-flight prefill reservation), so
+    it waits; so at 2.084 (6 free, 4 reserved), 2.126 (4, 2) and 2.168 (2 free). Request 2's
+    prompt ends at 2.21, its last token at 2.221: only then does request 3's load start,
+    1.048576 ms, and its last prompt token is computed again (11 ms): TTFT 0.232048576 s."""
+    workload = Workload(np.array([0.0, 1.0, 2.0, 2.001]), np.array([64, 176, 160, 64]), np.array([2, 2, 2, 2]), "t",
+                        prefix_group=np.array([7, -1, -1, 7]), prefix_len=np.array([64, 0, 0, 64]))
+    result = run_simulation(parse_config(_config(0.25, num_blocks=12, max_num_batched_tokens=32)), workload)
+    rows = result.kv_offload
+    load = rows[rows["kind"] == "load"]
+    assert load["time"].tolist() == [pytest.approx(2.221, abs=1e-12)] and load["request_id"].tolist() == [3]
+    assert result.requests["completed_at"].tolist()[2] == pytest.approx(2.221, abs=1e-12)
+    assert result.requests["ttft"].tolist()[3] == pytest.approx(0.232048576, abs=1e-12)
+    assert rows["num_evicted"].sum() == 0 and rows["cpu_blocks_used"].max() == 25   # 4 + 11 + 10 of 32
+
+
 def test_the_offload_rows_are_written_to_kv_offload_csv(tmp_path):
     """The narrated run's three rows, times as recorded; a run without offload writes no file."""
     result = run_simulation(parse_config(_config(0.125)), _workload())

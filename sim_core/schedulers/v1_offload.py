@@ -35,6 +35,7 @@ class OffloadConnector:
         self.tier = CpuKvTier(size.num_blocks)
         self._recorder = recorder
         self._loading: dict[int, tuple[list[int], int]] = {}   # request id -> (keys, tokens once loaded)
+        self._requests: dict[int, Request] = {}                # request id -> request, while loading
         self._keys_loading: dict[int, int] = {}                # key -> loads reading it
         self.ready: deque[Request] = deque()                   # loaded, admitted before the waiting queue
         self._started: list[tuple[Request, float]] = []        # loads started this formation
@@ -61,6 +62,7 @@ class OffloadConnector:
             self._keys_loading[key] = self._keys_loading.get(key, 0) + 1
         tokens = (num_gpu_hits + num_hits) * self.block_size
         self._loading[request.id] = (loaded, tokens)
+        self._requests[request.id] = request
         self._next_store[request.id] = num_gpu_hits + num_hits
         seconds = self.size.load_seconds(num_hits)
         self._started.append((request, seconds))
@@ -74,6 +76,7 @@ class OffloadConnector:
     def on_load_done(self, request: Request) -> None:
         """The request's blocks are on the GPU: it queues for admission ahead of the waiting."""
         loaded, _ = self._loading[request.id]
+        del self._requests[request.id]
         self.tier.unpin(loaded)
         for key in loaded:
             left = self._keys_loading[key] - 1
@@ -89,9 +92,9 @@ class OffloadConnector:
         _, tokens = self._loading.pop(request.id)
         return min(tokens, request.num_prefill_tokens - 1)
 
-    @property
-    def num_loading(self) -> int:
-        return len(self._loading)
+    def holders(self) -> list[Request]:
+        """Requests holding GPU blocks that are not running yet: loading, or loaded and waiting."""
+        return [*self._requests.values(), *self.ready]
 
     # ---- stores ---------------------------------------------------------------------------------
 

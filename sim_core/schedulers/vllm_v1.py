@@ -304,7 +304,10 @@ class VllmV1Scheduler(EngineScheduler):
             fits = self._hashed.can_allocate(whole, hits) if self.caching else self.pool.can_allocate(whole)
             if not fits:
                 return
-            if self.offload is not None and self._start_load(request, hits):
+            loading = self._start_load(request, hits) if self.offload is not None else None
+            if loading is not None:
+                if not loading:
+                    return   # its load does not fit beside the prefills in flight: admissions stop
                 continue
             n = self.clamp(request.num_prefill_tokens - computed, step.budget)
             needed = ceil((computed + n) / self._block_size) - len(hits)
@@ -316,15 +319,21 @@ class VllmV1Scheduler(EngineScheduler):
             self.running.append(request)
             step.add(request, n)
 
-    def _start_load(self, request: Request, hits: list[int]) -> bool:
+    def _start_load(self, request: Request, hits: list[int]) -> bool | None:
         """Offload: when CPU blocks extend the GPU hit, take GPU blocks for both (the loaded
-        ones keyed once loaded) and load them; the request leaves the queue. False: no CPU hit
-        (the offers of the request start again from its first block)."""
+        ones keyed once loaded) and load them; the request leaves the queue (True). False: it
+        has a CPU hit but its blocks do not fit; None: no CPU hit (the request's offers start
+        again from its first block)."""
         assert self.offload is not None
         keys = self.keys(request)
         num_hits = self.offload.num_hit_blocks(request, keys, len(hits))
         if not num_hits:
             self.offload.on_admit(request)
+            return None
+        # vLLM keeps free the blocks in-flight prefills (loads included) still need, so that a
+        # load never strands them: its whole prompt must fit beside that reservation
+        whole = ceil(request.num_prefill_tokens / self._block_size) - len(hits)
+        if not self._hashed.can_allocate(whole + self._prefill_reservation(), hits):
             return False
         self.waiting.popleft()
         self.count_hit(request, len(hits) * self._block_size)
@@ -333,6 +342,15 @@ class VllmV1Scheduler(EngineScheduler):
         request.status = RequestStatus.RUNNING   # holds blocks, runs nothing until loaded
         self.offload.start_load(request, keys, len(hits), num_hits)
         return True
+
+    def _prefill_reservation(self) -> int:
+        """Blocks the requests loading, loaded or still in their prompt need to hold their whole
+        prompt (vLLM's `_inflight_prefill_reserved_blocks`)."""
+        assert self.offload is not None
+        size = self._block_size
+        prefilling = [r for r in self.running if self.computed(r) < r.num_prefill_tokens]
+        return sum(max(0, ceil(r.num_prefill_tokens / size) - r.num_blocks)
+                   for r in (*prefilling, *self.offload.holders()))
 
     def _admit_loaded(self, step: Step) -> bool:
         """Offload: loaded requests first, in the order their loads ended, as vLLM drains the
