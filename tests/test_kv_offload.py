@@ -18,6 +18,7 @@ from run_agreement import assert_runs_agree
 from sim_core import ConfigError, parse_config, run_simulation
 from sim_core.export.files import write_outputs
 from sim_core.memory.cpu_tier import CpuKvTier, offload_size
+from sim_core.results.report import format_summary
 from sim_core.viz.kv_blocks import offload_use
 from sim_core.workload import Workload
 
@@ -146,6 +147,8 @@ def test_a_prefix_evicted_from_the_gpu_is_loaded_back_from_the_cpu_tier():
     assert "kv_offload_hit_tokens" not in without.summary and without.kv_offload.empty
     use = offload_use(result, 0)
     assert use["held"].tolist() == [0, 4, 9, 9] and use["fraction"].tolist()[-1] == 9 / 16
+    assert ("KV offload: 9 blocks stored to the CPU tier (0 evicted) | 64 prompt tokens loaded instead of "
+            "computed, 1.0 ms of loads") in format_summary(result).splitlines()
 
 
 def test_a_load_waits_while_a_chunked_prompt_still_needs_the_free_blocks():
@@ -174,8 +177,9 @@ def test_the_offload_rows_are_written_to_kv_offload_csv(tmp_path):
     paths = write_outputs(result, tmp_path)
     assert tmp_path / "kv_offload.csv" in paths
     assert (tmp_path / "kv_offload.csv").read_text().splitlines() == [
-        "time,replica_id,request_id,kind,num_blocks,num_evicted,seconds,cpu_blocks_used",
-        "0.0,0,0,store,4,0,0.0,4", "1.0,0,1,store,5,0,0.0,9", "2.0,0,2,load,4,0,0.001048576,9"]
+        "time,replica_id,request_id,kind,num_blocks,bytes_per_gpu,num_evicted,seconds,cpu_blocks_used",
+        "0.0,0,0,store,4,33554432,0,0.0,4", "1.0,0,1,store,5,41943040,0,0.0,9",
+        "2.0,0,2,load,4,33554432,0,0.001048576,9"]
     plain = write_outputs(run_simulation(parse_config(_config(0.0)), _workload()), tmp_path / "off")
     assert not any(path.name == "kv_offload.csv" for path in plain)
 
@@ -187,6 +191,23 @@ def test_async_scheduling_wakes_the_idle_replica_when_the_load_ends():
     formed = result.batches["formed_at"].tolist()
     assert 2.0 + 0.001048576 in [pytest.approx(t, abs=1e-12) for t in formed]
     assert result.summary["kv_offload_hit_tokens"] == 64
+
+
+def test_each_pd_pool_sizes_its_own_tier_and_every_request_is_served():
+    """P/D pools of different shapes: a prefill replica of PP 2 holds half of a block's layers on
+    each of its 2 GPUs, a decode replica of TP 2 half of its heads: 0.5 GiB is 64 blocks of
+    8 MiB on either. The chat's shared system prompt is hit in the CPU tier; requests are
+    served as without offload (the same 2 too long for the prefill pool are rejected)."""
+    scenario = {**TINY, "workload": {**TINY["workload"], "sessions": {
+                    "enabled": True, "min_turns": 2, "max_turns": 4, "think_time_s": 0.5, "system_prompt_tokens": 64}},
+                "scheduler": {"type": "vllm_v1", "block_size": 16, "num_blocks": 40, "kv_offloading_size": 0.5},
+                "disaggregation": {"enabled": True, "prefill": {"num_blocks": 40, "pipeline_parallel_size": 2},
+                                   "decode": {"num_replicas": 2, "tensor_parallel_size": 2, "num_blocks": 60}}}
+    result = run_simulation(parse_config(scenario))
+    assert [replica.num_offload_blocks for replica in result.replicas] == [64, 64, 64]
+    assert result.summary["kv_offload_hit_tokens"] > 0
+    plain = run_simulation(parse_config({**scenario, "scheduler": {**scenario["scheduler"], "kv_offloading_size": 0}}))
+    assert result.requests["status"].tolist() == plain.requests["status"].tolist()
 
 
 def test_the_kv_page_draws_the_cpu_offload_tier():

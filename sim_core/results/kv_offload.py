@@ -18,16 +18,16 @@ def offload_frame(arrays: dict[str, np.ndarray]) -> pd.DataFrame:
     return frame
 
 
-def offload_figures(frame: pd.DataFrame, block_size: int, block_bytes: int) -> dict:
+def offload_figures(frame: pd.DataFrame, block_size: int) -> dict:
     """Summary figures: blocks stored to and evicted from the CPU tier, prompt tokens loaded
-    from it instead of computed (CPU prefix hits), bytes loaded per GPU (`block_bytes` a block)
-    and the seconds requests waited for those loads (summed over the loads)."""
+    from it instead of computed (CPU prefix hits; `block_size` tokens a block), the bytes those
+    loads moved onto each GPU (summed over replicas) and the seconds requests waited for them
+    (summed over the loads)."""
     stores, loads = frame[frame["kind"] == "store"], frame[frame["kind"] == "load"]
-    loaded = int(loads["num_blocks"].sum())
     return {
         "kv_offload_blocks_stored": int(stores["num_blocks"].sum()),
         "kv_offload_blocks_evicted": int(stores["num_evicted"].sum()),
-        "kv_offload_hit_tokens": loaded * block_size,
-        "kv_offload_loaded_bytes_per_gpu": loaded * block_bytes,
+        "kv_offload_hit_tokens": int(loads["num_blocks"].sum()) * block_size,
+        "kv_offload_loaded_bytes_per_gpu": int(loads["bytes_per_gpu"].sum()),
         "kv_offload_load_s": float(loads["seconds"].sum()),
     }

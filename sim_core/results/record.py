@@ -89,7 +89,7 @@ class Recorder:
                                 "kind": np.int8, "num_blocks": i64, "seconds": f64})
         # vllm_v1's KV offload: blocks stored to / loaded from the CPU tier (every level: the summary sums them)
         self.offload = Table({"time": f64, "replica_id": i64, "request_id": i64, "kind": np.int8, "num_blocks": i64,
-                              "num_evicted": i64, "seconds": f64, "cpu_blocks_used": i64})
+                              "bytes_per_gpu": i64, "num_evicted": i64, "seconds": f64, "cpu_blocks_used": i64})
         self._token_gaps: list[float] = []               # time between consecutive output tokens
         self._run_gaps: list[tuple[np.ndarray, np.ndarray]] = []  # (gaps, counts) from decode runs
         # one gap between consecutive output tokens; the hot path, so the list's own append (no
@@ -185,15 +185,15 @@ class Recorder:
                             ("seconds", seconds)):
             cols[name].append(value)
 
-    def on_offload(self, replica: int, request: int, kind: int, num_blocks: int, num_evicted: int, seconds: float,
-                   cpu_blocks_used: int) -> None:
-        """KV offload, now: `request` stored `num_blocks` blocks to the CPU tier (kind 0, evicting
-        `num_evicted`) or started loading them back (kind 1, for `seconds`); the tier then holds
-        `cpu_blocks_used` blocks."""
+    def on_offload(self, replica: int, request: int, kind: int, num_blocks: int, bytes_per_gpu: int,
+                   num_evicted: int, seconds: float, cpu_blocks_used: int) -> None:
+        """KV offload, now: `request` stored `num_blocks` blocks (`bytes_per_gpu` on each GPU) to
+        the CPU tier (kind 0, evicting `num_evicted`) or started loading them back (kind 1, for
+        `seconds`); the tier then holds `cpu_blocks_used` blocks."""
         cols = self.offload.columns
         for name, value in (("time", self.now), ("replica_id", replica), ("request_id", request), ("kind", kind),
-                            ("num_blocks", num_blocks), ("num_evicted", num_evicted), ("seconds", seconds),
-                            ("cpu_blocks_used", cpu_blocks_used)):
+                            ("num_blocks", num_blocks), ("bytes_per_gpu", bytes_per_gpu), ("num_evicted", num_evicted),
+                            ("seconds", seconds), ("cpu_blocks_used", cpu_blocks_used)):
             cols[name].append(value)
 
     # ---- batches, stages, series -----------------------------------------------------------

@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 
 from sim_core.config import SimulationConfig
-from sim_core.memory.swap_space import kv_block_bytes
 from sim_core.predictor.accounting import operator_times
 from sim_core.results.cache_ops import cache_op_frame
 from sim_core.results.kv_offload import offload_figures, offload_frame
@@ -121,7 +120,7 @@ def build_result(config: SimulationConfig, workload: Workload, replicas: Sequenc
     offload = pd.DataFrame()
     if any(replica.num_offload_blocks for replica in replicas):
         offload = offload_frame(recorder.offload.arrays())
-        summary.update(offload_figures(offload, replicas[0].block_size, kv_block_bytes(config)))
+        summary.update(offload_figures(offload, replicas[0].block_size))
     return SimulationResult(
         config=config, replicas=replicas, requests=requests, batches=batches, batch_stages=stages,
         timeseries=timeseries, block_events=_sorted(recorder.blocks, ["time", "replica"]),

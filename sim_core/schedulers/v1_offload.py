@@ -66,7 +66,8 @@ class OffloadConnector:
         self._next_store[request.id] = num_gpu_hits + num_hits
         seconds = self.size.load_seconds(num_hits)
         self._started.append((request, seconds))
-        self._recorder.on_offload(self.replica, request.id, LOAD, num_hits, 0, seconds, self.tier.num_used)
+        self._recorder.on_offload(self.replica, request.id, LOAD, num_hits, num_hits * self.size.block_bytes, 0,
+                                  seconds, self.tier.num_used)
 
     def take_loads(self) -> list[tuple[Request, float]]:
         """The loads started since the last call, with their seconds (the simulator times them)."""
@@ -123,8 +124,9 @@ class OffloadConnector:
             return []   # no room: offered again at its next step
         self._next_store[request.id] = end
         if stored:
-            self._recorder.on_offload(self.replica, request.id, STORE, len(stored), self.tier.num_evicted - before,
-                                      0.0, self.tier.num_used)
+            self._recorder.on_offload(self.replica, request.id, STORE, len(stored),
+                                      len(stored) * self.size.block_bytes, self.tier.num_evicted - before, 0.0,
+                                      self.tier.num_used)
         return stored
 
     def has_unstored(self, requests: list[Request]) -> bool:
