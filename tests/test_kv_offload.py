@@ -203,7 +203,11 @@ def test_each_pd_pool_sizes_its_own_tier_and_every_request_is_served():
                 "scheduler": {"type": "vllm_v1", "block_size": 16, "num_blocks": 40, "kv_offloading_size": 0.5},
                 "disaggregation": {"enabled": True, "prefill": {"num_blocks": 40, "pipeline_parallel_size": 2},
                                    "decode": {"num_replicas": 2, "tensor_parallel_size": 2, "num_blocks": 60}}}
-    result = run_simulation(parse_config(scenario))
+    tiers = []
+    def keep(simulator):
+        tiers[:] = [scheduler.offload.tier for scheduler in simulator.schedulers]
+    result = run_simulation(parse_config(scenario), after_event=keep)
+    assert [tier.num_open_requests for tier in tiers] == [0, 0, 0]   # a hand-off finishes it on its prefill replica
     assert [replica.num_offload_blocks for replica in result.replicas] == [64, 64, 64]
     assert result.summary["kv_offload_hit_tokens"] > 0
     plain = run_simulation(parse_config({**scenario, "scheduler": {**scenario["scheduler"], "kv_offloading_size": 0}}))
@@ -251,20 +255,24 @@ def offload_runs(draw, spaced: bool = False):
 
 
 def _checked(config: dict, workload: Workload):
+    tiers = []
+
     def check(simulator):
-        for scheduler in simulator.schedulers:
-            if scheduler.offload is not None:
-                scheduler.offload.tier.check_integrity()   # never more blocks than the tier has
-    return run_simulation(parse_config({**config, "engine": {"fast_forward": False, "record": "full"}}), workload,
-                          after_event=check)
+        tiers[:] = [scheduler.offload.tier for scheduler in simulator.schedulers]
+        for tier in tiers:
+            tier.check_integrity()   # never more blocks than the tier has
+    result = run_simulation(parse_config({**config, "engine": {"fast_forward": False, "record": "full"}}), workload,
+                            after_event=check)
+    assert [tier.num_open_requests for tier in tiers] == [0] * len(tiers)   # every request finished there
+    return result
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(offload_runs())
 def test_the_tier_stays_within_its_capacity_and_every_request_computes_what_no_cache_supplied(case):
     """After every event the tier passes check_integrity (at most its capacity, pins only on
-    readable blocks); every request finishes, having computed its tokens less its GPU and CPU
-    hits (when never preempted)."""
+    readable blocks); every request finishes (the tier forgets it), having computed its tokens
+    less its GPU and CPU hits (when never preempted)."""
     config, workload = case
     result = _checked(config, workload)
     requests = result.requests

@@ -79,6 +79,11 @@ class CpuKvTier:
     def num_used(self) -> int:
         return len(self._ready)
 
+    @property
+    def num_open_requests(self) -> int:
+        """Requests that touched the tier and have not finished (their recency is pending)."""
+        return len(self._touched)
+
     def __contains__(self, key: int) -> bool:
         return key in self._ready
 

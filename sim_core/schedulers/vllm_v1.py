@@ -202,6 +202,8 @@ class VllmV1Scheduler(EngineScheduler):
                 if request.completed:   # preempted, its last token came with the stale output
                     self.waiting.remove(request)
                     self._keys.pop(request.id, None)
+                    if self.offload is not None:
+                        self.offload.on_finished(request)
             elif request.completed:
                 self.finish(request)
             elif self.async_steps and self.caching and request.is_prefill_complete:

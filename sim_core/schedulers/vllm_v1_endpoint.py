@@ -44,6 +44,11 @@ class V1Endpoint(EngineEndpoint):
             scheduler._allocate(request, needed)
         return request.num_prefill_tokens - len(hits) * scheduler._block_size
 
+    def hand_off(self, request: Request) -> None:
+        super().hand_off(request)
+        if self.scheduler.offload is not None:   # done here, as vLLM's prefill instance finishes it
+            self.scheduler.offload.on_finished(request)
+
     def on_transfer_done(self, request: Request) -> None:
         super().on_transfer_done(request)
         scheduler = self.scheduler
