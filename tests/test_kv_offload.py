@@ -193,6 +193,22 @@ def test_async_scheduling_wakes_the_idle_replica_when_the_load_ends():
     assert result.summary["kv_offload_hit_tokens"] == 64
 
 
+def test_a_loaded_request_taken_back_in_its_admission_step_keeps_a_true_hit_count():
+    """prioritize_prefill: a request admitted after its load can be preempted by the decodes of
+    the same step, before it ran; undoing its admission must take back only its GPU hit (the
+    case hypothesis found: request 6 loaded, then taken back, counted -16 cached tokens)."""
+    workload = Workload(np.zeros(7), np.array([1, 1, 1, 1, 110, 27, 41]), np.array([1, 1, 1, 1, 20, 13, 1]), "h",
+                        prefix_group=np.zeros(7, dtype=np.int64), prefix_len=np.zeros(7, dtype=np.int64))
+    config = {"max_model_len": 256, "model": "llama-2-7b", "predictor": LINEAR,
+              "scheduler": {"type": "vllm_v1", "block_size": 16, "num_blocks": 10, "max_num_batched_tokens": 15,
+                            "kv_offloading_size": 3 / 128, "prioritize_prefill": True,
+                            "long_prefill_token_threshold": 7}}
+    result = run_simulation(parse_config(config), workload)
+    assert result.summary["kv_offload_hit_tokens"] > 0
+    cached, looked_up = result.requests["num_cached_tokens"], result.requests["num_lookup_tokens"]
+    assert ((cached >= 0) & (cached <= looked_up)).all()
+
+
 def test_each_pd_pool_sizes_its_own_tier_and_every_request_is_served():
     """P/D pools of different shapes: a prefill replica of PP 2 holds half of a block's layers on
     each of its 2 GPUs, a decode replica of TP 2 half of its heads: 0.5 GiB is 64 blocks of
@@ -277,6 +293,8 @@ def test_the_tier_stays_within_its_capacity_and_every_request_computes_what_no_c
     result = _checked(config, workload)
     requests = result.requests
     assert (requests["status"] == "finished").all()
+    cached = requests["num_cached_tokens"]
+    assert ((cached >= 0) & (cached <= requests["num_lookup_tokens"])).all()
     rows = result.kv_offload
     assert (rows["cpu_blocks_used"] <= result.replicas[0].num_offload_blocks).all()
     loads = rows[rows["kind"] == "load"]

@@ -87,11 +87,13 @@ class OffloadConnector:
                 del self._keys_loading[key]
         self.ready.append(request)
 
-    def loaded_tokens(self, request: Request) -> int:
-        """Computed tokens of a loaded request: its hit, but never its whole prompt (the last
-        token is computed again to sample the next one); forgets the load."""
-        _, tokens = self._loading.pop(request.id)
-        return min(tokens, request.num_prefill_tokens - 1)
+    def loaded_tokens(self, request: Request) -> tuple[int, int]:
+        """(computed tokens, of which loaded) of a loaded request: its GPU and CPU hits, but never
+        its whole prompt (the last token is computed again to sample the next one); forgets the
+        load."""
+        keys, tokens = self._loading.pop(request.id)
+        computed = min(tokens, request.num_prefill_tokens - 1)
+        return computed, computed - (tokens - len(keys) * self.block_size)
 
     def holders(self) -> list[Request]:
         """Requests holding GPU blocks that are not running yet: loading, or loaded and waiting."""

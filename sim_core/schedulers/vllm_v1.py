@@ -142,6 +142,7 @@ class VllmV1Scheduler(EngineScheduler):
         self.in_flight = InFlight()   # async: steps launched whose outputs are not processed yet
         offload = limits.offload if self.caching else None
         self.offload = OffloadConnector(offload, self._block_size, replica_id, recorder) if offload else None
+        self._loaded_now: dict[int, int] = {}   # offload: loaded tokens of requests admitted this step
 
     def _make_pool(self) -> KvPool:
         if not self.config.enable_prefix_caching:
@@ -212,6 +213,7 @@ class VllmV1Scheduler(EngineScheduler):
 
     def _step(self) -> Step:
         step = Step(self.config.max_num_batched_tokens or V1_BATCHED_TOKENS)
+        self._loaded_now.clear()
         # the threshold keeps a long prompt from starving the others; alone, it has nobody to starve
         self._threshold = self.config.long_prefill_token_threshold if len(self.running) + len(self.waiting) > 1 else 0
         runnable = self.runnable()
@@ -365,13 +367,20 @@ class VllmV1Scheduler(EngineScheduler):
             if not self.pool.can_allocate(ceil(request.num_prefill_tokens / self._block_size) - request.num_blocks):
                 return False
             ready.popleft()
-            computed = self.offload.loaded_tokens(request)
+            computed, self._loaded_now[request.id] = self.offload.loaded_tokens(request)
             n = self.clamp(request.num_prefill_tokens - computed, step.budget)
             request.num_processed_tokens = computed
             self._take(request, max(0, ceil((computed + n) / self._block_size) - request.num_blocks), computed + n)
             self.running.append(request)
             step.add(request, n)
         return not ready
+
+    def requeue(self, request: Request, front: bool) -> None:
+        # a loaded request taken back before it ran: the undo subtracts its computed tokens from
+        # its cached ones, which counted only its GPU hit (vLLM counts CPU hits apart)
+        loaded = 0 if request.scheduled else self._loaded_now.pop(request.id, 0)
+        super().requeue(request, front)
+        request.num_cached_tokens += loaded
 
     def finish(self, request: Request) -> None:
         super().finish(request)
