@@ -90,6 +90,10 @@ class CpuKvTier:
     def is_readable(self, key: int) -> bool:
         return self._ready.get(key, False)
 
+    def is_pinned(self, key: int) -> bool:
+        """Whether a load is reading the block."""
+        return key in self._pins
+
     # ---- lookups and loads ------------------------------------------------------------------
 
     def num_hits(self, keys: Sequence[int]) -> int:

@@ -34,9 +34,8 @@ class OffloadConnector:
         self.size, self.block_size, self.replica = size, block_size, replica
         self.tier = CpuKvTier(size.num_blocks)
         self._recorder = recorder
-        self._loading: dict[int, tuple[list[int], int]] = {}   # request id -> (keys, tokens once loaded)
-        self._requests: dict[int, Request] = {}                # request id -> request, while loading
-        self._keys_loading: dict[int, int] = {}                # key -> loads reading it
+        # request id -> (request, keys loaded, tokens computed once loaded), until it is admitted
+        self._loading: dict[int, tuple[Request, list[int], int]] = {}
         self.ready: deque[Request] = deque()                   # loaded, admitted before the waiting queue
         self._started: list[tuple[Request, float]] = []        # loads started this formation
         self._next_store: dict[int, int] = {}                  # request id -> next block to offer
@@ -50,7 +49,7 @@ class OffloadConnector:
         candidates = keys[num_gpu_hits: request.num_prefill_tokens // self.block_size]
         hits = self.tier.num_hits(candidates)
         for index, key in enumerate(candidates[:hits]):
-            if key in self._keys_loading:
+            if self.tier.is_pinned(key):
                 return index
         return hits
 
@@ -58,11 +57,7 @@ class OffloadConnector:
         """Load `num_hits` blocks after the GPU hit; the request waits until `on_load_done`."""
         loaded = keys[num_gpu_hits: num_gpu_hits + num_hits]
         self.tier.pin(request.id, loaded, num_gpu_hits)
-        for key in loaded:
-            self._keys_loading[key] = self._keys_loading.get(key, 0) + 1
-        tokens = (num_gpu_hits + num_hits) * self.block_size
-        self._loading[request.id] = (loaded, tokens)
-        self._requests[request.id] = request
+        self._loading[request.id] = (request, loaded, (num_gpu_hits + num_hits) * self.block_size)
         self._next_store[request.id] = num_gpu_hits + num_hits
         seconds = self.size.load_seconds(num_hits)
         self._started.append((request, seconds))
@@ -76,28 +71,21 @@ class OffloadConnector:
 
     def on_load_done(self, request: Request) -> None:
         """The request's blocks are on the GPU: it queues for admission ahead of the waiting."""
-        loaded, _ = self._loading[request.id]
-        del self._requests[request.id]
+        _, loaded, _ = self._loading[request.id]
         self.tier.unpin(loaded)
-        for key in loaded:
-            left = self._keys_loading[key] - 1
-            if left:
-                self._keys_loading[key] = left
-            else:
-                del self._keys_loading[key]
         self.ready.append(request)
 
     def loaded_tokens(self, request: Request) -> tuple[int, int]:
         """(computed tokens, of which loaded) of a loaded request: its GPU and CPU hits, but never
         its whole prompt (the last token is computed again to sample the next one); forgets the
         load."""
-        keys, tokens = self._loading.pop(request.id)
+        _, keys, tokens = self._loading.pop(request.id)
         computed = min(tokens, request.num_prefill_tokens - 1)
         return computed, computed - (tokens - len(keys) * self.block_size)
 
     def holders(self) -> list[Request]:
         """Requests holding GPU blocks that are not running yet: loading, or loaded and waiting."""
-        return [*self._requests.values(), *self.ready]
+        return [request for request, _, _ in self._loading.values()]   # ready ones stay until admitted
 
     # ---- stores ---------------------------------------------------------------------------------
 
