@@ -18,6 +18,7 @@ from sim_core.viz.kv_blocks import (
     STATE_COLORS,
     STATE_NAMES,
     BlockFrames,
+    offload_use,
     preemptions,
     replica_frames,
     sample_times,
@@ -185,6 +186,13 @@ def _add_utilization(figure: go.Figure, result: SimulationResult, shown: Sequenc
             figure.add_trace(go.Scatter(x=times, y=fractions, mode="lines", line={"shape": "hv", "color": color,
                                         "width": 1.5, "dash": "dot"}, name=f"{name} CPU swap use",
                                         hovertemplate="%{x:.3f} s: %{y:.0%} of the swap space<extra></extra>"), 2, 1)
+        offload = offload_use(result, r)
+        if len(offload):
+            times, fractions = step_peaks(offload["time"].to_numpy(), offload["fraction"].to_numpy(np.float32))
+            figure.add_trace(go.Scatter(x=times, y=fractions, mode="lines", line={"shape": "hv", "color": color,
+                                        "width": 1.5, "dash": "dash"}, name=f"{name} CPU offload use",
+                                        hovertemplate="%{x:.3f} s: %{y:.0%} of the CPU offload tier"
+                                                      "<extra></extra>"), 2, 1)
         mine = restarts[restarts["replica"] == r]
         if len(mine):
             xs, counts = preemption_marks(mine["time"].to_numpy(np.float64))
