@@ -27,5 +27,10 @@ figure = kv_map_figure(run, *window, max_frames=frames, selected=selected_reques
 zoom_button("kv")
 st.plotly_chart(figure, key="kv_map")
 st.caption("Press ▶ Play to animate, drag the t = slider to scrub. Below: KV use per replica (dotted: "
-           "vllm_v0's CPU swap space in use); x marks a preemption (hover for the request). The selected "
-           "request's blocks are yellow; the map opens where it holds most.")
+           "vllm_v0's CPU swap space in use; dashed: vllm_v1's CPU offload tier in use); x marks a preemption "
+           "(hover for the request). The selected request's blocks are yellow; the map opens where it holds most.")
+offload = run.summary.get("kv_offload_hit_tokens")
+if offload is not None:
+    st.caption(f"KV offload: {run.summary['kv_offload_blocks_stored']:,} blocks stored to the CPU tier "
+               f"({run.replicas[0].num_offload_blocks:,} blocks per replica), {offload:,} prompt tokens loaded "
+               f"back instead of computed, {run.summary['kv_offload_load_s']:.3f} s of loads.")

@@ -9,7 +9,7 @@ import pandas as pd
 
 from sim_core import SimulationError, parse_config, run_simulation
 
-TABLES = ("requests", "batches", "batch_stages", "block_events", "state_events", "timeseries")
+TABLES = ("requests", "batches", "batch_stages", "block_events", "state_events", "timeseries", "kv_offload")
 
 
 def run(config: dict, workload, fast_forward: bool = True, record: str = "full"):
@@ -36,6 +36,7 @@ def assert_runs_agree(config: dict, workload, skip_when_stepwise_fails: bool = F
     for record in ("batches", "requests"):
         lean = run(config, workload, record=record)
         pd.testing.assert_frame_equal(lean.requests, fast.requests)
+        pd.testing.assert_frame_equal(lean.kv_offload, fast.kv_offload)
         if record == "batches":
             pd.testing.assert_frame_equal(lean.batches, fast.batches)
             pd.testing.assert_frame_equal(lean.timeseries, fast.timeseries)

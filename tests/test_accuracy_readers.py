@@ -223,3 +223,15 @@ def test_a_run_folder_on_disk_is_read_by_its_layout(tmp_path):
     runs = read_folder(tmp_path, ReadOptions(fallback_device="a100-80gb"))
     assert [(run.name, run.layout, run.scenario["device"]) for run in runs] == [
         ("bench_run", "vllm_bench", "a100-80gb"), ("rtx_run", "request_log", "rtx-4090")]
+
+
+def test_each_run_folder_of_a_collection_may_name_its_own_gpu(tmp_path):
+    """A collection of per-GPU folders whose logs name no GPU (LLMServingSim's RTX PRO 6000 runs):
+    each run takes the GPU its own folder names, RTXPRO6000/ and H100/, not one for all."""
+    for gpu in ("RTXPRO6000", "H100"):
+        for name, content in log_files(meta={**META, "hardware": {}}, folder="vllm/").items():
+            (tmp_path / gpu / "Llama-3.1-8B" / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / gpu / "Llama-3.1-8B" / name).write_bytes(content)
+    runs = read_folder(tmp_path, ReadOptions())
+    assert [(run.name, run.scenario["device"]) for run in runs] == [
+        ("H100/Llama-3.1-8B", "h100-sxm"), ("RTXPRO6000/Llama-3.1-8B", "rtx-pro-6000")]

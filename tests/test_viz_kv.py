@@ -8,7 +8,7 @@ from app_helpers import TINY
 
 from sim_core import parse_config, run_simulation
 from sim_core.results.replicas import COLOCATED, ReplicaInfo
-from sim_core.viz.kv_blocks import DECODE, FREE, PREFILL, SELECTED, owner_states, super_cells
+from sim_core.viz.kv_blocks import CACHED, DECODE, FREE, PREFILL, SELECTED, owner_states, super_cells
 from sim_core.viz.kv_map import MAX_VALUES, kv_layout, kv_map_figure, peak_frame
 
 
@@ -54,11 +54,12 @@ def test_the_map_has_play_pause_a_frame_per_step_and_opens_on_the_fullest_frame(
     run = _tight_run()
     figure = json.loads(kv_map_figure(run, max_frames=30).to_json())
     assert len(figure["frames"]) == 30
-    assert figure["data"][0]["type"] == "heatmap"
-    assert figure["data"][0]["customdata"]["dtype"] == "f4"     # owners as float32, NaN when free
-    assert figure["data"][0]["z"]["dtype"] == "i1"              # states as int8
+    assert figure["data"][0]["type"] == figure["data"][1]["type"] == "heatmap"
+    assert figure["data"][0]["customdata"]["dtype"] == "f4"     # owners as float32
+    assert figure["data"][0]["z"]["dtype"] == figure["data"][1]["z"]["dtype"] == "f4"   # states, NaN: the other layer
     active = figure["layout"]["sliders"][0]["active"]
     assert figure["data"][0]["z"] == figure["frames"][active]["data"][0]["z"]
+    assert figure["data"][1]["z"] == figure["frames"][active]["data"][1]["z"]
     names = [trace.get("name") for trace in figure["data"]]
     assert "replica 0 KV use" in names and "replica 0 preemption" in names
     assert {"free", "prefill", "decode"} <= set(names)
@@ -142,3 +143,21 @@ def test_the_time_axis_below_the_map_spans_the_scrubbers_window():
     slider = figure["layout"]["sliders"][0]
     assert (slider["x"], slider["len"]) == (0.0, 1.0)
     assert [step["label"] for step in slider["steps"]][:2] == ["2.00", "2.50"]
+
+
+def test_a_held_block_names_its_request_and_a_free_one_says_no_request_holds_it():
+    """Issue 19 item 5: one block a cell, the map is two layers. Every cell a request holds is in
+    the first (its state, its owner in the hover: "request N"), every block none holds (free or
+    cached) in the second ("held by no request"); no cell is in both and no hover mentions NaN."""
+    figure = kv_map_figure(_tight_run(), max_frames=10)
+    held, unheld = figure.data[0], figure.data[1]
+    assert held.hovertemplate == "block %{text}<br>request %{customdata:.0f}<extra></extra>"
+    assert unheld.hovertemplate == "block %{text}<br>held by no request<extra></extra>"
+    assert held.hoverongaps is False and unheld.hoverongaps is False
+    for frame in figure.frames:
+        states, free, owners = (np.asarray(a, dtype=np.float32) for a in
+                                (frame.data[0].z, frame.data[1].z, frame.data[0].customdata))
+        assert not (~np.isnan(states) & ~np.isnan(free)).any()               # a cell is in one layer
+        assert (np.isnan(states) == np.isnan(owners)).all()                  # held cells have owners
+        assert set(np.unique(free[~np.isnan(free)]).tolist()) <= {float(FREE), float(CACHED)}
+        assert (states[~np.isnan(states)] > 0).all()

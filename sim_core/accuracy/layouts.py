@@ -100,7 +100,7 @@ def read_folder(path: str | Path, options: ReadOptions = ReadOptions()) -> list[
     root = Path(path)
     if not root.exists():
         raise ConfigError(f"{root}: not found")
-    if options.fallback_device is None:
+    if options.fallback_device is None and device_of(*root.resolve().parts):
         options = replace(options, fallback_device=device_of(*root.resolve().parts))
     if root.is_file():
         return read_files(root.stem, {root.name: _read(root)}, options)
@@ -117,6 +117,8 @@ def _read_or_refuse(root: Path, folder: Path, options: ReadOptions) -> list[Meas
     """The runs of one folder of a collection; one that cannot be read is kept as an unsupported
     run carrying the reason, so the others still replay."""
     name = folder.relative_to(root).as_posix()
+    if options.fallback_device is None:     # a collection of GPUs: each run folder's path may name its own
+        options = replace(options, fallback_device=device_of(*folder.resolve().parts))
     try:
         return read_files(name, folder_files(folder), options)
     except ConfigError as exc:

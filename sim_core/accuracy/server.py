@@ -20,6 +20,7 @@ GPU_NAMES = (("h100 pcie", "h100-pcie"), ("h100-pcie", "h100-pcie"), ("h100", "h
              ("h20", "h20"), ("gh200", "gh200"), ("b200", "b200"), ("b300", "b300"), ("gb200", "gb200"),
              ("a100-40", "a100-40gb"), ("a100", "a100-80gb"), ("l40s", "l40s"), ("rtx4090", "rtx-4090"),
              ("rtx 4090", "rtx-4090"), ("rtx pro 6000", "rtx-pro-6000"), ("rtx-pro-6000", "rtx-pro-6000"),
+             ("rtxpro6000", "rtx-pro-6000"),
              ("a40", "a40"), ("a30", "a30"), ("mi300x", "mi300x"), ("mi325x", "mi325x"), ("mi355x", "mi355x"))
 MODEL_SUFFIXES = ("-instruct-hf", "-instruct", "-chat-hf", "-hf")
 VLLM_MAX_NUM_SEQS = 256

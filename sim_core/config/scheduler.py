@@ -139,6 +139,10 @@ class SchedulerConfig(ChoiceBase):
         """CPU swap space per GPU in GiB for preempted requests' KV (0: the policy does not swap)."""
         return 0.0
 
+    def kv_offload_gib(self) -> float:
+        """CPU memory per replica in GiB for KV offloading (0: none; vllm_v1 reads it)."""
+        return 0.0
+
     def prefix_caching(self) -> bool:
         """Whether the policy reuses cached prompt prefixes in this run."""
         return False

@@ -17,6 +17,7 @@ from sim_core.engine.simulator import Simulator
 from sim_core.entities import Request
 from sim_core.errors import ConfigError
 from sim_core.memory import MemoryPlan, plan_memory
+from sim_core.memory.cpu_tier import OffloadSize, offload_size
 from sim_core.memory.model_bytes import kv_bytes_per_token
 from sim_core.memory.swap_space import num_swap_blocks
 from sim_core.predictor import Predictor, build_predictor
@@ -134,7 +135,8 @@ def _descriptions(sized: list) -> list[ReplicaInfo]:
     """Each replica of every pool, in replica-id order, as the result describes it."""
     return [ReplicaInfo(r, view.name, view.config.cluster.tensor_parallel_size,
                         view.config.cluster.pipeline_parallel_size, pool_limits.num_blocks,
-                        view.config.scheduler.block_size, pool_limits.num_swap_blocks, plan)
+                        view.config.scheduler.block_size, pool_limits.num_swap_blocks, plan,
+                        pool_limits.offload.num_blocks if pool_limits.offload else 0)
             for view, plan, pool_limits in sized for r in view.replica_ids]
 
 
@@ -166,7 +168,19 @@ def _limits(config: SimulationConfig) -> tuple[MemoryPlan | None, ReplicaLimits]
         raise ConfigError(f"scheduler.num_blocks: {sched.type} reserves {reserve} blocks per request "
                           f"but the replica has {num_blocks}")
     swap_blocks = num_swap_blocks(config)
-    return plan, ReplicaLimits(num_blocks, max_batch, reserve, config.max_model_len, swap_blocks)
+    return plan, ReplicaLimits(num_blocks, max_batch, reserve, config.max_model_len, swap_blocks, _offload(config))
+
+
+def _offload(config: SimulationConfig) -> OffloadSize | None:
+    """The CPU tier of KV offloading per replica (None when the policy offloads nothing)."""
+    gib = config.scheduler.kv_offload_gib()
+    if not gib:
+        return None
+    size = offload_size(config, gib)
+    if size.num_blocks < 1:
+        raise ConfigError(f"scheduler.kv_offloading_size: {gib} GiB holds no KV block ({size.block_bytes} bytes "
+                          "on each GPU of the replica); give more")
+    return size
 
 
 def _rejections(views: list[PoolView], schedulers: list[ReplicaScheduler], workload: Workload) -> dict[int, str]:

@@ -162,6 +162,8 @@ class Simulator:
         if self.handoff is not None and not self.handoff.is_prefill(replica) and scheduler.endpoint.can_pull():
             self.handoff.pull(replica)
         batches = scheduler.on_schedule()
+        for request, seconds in scheduler.endpoint.take_loads():   # KV offload: loads from the CPU tier
+            self.kernel.at(self.kernel.now + seconds, self.on_load_done, replica, request)
         if not batches:
             return
         now, record = self.kernel.now, self.recorder
@@ -183,6 +185,14 @@ class Simulator:
             else:
                 self.kernel.soon(self.on_stage_arrival, replica, 0, batch)
         self.record_replica(scheduler)
+
+    def on_load_done(self, replica: int, request: Request) -> None:
+        """A request's KV blocks arrived from the CPU tier: the replica may admit it now (a
+        fast-forwarded run is cut as for an arrival)."""
+        self.schedulers[replica].endpoint.on_load_done(request)
+        if self.fast is not None:
+            self.fast.on_request_routed(replica)
+        self.kernel.soon(self.on_replica_schedule, replica)
 
     def _on_start(self, replica: int, batch: Batch) -> None:
         """The batch's requests are scheduled now: when it is formed, or (queued behind a running

@@ -31,7 +31,7 @@ MANIFEST_NAME = "manifest.json"
 WRITTEN_BY = "sim_core run"        # marks a manifest as ours
 # Every file a run may write: only these names are ever removed from an earlier run's folder.
 OUTPUT_NAMES = ("requests.csv", "batches.csv", "batch_stages.csv", "timeseries.csv", "operators.csv",
-                "summary.json", "transfers.csv", "cache_ops.csv", "chrome_trace.json")
+                "summary.json", "transfers.csv", "cache_ops.csv", "kv_offload.csv", "chrome_trace.json")
 
 
 def requests_csv(result: SimulationResult) -> str:
@@ -67,7 +67,8 @@ def output_files(result: SimulationResult) -> dict[str, Callable[[], str]]:
     """File name -> what writes its text, in writing order: requests.csv, batches.csv,
     batch_stages.csv, timeseries.csv, operators.csv (stage time per cost-model operator),
     summary.json, transfers.csv with P/D pools, cache_ops.csv when the run swapped or copied KV
-    blocks (vllm_v0), chrome_trace.json."""
+    blocks (vllm_v0), kv_offload.csv when the run offloaded KV to a CPU tier (vllm_v1),
+    chrome_trace.json."""
     files = {"requests.csv": lambda: requests_csv(result), "batches.csv": lambda: batches_csv(result),
              "batch_stages.csv": lambda: result.batch_stages.to_csv(index=False),
              "timeseries.csv": lambda: result.timeseries.to_csv(index=False),
@@ -77,6 +78,8 @@ def output_files(result: SimulationResult) -> dict[str, Callable[[], str]]:
         files["transfers.csv"] = lambda: result.transfers.to_csv(index=False)
     if len(result.cache_ops):
         files["cache_ops.csv"] = lambda: result.cache_ops.to_csv(index=False)
+    if len(result.kv_offload):
+        files["kv_offload.csv"] = lambda: result.kv_offload.to_csv(index=False)
     files["chrome_trace.json"] = lambda: chrome_trace_text(result)
     return files
 

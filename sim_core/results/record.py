@@ -90,6 +90,9 @@ class Recorder:
         self.block_refs = Table({"time": f64, "replica": i64, "block": i64, "refs": i64})
         self.cache_ops = Table({"replica_id": i64, "batch_id": i64, "formed_at": f64, "request_id": i64,
                                 "kind": np.int8, "num_blocks": i64, "seconds": f64})
+        # vllm_v1's KV offload: blocks stored to / loaded from the CPU tier (every level: the summary sums them)
+        self.offload = Table({"time": f64, "replica_id": i64, "request_id": i64, "kind": np.int8, "num_blocks": i64,
+                              "bytes_per_gpu": i64, "num_evicted": i64, "seconds": f64, "cpu_blocks_used": i64})
         self._token_gaps: list[float] = []               # time between consecutive output tokens
         self._run_gaps: list[tuple[np.ndarray, np.ndarray]] = []  # (gaps, counts) from decode runs
         # one gap between consecutive output tokens; the hot path, so the list's own append (no
@@ -184,6 +187,17 @@ class Recorder:
         for name, value in (("replica_id", replica), ("batch_id", batch_id), ("formed_at", self.now),
                             ("request_id", request), ("kind", kind), ("num_blocks", num_blocks),
                             ("seconds", seconds)):
+            cols[name].append(value)
+
+    def on_offload(self, replica: int, request: int, kind: int, num_blocks: int, bytes_per_gpu: int,
+                   num_evicted: int, seconds: float, cpu_blocks_used: int) -> None:
+        """KV offload, now: `request` stored `num_blocks` blocks (`bytes_per_gpu` on each GPU) to
+        the CPU tier (kind 0, evicting `num_evicted`) or started loading them back (kind 1, for
+        `seconds`); the tier then holds `cpu_blocks_used` blocks."""
+        cols = self.offload.columns
+        for name, value in (("time", self.now), ("replica_id", replica), ("request_id", request), ("kind", kind),
+                            ("num_blocks", num_blocks), ("bytes_per_gpu", bytes_per_gpu), ("num_evicted", num_evicted),
+                            ("seconds", seconds), ("cpu_blocks_used", cpu_blocks_used)):
             cols[name].append(value)
 
     # ---- batches, stages, series -----------------------------------------------------------

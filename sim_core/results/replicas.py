@@ -29,6 +29,7 @@ class ReplicaInfo:
         num_swap_blocks: vllm_v0's CPU swap space in KV blocks per GPU (0 for other policies).
         memory_plan: the memory planner's plan for the replica's pool (None when
             `scheduler.num_blocks` sized it and the planner found the model too large).
+        num_offload_blocks: vllm_v1's CPU tier of KV offloading, in KV blocks (0: off).
     """
 
     id: int
@@ -39,6 +40,7 @@ class ReplicaInfo:
     block_size: int
     num_swap_blocks: int = 0
     memory_plan: MemoryPlan | None = None
+    num_offload_blocks: int = 0
 
     @property
     def name(self) -> str:

@@ -38,6 +38,10 @@ def format_summary(result: SimulationResult) -> str:
         hits = f"{s['prefix_hit_rate']:.1%}" if c.scheduler.prefix_caching() else "off"
         lines.append(f"prefix cache: hit rate {hits} ({s['prefix_cached_tokens']} cached prompt tokens) | "
                      f"prompt {s['prompt_tokens_per_s']:.1f} tok/s | truncated: {s['num_truncated']}")
+    if "kv_offload_hit_tokens" in s:
+        lines.append(f"KV offload: {s['kv_offload_blocks_stored']} blocks stored to the CPU tier "
+                     f"({s['kv_offload_blocks_evicted']} evicted) | {s['kv_offload_hit_tokens']} prompt tokens "
+                     f"loaded instead of computed, {_ms(s['kv_offload_load_s'])} of loads")
     if not result.operator_times.empty:
         top = result.operator_times.head(5)
         lines.append("stage time by operator: " + ", ".join(f"{name} {share:.0%}" for name, share in

@@ -12,6 +12,7 @@ import pandas as pd
 from sim_core.config import SimulationConfig
 from sim_core.predictor.accounting import operator_times
 from sim_core.results.cache_ops import cache_op_frame
+from sim_core.results.kv_offload import offload_figures, offload_frame
 from sim_core.results.metrics import request_table, summarize
 from sim_core.results.pool_summary import pool_figures, transfer_figures, transfer_frame
 from sim_core.results.record import STATE_NAMES, Recorder, Table
@@ -46,6 +47,8 @@ class SimulationResult:
         cache_ops: vllm_v0's KV swaps and copies, one row per (batch, request, kind) in the order
             they run before the batch's model (kind swap_in, swap_out or copy; seconds on each stage).
         block_refs: vllm_v0's reference counts of blocks shared by parallel samples (record: full).
+        kv_offload: vllm_v1's KV offload: blocks stored to / loaded from the CPU tier, one row
+            per request and step or load (`results/kv_offload.py`; empty without offload).
     """
 
     config: SimulationConfig
@@ -62,6 +65,7 @@ class SimulationResult:
     transfers: pd.DataFrame = field(default_factory=pd.DataFrame)
     cache_ops: pd.DataFrame = field(default_factory=pd.DataFrame)
     block_refs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    kv_offload: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def num_blocks(self) -> int:
@@ -113,11 +117,15 @@ def build_result(config: SimulationConfig, workload: Workload, replicas: Sequenc
         transfer_table = transfer_frame(transfers)
         summary.update(pool_figures(pools, recorder, requests, stages, timeseries, summary["makespan_s"]))
         summary.update(transfer_figures(transfer_table))
+    offload = pd.DataFrame()
+    if any(replica.num_offload_blocks for replica in replicas):
+        offload = offload_frame(recorder.offload.arrays())
+        summary.update(offload_figures(offload, replicas[0].block_size))
     return SimulationResult(
         config=config, replicas=replicas, requests=requests, batches=batches, batch_stages=stages,
         timeseries=timeseries, block_events=_sorted(recorder.blocks, ["time", "replica"]),
         state_events=_state_frame(recorder), summary=summary, notes=notes, transfers=transfer_table,
-        cache_ops=cache_ops, block_refs=_sorted(recorder.block_refs, ["time", "replica"]),
+        cache_ops=cache_ops, block_refs=_sorted(recorder.block_refs, ["time", "replica"]), kv_offload=offload,
         operator_times=operator_times(predictors, batches, stages, cache_ops, overlap_hidden_s))
 
 

@@ -27,6 +27,7 @@ from sim_core.schedulers.endpoint import ReplicaEndpoint
 from sim_core.schedulers.waiting import WaitingQueue
 
 if TYPE_CHECKING:
+    from sim_core.memory.cpu_tier import OffloadSize
     from sim_core.schedulers.steady import SteadyDecode
     from sim_core.workload.model import Workload
 
@@ -40,6 +41,7 @@ class ReplicaLimits:
     max_blocks_per_request: int  # max_model_len // block_size: orca / FT reservation
     max_model_len: int = 0       # vllm_v0: prompt limit and default token budget
     num_swap_blocks: int = 0     # vllm_v0: CPU swap space, in KV blocks per GPU
+    offload: OffloadSize | None = None   # vllm_v1: the CPU tier of KV offloading (None: off)
 
 
 UNBOUNDED = 1 << 62

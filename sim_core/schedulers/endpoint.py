@@ -46,6 +46,15 @@ class ReplicaEndpoint:
         self.role = role
         self.scheduler._attach_workload(workload)
 
+    def take_loads(self) -> list[tuple[Request, float]]:
+        """KV loads from a CPU tier (KV offload) started since the last call, each with its
+        seconds; the simulator calls `on_load_done` when one ends. None for most policies."""
+        return []
+
+    def on_load_done(self, request: Request) -> None:
+        """A load that `take_loads` reported has ended."""
+        raise NotImplementedError("this policy loads no KV from a CPU tier")
+
     @property
     def num_waiting(self) -> int:
         """Requests waiting in the replica's queue (what routers compare and records show)."""

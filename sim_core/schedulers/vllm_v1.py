@@ -27,6 +27,11 @@ before N's outputs are processed (`in_flight.py`): "computed" above counts N's t
 flight that samples leaves a placeholder token to compute, a request whose last token is in
 flight is left out, and a preempted request still gets its in-flight step's token.
 
+With kv_offloading_size > 0 (vLLM's OffloadingConnector, `schedulers/v1_offload.py`): an admission
+whose GPU hit is followed by blocks held in the CPU tier takes GPU blocks for both and waits for
+their load (no token budget) while the queue goes on; once loaded it is admitted before any
+waiting request. Each step offers the prompt blocks it computes to the CPU tier.
+
 Blocks (vLLM's KVCacheManager): ceil((computed + n) / block_size) per request, no watermark.
 With prefix caching, full blocks get chained keys as soon as they are scheduled (async: once the
 outputs that fill them arrive) and stay cached after they are freed (`memory/block_hash_cache.py`).
@@ -50,9 +55,11 @@ from sim_core.schedulers.engine import EngineScheduler, PrefixCachingConfig
 from sim_core.schedulers.in_flight import InFlight
 from sim_core.schedulers.steady import SteadyDecode
 from sim_core.schedulers.step import Step
+from sim_core.schedulers.v1_offload import OffloadConnector
 from sim_core.schedulers.waiting import PriorityQueue
 
 if TYPE_CHECKING:
+    from sim_core.config.simulation import SimulationConfig
     from sim_core.memory.kv_pool import KvPool
     from sim_core.results.record import Recorder
     from sim_core.schedulers.base import ReplicaLimits
@@ -83,6 +90,12 @@ class VllmV1Config(PrefixCachingConfig):
         "step N runs, before N's outputs are processed, and the host's work hides behind the "
         "GPU's; off: schedule, run, process outputs, one after the other (one pipeline stage only)."))
 
+    kv_offloading_size: float = Field(0.0, ge=0.0, le=1_000_000.0, description=(
+        "vllm_v1: GiB of CPU memory per replica for KV offloading (vLLM's --kv-offloading-size, "
+        "native backend): prompt blocks are copied there as they are computed and a prefix hit "
+        "there is loaded back over the host link (PCIe) instead of computed; 0 = off. Needs "
+        "prefix caching."))
+
     api_server_s: float = Field(API_SERVER_S, ge=0.0, le=10.0, description=(
         "vllm_v1: seconds vLLM's OpenAI API server adds to each request as its client sees it "
         "(receiving and tokenizing the prompt and handing it to the engine; taking the engine's "
@@ -106,6 +119,15 @@ class VllmV1Config(PrefixCachingConfig):
     def client_latency_s(self) -> float:
         return self.api_server_s
 
+    def kv_offload_gib(self) -> float:
+        return self.kv_offloading_size
+
+    def check_scenario(self, scenario: SimulationConfig) -> None:
+        super().check_scenario(scenario)
+        if self.kv_offloading_size and not self.enable_prefix_caching:
+            raise ValueError("scheduler.kv_offloading_size: KV offloading keeps prefix-cache blocks, "
+                             "so it needs scheduler.enable_prefix_caching")
+
 
 class VllmV1Scheduler(EngineScheduler):
     traits = PolicyTraits(VllmV1Config, "vLLM V1 engine (v0.33)", memory_planner="vllm", has_prefix_cache=True)
@@ -122,6 +144,9 @@ class VllmV1Scheduler(EngineScheduler):
             self.waiting = PriorityQueue()
         self.async_steps = cfg.async_scheduling and num_stages == 1
         self.in_flight = InFlight()   # async: steps launched whose outputs are not processed yet
+        offload = limits.offload if self.caching else None
+        self.offload = OffloadConnector(offload, self._block_size, replica_id, recorder) if offload else None
+        self._loaded_now: dict[int, int] = {}   # offload: loaded tokens of requests admitted this step
 
     def _make_pool(self) -> KvPool:
         if not self.config.enable_prefix_caching:
@@ -159,22 +184,31 @@ class VllmV1Scheduler(EngineScheduler):
                 return self.launch(step.requests, step.num_tokens)
 
     def launch(self, requests: list[Request], num_tokens: list[int], num_padding: int = 0) -> Batch | None:
+        computed = [] if self.offload is None else [   # the tokens each request has once the step ran
+            self.computed(r) + n for r, n in zip(requests, num_tokens)]
         if not self.async_steps:
-            return super().launch(requests, num_tokens, num_padding)
-        batch = self._make_batch(requests, num_tokens)
-        if batch is not None:
-            self.in_flight.launch(batch)   # in flight, yet schedulable again: not `busy`
+            batch = super().launch(requests, num_tokens, num_padding)
+        else:
+            batch = self._make_batch(requests, num_tokens)
+            if batch is not None:
+                self.in_flight.launch(batch)   # in flight, yet schedulable again: not `busy`
+        if self.offload is not None and batch is not None:
+            self.offload.on_launch(batch, computed, [self.keys(r) for r in requests])
         return batch
 
     def after_batch(self, batch: Batch) -> None:
         if self.async_steps:
             self.in_flight.land(batch)
+        if self.offload is not None:
+            self.offload.on_batch_end(batch)
         stale = batch.stale or {}
         for request in batch.requests:
             if request.id in stale:
                 if request.completed:   # preempted, its last token came with the stale output
                     self.waiting.remove(request)
                     self._keys.pop(request.id, None)
+                    if self.offload is not None:
+                        self.offload.on_finished(request)
             elif request.completed:
                 self.finish(request)
             elif self.async_steps and self.caching and request.is_prefill_complete:
@@ -183,6 +217,7 @@ class VllmV1Scheduler(EngineScheduler):
 
     def _step(self) -> Step:
         step = Step(self.config.max_num_batched_tokens or V1_BATCHED_TOKENS)
+        self._loaded_now.clear()
         # the threshold keeps a long prompt from starving the others; alone, it has nobody to starve
         self._threshold = self.config.long_prefill_token_threshold if len(self.running) + len(self.waiting) > 1 else 0
         runnable = self.runnable()
@@ -266,6 +301,8 @@ class VllmV1Scheduler(EngineScheduler):
 
     def _admit(self, step: Step) -> None:
         waiting = self.waiting
+        if self.offload is not None and not self._admit_loaded(step):
+            return
         while waiting and step.budget > 0 and len(self.running) < self.max_seqs:
             request = waiting[0]
             hits = self._cached_prefix(request)
@@ -275,6 +312,11 @@ class VllmV1Scheduler(EngineScheduler):
             fits = self._hashed.can_allocate(whole, hits) if self.caching else self.pool.can_allocate(whole)
             if not fits:
                 return
+            loading = self._start_load(request, hits) if self.offload is not None else None
+            if loading is not None:
+                if not loading:
+                    return   # its load does not fit beside the prefills in flight: admissions stop
+                continue
             n = self.clamp(request.num_prefill_tokens - computed, step.budget)
             needed = ceil((computed + n) / self._block_size) - len(hits)
             waiting.popleft()
@@ -284,6 +326,70 @@ class VllmV1Scheduler(EngineScheduler):
             self._take(request, needed, computed + n, hits)
             self.running.append(request)
             step.add(request, n)
+
+    def _start_load(self, request: Request, hits: list[int]) -> bool | None:
+        """Offload: when CPU blocks extend the GPU hit, take GPU blocks for both (the loaded
+        ones keyed once loaded) and load them; the request leaves the queue (True). False: it
+        has a CPU hit but its blocks do not fit; None: no CPU hit (the request's offers start
+        again from its first block)."""
+        assert self.offload is not None
+        keys = self.keys(request)
+        num_hits = self.offload.num_hit_blocks(request, keys, len(hits))
+        if not num_hits:
+            self.offload.on_admit(request)
+            return None
+        # vLLM keeps free the blocks in-flight prefills (loads included) still need, so that a
+        # load never strands them: its whole prompt must fit beside that reservation
+        whole = ceil(request.num_prefill_tokens / self._block_size) - len(hits)
+        if not self._hashed.can_allocate(whole + self._prefill_reservation(), hits):
+            return False
+        self.waiting.popleft()
+        self.count_hit(request, len(hits) * self._block_size)
+        taken = self._hashed.allocate(request, num_hits, hits)
+        self._recorder.on_allocate(self.replica_id, request.id, taken)
+        request.status = RequestStatus.RUNNING   # holds blocks, runs nothing until loaded
+        self.offload.start_load(request, keys, len(hits), num_hits)
+        return True
+
+    def _prefill_reservation(self) -> int:
+        """Blocks the requests loading, loaded or still in their prompt need to hold their whole
+        prompt (vLLM's `_inflight_prefill_reserved_blocks`)."""
+        assert self.offload is not None
+        size = self._block_size
+        prefilling = [r for r in self.running if self.computed(r) < r.num_prefill_tokens]
+        return sum(max(0, ceil(r.num_prefill_tokens / size) - r.num_blocks)
+                   for r in (*prefilling, *self.offload.holders()))
+
+    def _admit_loaded(self, step: Step) -> bool:
+        """Offload: loaded requests first, in the order their loads ended, as vLLM drains the
+        requests holding blocks before the waiting queue; False when one could not be admitted
+        (the waiting queue then waits too)."""
+        assert self.offload is not None
+        ready = self.offload.ready
+        while ready and step.budget > 0 and len(self.running) < self.max_seqs:
+            request = ready[0]
+            if not self.pool.can_allocate(ceil(request.num_prefill_tokens / self._block_size) - request.num_blocks):
+                return False
+            ready.popleft()
+            computed, self._loaded_now[request.id] = self.offload.loaded_tokens(request)
+            n = self.clamp(request.num_prefill_tokens - computed, step.budget)
+            request.num_processed_tokens = computed
+            self._take(request, max(0, ceil((computed + n) / self._block_size) - request.num_blocks), computed + n)
+            self.running.append(request)
+            step.add(request, n)
+        return not ready
+
+    def requeue(self, request: Request, front: bool) -> None:
+        # a loaded request taken back before it ran: the undo subtracts its computed tokens from
+        # its cached ones, which counted only its GPU hit (vLLM counts CPU hits apart)
+        loaded = 0 if request.scheduled else self._loaded_now.pop(request.id, 0)
+        super().requeue(request, front)
+        request.num_cached_tokens += loaded
+
+    def finish(self, request: Request) -> None:
+        super().finish(request)
+        if self.offload is not None:
+            self.offload.on_finished(request)
 
     def _cached_prefix(self, request: Request) -> list[int]:
         if not self.caching:
@@ -317,10 +423,18 @@ class VllmV1Scheduler(EngineScheduler):
             return None
         if self.caching and self._recorder.keeps_blocks:
             return None
+        # Offload: decodes store nothing (prompt blocks only), unless an earlier offer found the
+        # CPU tier full; a load ending cuts the run as an arrival does (Simulator.on_load_done).
+        if self.offload is not None and self.offload.has_unstored(batch.requests):
+            return None
         return SteadyDecode(self, UNBOUNDED, past_completions=not self.caching and not self.waiting, growth="paged")
 
     def _on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
         super()._on_steady_decode(first, last, num_iterations)
+        if self.offload is not None:   # members that finished inside the run
+            for request in first.requests:
+                if request.completed and request not in last.requests:
+                    self.offload.on_finished(request)
         if self.caching:   # the keys formations 1..k-1 would have given (tokens up to the last one)
             for request in last.requests:
                 self._hashed.cache_blocks(request, self.keys(request), request.num_processed_tokens)

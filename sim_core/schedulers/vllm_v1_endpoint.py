@@ -44,11 +44,25 @@ class V1Endpoint(EngineEndpoint):
             scheduler._allocate(request, needed)
         return request.num_prefill_tokens - len(hits) * scheduler._block_size
 
+    def hand_off(self, request: Request) -> None:
+        super().hand_off(request)
+        if self.scheduler.offload is not None:   # done here, as vLLM's prefill instance finishes it
+            self.scheduler.offload.on_finished(request)
+
     def on_transfer_done(self, request: Request) -> None:
         super().on_transfer_done(request)
         scheduler = self.scheduler
         if scheduler.caching:
             scheduler._hashed.cache_blocks(request, scheduler.keys(request), scheduler.kv_tokens(request))
+
+    def take_loads(self) -> list[tuple[Request, float]]:
+        offload = self.scheduler.offload
+        return offload.take_loads() if offload is not None else []
+
+    def on_load_done(self, request: Request) -> None:
+        offload = self.scheduler.offload
+        assert offload is not None, "only KV offload starts loads"
+        offload.on_load_done(request)
 
     def _transfer_need(self, request: Request) -> tuple[list[int], int]:
         """(locally cached blocks of the prompt, new blocks for the rest of it)."""

@@ -234,3 +234,16 @@ def swap_use(result: SimulationResult, replica: int) -> pd.DataFrame:
     return pd.DataFrame({"time": np.concatenate([[0.0], mine["formed_at"].to_numpy()]), "held": held,
                          "fraction": held / capacity})
 
+
+
+def offload_use(result: SimulationResult, replica: int) -> pd.DataFrame:
+    """vllm_v1's CPU offload tier of one replica over time: columns time, held (CPU blocks, 0 at
+    time 0, then after each store or load recorded) and fraction (of the tier). Empty without
+    offload."""
+    rows = result.kv_offload
+    if rows.empty or not result.replicas[replica].num_offload_blocks:
+        return pd.DataFrame({"time": [], "held": [], "fraction": []})
+    mine = rows[rows["replica_id"] == replica]
+    held = np.concatenate([[0], mine["cpu_blocks_used"].to_numpy()])
+    return pd.DataFrame({"time": np.concatenate([[0.0], mine["time"].to_numpy()]), "held": held,
+                         "fraction": held / result.replicas[replica].num_offload_blocks})

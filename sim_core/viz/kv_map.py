@@ -18,6 +18,7 @@ from sim_core.viz.kv_blocks import (
     STATE_COLORS,
     STATE_NAMES,
     BlockFrames,
+    offload_use,
     preemptions,
     replica_frames,
     sample_times,
@@ -71,14 +72,20 @@ def kv_map_figure(result: SimulationResult, start: float = 0.0, end: float | Non
     # open where the selected request holds most blocks, else on the fullest moment (not an empty cache)
     first = selected_frame(z) if selected is not None and group == 1 else None
     first = peak_frame(z, group > 1) if first is None else first
-    figure.add_trace(_heatmap(z[first], owners[first] if owners is not None else None, group, width, height), 1, 1)
+    layers: list[tuple[np.ndarray, np.ndarray | None]] = [(z, None)]
+    if owners is not None:   # blocks a request holds, and those none holds: each its own hover text
+        held = np.where(np.isnan(owners), np.nan, z.astype(np.float32))
+        layers = [(held, owners), (np.where(np.isnan(owners) & (z >= 0), z.astype(np.float32), np.nan), None)]
+    for layer, (values, holders) in enumerate(layers):
+        figure.add_trace(_heatmap(values[first], None if holders is None else holders[first], group, width, height,
+                                  held=layer == 0), 1, 1)
     _add_utilization(figure, result, shown, times[first])
     for code in present:
         figure.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=STATE_NAMES[code],
                                     marker={"symbol": "square", "size": 12, "color": STATE_COLORS[code]}), 1, 1)
-    figure.frames = [go.Frame(name=f"{t:.3f}", traces=[0, 1],
-                              data=[go.Heatmap(z=z[i], customdata=None if owners is None else owners[i]),
-                                    _time_marker(t)])
+    figure.frames = [go.Frame(name=f"{t:.3f}", traces=list(range(len(layers) + 1)),
+                              data=[*(go.Heatmap(z=values[i], customdata=None if holders is None else holders[i])
+                                      for values, holders in layers), _time_marker(t)])
                      for i, t in enumerate(times)]
     _animate(figure, times, [replica.name for replica in shown], height, first)
     return figure
@@ -135,12 +142,18 @@ def _stack(grids: list[np.ndarray], height: int) -> np.ndarray:
     return np.concatenate(parts[:-1], axis=1)
 
 
-def _heatmap(z: np.ndarray, owners: np.ndarray | None, group: int, width: int, height: int) -> go.Heatmap:
+def _heatmap(z: np.ndarray, owners: np.ndarray | None, group: int, width: int, height: int,
+             held: bool = True) -> go.Heatmap:
+    """One layer of the block map. With one block a cell there are two, so that each hover says
+    the right thing: the blocks a request holds (`held`: states, NaN elsewhere, with their owners)
+    and the blocks none holds (free or cached; NaN elsewhere). A NaN cell draws nothing and,
+    with hoverongaps off, shows no hover."""
     rows = z.shape[0]
     block_ids = (np.arange(rows)[:, None] % (height + 1)) * width + np.arange(width)[None, :]
     if group == 1:
         scale, zmin, zmax = _state_scale(), -1, len(STATE_NAMES) - 1
-        hover = "block %{text}<br>request %{customdata:.0f} (NaN: free)<extra></extra>"
+        hover = ("block %{text}<br>request %{customdata:.0f}<extra></extra>" if held
+                 else "block %{text}<br>held by no request<extra></extra>")
         colorbar = None                      # a legend entry per present state instead
     else:
         scale, zmin, zmax = _percent_scale(), -1, 100
@@ -149,7 +162,8 @@ def _heatmap(z: np.ndarray, owners: np.ndarray | None, group: int, width: int, h
         colorbar = {"title": {"text": "% used"}, "len": 0.7, "y": 0.64}
     return go.Heatmap(z=z, customdata=owners, text=block_ids.astype(np.int32), hovertemplate=hover,
                       colorscale=scale, zmin=zmin, zmax=zmax, colorbar=colorbar, xgap=1, ygap=1,
-                      showscale=colorbar is not None, name="blocks")
+                      showscale=colorbar is not None, hoverongaps=False,
+                      name="blocks" if held else "blocks held by no request")
 
 
 def _percent_scale() -> list:
@@ -185,6 +199,13 @@ def _add_utilization(figure: go.Figure, result: SimulationResult, shown: Sequenc
             figure.add_trace(go.Scatter(x=times, y=fractions, mode="lines", line={"shape": "hv", "color": color,
                                         "width": 1.5, "dash": "dot"}, name=f"{name} CPU swap use",
                                         hovertemplate="%{x:.3f} s: %{y:.0%} of the swap space<extra></extra>"), 2, 1)
+        offload = offload_use(result, r)
+        if len(offload):
+            times, fractions = step_peaks(offload["time"].to_numpy(), offload["fraction"].to_numpy(np.float32))
+            figure.add_trace(go.Scatter(x=times, y=fractions, mode="lines", line={"shape": "hv", "color": color,
+                                        "width": 1.5, "dash": "dash"}, name=f"{name} CPU offload use",
+                                        hovertemplate="%{x:.3f} s: %{y:.0%} of the CPU offload tier"
+                                                      "<extra></extra>"), 2, 1)
         mine = restarts[restarts["replica"] == r]
         if len(mine):
             xs, counts = preemption_marks(mine["time"].to_numpy(np.float64))
