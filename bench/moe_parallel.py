@@ -1,6 +1,6 @@
 """Predicted step times of MoE models under tensor, expert and attention-data parallelism.
 
-    python bench/moe_parallel.py [--devices h100-sxm,h200]
+    python bench/moe_parallel.py [--devices h100-sxm,h200] [--all2all allgather_reducescatter|all_to_all]
 
 For Mixtral-8x7B, Qwen3-30B-A3B and DeepSeek-V3 (catalog ids), each layout (TP x DP GPUs, EP 1
 or DP x TP; one pipeline stage) is priced by the roofline predictor: a decode step of 64 requests
@@ -8,7 +8,8 @@ per DP rank holding 1,024 cached tokens each, and a 2,048-token prefill with not
 request per DP rank; the MoE layers see every rank's tokens). Prints GPUs, weights per GPU
 (memory/model_bytes.py), the stage time in ms and its MoE dispatch/combine part, and decode
 output tokens per second per GPU (64 x DP / step / GPUs). A layout whose weights leave no KV
-room on the device prints "does not fit". docs/design/moe-parallelism.md has the model.
+room on the device prints "does not fit". --all2all picks how tokens reach the experts (default:
+vLLM's allgather_reducescatter). docs/design/moe-parallelism.md has the model.
 """
 
 from __future__ import annotations
@@ -36,16 +37,17 @@ LAYOUTS = {
 }
 
 
-def scenario(model: str, device: str, tp: int, dp: int, ep: int) -> dict:
+def scenario(model: str, device: str, tp: int, dp: int, ep: int, backend: str) -> dict:
     return {"model": model, "device": device, "max_model_len": 4096, "predictor": {"type": "roofline"},
             "memory": {"planner": "detailed"},
-            "cluster": {"tensor_parallel_size": tp, "data_parallel_size": dp, "expert_parallel_size": ep}}
+            "cluster": {"tensor_parallel_size": tp, "data_parallel_size": dp, "expert_parallel_size": ep,
+                        "all2all_backend": backend}}
 
 
-def row(model: str, device: str, tp: int, dp: int, ep: int) -> str:
+def row(model: str, device: str, tp: int, dp: int, ep: int, backend: str) -> str:
     label = f"{model:14s} {device:9s} TP{tp} DP{dp} EP{ep}".ljust(42)
     try:
-        config = parse_config(scenario(model, device, tp, dp, ep))
+        config = parse_config(scenario(model, device, tp, dp, ep, backend))
     except ConfigError as exc:
         return f"{label} refused: {exc}"
     weights = stage_weight_bytes(config.model_spec(), tp, 1, 0, config.moe_layout()) / GIB
@@ -66,13 +68,15 @@ def row(model: str, device: str, tp: int, dp: int, ep: int) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--devices", default="h100-sxm,h200")
+    parser.add_argument("--all2all", default="allgather_reducescatter",
+                        choices=["allgather_reducescatter", "all_to_all"])
     args = parser.parse_args()
     print(f"{'model / device / layout':42s} {'GPUs':>4s} {'GiB/GPU':>8s} {'decode':>8s} {'a2a':>6s} "
           f"{'prefill':>8s} {'a2a':>6s} {'tok/s/GPU':>9s}   (ms; a2a = dispatch + combine)")
     for model, layouts in LAYOUTS.items():
         for device in args.devices.split(","):
             for tp, dp, ep in layouts:
-                print(row(model, device, tp, dp, ep))
+                print(row(model, device, tp, dp, ep, args.all2all))
     return 0
 
 
