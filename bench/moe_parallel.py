@@ -1,6 +1,7 @@
 """Predicted step times of MoE models under tensor, expert and attention-data parallelism.
 
     python bench/moe_parallel.py [--devices h100-sxm,h200] [--all2all allgather_reducescatter|all_to_all]
+    python bench/moe_parallel.py --skew .../perf_db/h100_sxm/moe/vllm/0.24.0/moe_perf.parquet
 
 For Mixtral-8x7B, Qwen3-30B-A3B and DeepSeek-V3 (catalog ids), each layout (TP x DP GPUs, EP 1
 or DP x TP; one pipeline stage) is priced by the roofline predictor: a decode step of 64 requests
@@ -10,6 +11,10 @@ request per DP rank; the MoE layers see every rank's tokens). Prints GPUs, weigh
 output tokens per second per GPU (64 x DP / step / GPUs). A layout whose weights leave no KV
 room on the device prints "does not fit". --all2all picks how tokens reach the experts (default:
 vLLM's allgather_reducescatter). docs/design/moe-parallelism.md has the model.
+
+--skew reads one fused-MoE table of AIConfigurator's perf_db (ai-dynamo/aiconfigurator, Apache-2.0;
+the project does not ship it) and prints instead the median latency ratio of power-law to balanced
+routing for bf16 kernels, by EP size and token range (needs pyarrow).
 """
 
 from __future__ import annotations
@@ -65,12 +70,32 @@ def row(model: str, device: str, tp: int, dp: int, ep: int, backend: str) -> str
     return f"{label} {tp * dp:4d} {weights:8.1f} {cells[0]} {cells[1]} {per_gpu:8.0f}"
 
 
+def skew_table(path: str) -> None:
+    """Median power-law / balanced latency of the bf16 fused-MoE kernels of one perf_db table."""
+    import pandas as pd
+
+    frame = pd.read_parquet(path)
+    frame = frame[frame.moe_dtype == "bfloat16"]
+    keys = ["kernel_source", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
+            "moe_ep_size"]
+    table = frame.pivot_table(index=keys, columns="distribution", values="latency").dropna().reset_index()
+    skewed = [c for c in table.columns if str(c).startswith("power_law")]
+    for column in skewed:
+        table[column] = table[column] / table["balanced"]
+    bins = pd.cut(table.num_tokens, [0, 16, 64, 256, 1024, 4096, 16384])
+    print(table.groupby(["moe_ep_size", bins], observed=True)[skewed].median().round(3).to_string())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--devices", default="h100-sxm,h200")
     parser.add_argument("--all2all", default="allgather_reducescatter",
                         choices=["allgather_reducescatter", "all_to_all"])
+    parser.add_argument("--skew", metavar="MOE_PERF_PARQUET", help="print the routing-skew table of this file")
     args = parser.parse_args()
+    if args.skew:
+        skew_table(args.skew)
+        return 0
     print(f"{'model / device / layout':42s} {'GPUs':>4s} {'GiB/GPU':>8s} {'decode':>8s} {'a2a':>6s} "
           f"{'prefill':>8s} {'a2a':>6s} {'tok/s/GPU':>9s}   (ms; a2a = dispatch + combine)")
     for model, layouts in LAYOUTS.items():
