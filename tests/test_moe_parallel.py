@@ -19,7 +19,7 @@ from sim_core.catalog.moe_layout import MoeLayout, expert_load_imbalance
 from sim_core.cluster.pools import num_gpus
 from sim_core.config.predictor import RooflinePredictorConfig
 from sim_core.memory.model_bytes import stage_weight_bytes
-from sim_core.memory.planner import detailed_plan
+from sim_core.memory.planner import detailed_plan, plan_memory
 from sim_core.predictor import operators as ops
 from sim_core.predictor.roofline import RooflinePredictor
 
@@ -125,6 +125,19 @@ def test_the_detailed_planner_places_experts_by_the_layout():
     plan = detailed_plan(parse_config(tiny({"tensor_parallel_size": 2, "data_parallel_size": 2,
                                             "expert_parallel_size": 4}, memory={"planner": "detailed"})))
     assert plan.weight_bytes == 97408
+
+
+def test_the_vllm_planner_places_experts_by_the_layout_and_counts_dp_ranks_as_gpus():
+    """vllm planner, TP 1, DP 2, EP 2: the weights it loads are the layout's plus the rotary table.
+    Per layer: experts 49,152 / 2 = 24,576 values, attention 16,384 (TP 1): 40,960 x 2 = 81,920
+    bytes + 1,280 = 83,200; 2 layers 166,400; embedding 100 x 64 x 2 = 12,800; LM head and norm
+    (64 + 6,400) x 2 = 12,928: 192,128. Rotary: 4,096 positions x 16 x 2 bytes = 131,072. Total
+    323,200. Two GPUs in the group: vLLM's non-torch allowance for several GPUs, 0.7 GiB."""
+    config = parse_config(tiny({"data_parallel_size": 2, "expert_parallel_size": 2},
+                               memory={"planner": "vllm"}, scheduler={"type": "vllm_v1"}))
+    plan = plan_memory(config)
+    assert plan.weight_bytes == 323200
+    assert plan.non_torch_bytes == 0.7 * 2**30
 
 
 # ---- pricing ----------------------------------------------------------------------------------
