@@ -60,10 +60,6 @@ class MoeLayout:
         ranks' tokens meet in the experts), or an all-to-all over EP GPUs."""
         return self.dp > 1 or (self.all_to_all and self.ep > 1)
 
-    def experts_per_gpu(self, num_experts: int) -> float:
-        """Experts whose weights one GPU holds (a slice of each without EP)."""
-        return num_experts / self.ep
-
 
 def expert_load_imbalance(tokens: Any, num_experts: int, top_k: int, ep: int) -> Any:
     """Expected max / mean routed (token, expert) pairs over the EP GPUs, for `tokens` tokens each

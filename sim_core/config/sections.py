@@ -37,7 +37,7 @@ class ClusterConfig(BaseModel):
     expert_parallel_size: int = Field(1, ge=1, le=4096, description=(
         "MoE models: GPUs the experts are split over (EP): 1 (each expert TP-sharded) or DP x TP "
         "(vLLM's --enable-expert-parallel: each GPU holds num_experts / EP whole experts; tokens "
-        "reach them by all-to-all). Must divide the model's experts."))
+        "reach them as all2all_backend says). Must divide the model's experts."))
     all2all_backend: Literal["allgather_reducescatter", "all_to_all"] = Field("allgather_reducescatter", description=(
         "MoE models with DP or EP > 1: how tokens reach the experts. allgather_reducescatter (vLLM's "
         "default): every DP rank's hidden states gathered to all, reduce-scattered back; all_to_all "
