@@ -40,7 +40,9 @@ except SimCoreError as error:
     show_failure(str(error))
     st.stop()
 cluster = shape.cluster
-label = f"{plain(config.device, 80)} ({cluster.tensor_parallel_size} x TP, {cluster.pipeline_parallel_size} x PP)"
+moe = (f", {cluster.data_parallel_size} x DP, EP {cluster.expert_parallel_size}: one DP rank shown"
+       if cluster.data_parallel_size > 1 or cluster.expert_parallel_size > 1 else "")
+label = f"{plain(config.device, 80)} ({cluster.tensor_parallel_size} x TP, {cluster.pipeline_parallel_size} x PP{moe})"
 st.caption(f"{plain(config.model, 80)} on {label}: one bar per pipeline stage's GPU; the tightest stage decides the "
            "KV capacity of the replica.")
 st.plotly_chart(memory_figure(breakdown, config.device), key="mem_bar")

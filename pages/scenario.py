@@ -9,6 +9,10 @@ from explorer.state import get_path, scenario, try_scenario, with_path
 from explorer.widgets import page_value
 from sim_core.catalog import DEVICES, MODELS
 from sim_core.config.policies import policy_config
+from sim_core.config.sections import ClusterConfig
+
+# MoE models only (docs/design/moe-parallelism.md), with their defaults
+MOE_KNOBS = {"data_parallel_size": 1, "expert_parallel_size": 1, "all2all_backend": "allgather_reducescatter"}
 
 through_app()
 
@@ -27,7 +31,11 @@ with tabs[0]:
         bound("device", options=sorted({*DEVICES, *current.get("devices", {})}))
     with cols[2]:
         bound("max_model_len")
-    section("cluster")
+    custom, spec = (current.get("models") or {}).get(get_path(current, "model")), MODELS.get(get_path(current, "model"))
+    moe = (custom.get("num_experts") or 1) > 1 if isinstance(custom, dict) else spec is not None and spec.is_moe
+    # shown for MoE models, and wherever set (so a dense model's leftover value can be reset)
+    section("cluster", [n for n in ClusterConfig.model_fields if n not in MOE_KNOBS or moe
+                        or get_path(current, f"cluster.{n}", MOE_KNOBS[n]) != MOE_KNOBS[n]])
     st.markdown("**P/D disaggregation** (prefill and decode pools replace the replicas above)")
     section("disaggregation", ["enabled", "link_bandwidth_gb_s", "link_latency_s"])
     if get_path(current, "disaggregation.enabled"):

@@ -98,7 +98,7 @@ def test_each_choice_has_its_own_knobs():
         return {name: [k for k in model.model_fields if k != choices.key] for name, model in choices.members().items()}
     cpu = [f"cpu_{phase}{per}_s" for phase in ("schedule", "prepare_inputs", "sample", "process_outputs")
            for per in ("", "_per_request")]
-    roofline = ["compute_efficiency", "memory_efficiency", "link_efficiency", *cpu]
+    roofline = ["compute_efficiency", "memory_efficiency", "link_efficiency", "expert_load_imbalance", *cpu]
     assert own(PREDICTORS) == {"linear": ["base_s", "per_token_s"], "roofline": roofline,
                                "learned": [*roofline, "profiles_dir", "estimator", "cache_dir"], "silicon": roofline}
     vllm = ["gpu_memory_utilization", "non_torch_gib", "cuda_graph_gib"]

@@ -123,3 +123,14 @@ def test_every_section_with_choices_shows_its_choices_knobs_and_a_switch_drops_t
     assert app.session_state["scenario"]["workload"]["prompt_tokens"] == {"distribution": "fixed"}
     assert not has_widget(app, "number_input", "w:form:workload.prompt_tokens.min")
     assert app.number_input(key="w:form:workload.prompt_tokens.value").value == 256
+
+
+def test_expert_and_data_parallelism_show_only_for_moe_models():
+    """Llama-2-7B (dense): no EP/DP knobs; Mixtral-8x7B: both, and all2all_backend; setting DP 2
+    there puts it in the scenario."""
+    assert not has_widget(open_app("pages/scenario.py"), "number_input", "w:form:cluster.data_parallel_size")
+    app = open_app("pages/scenario.py", {**TINY, "model": "mixtral-8x7b"})
+    assert has_widget(app, "number_input", "w:form:cluster.expert_parallel_size")
+    assert has_widget(app, "selectbox", "w:form:cluster.all2all_backend")
+    app.number_input(key="w:form:cluster.data_parallel_size").set_value(2).run()
+    assert not app.exception and app.session_state["scenario"]["cluster"]["data_parallel_size"] == 2

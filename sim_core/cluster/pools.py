@@ -22,7 +22,9 @@ class PoolView:
 
     @property
     def num_replicas(self) -> int:
-        return self.config.cluster.num_replicas
+        """The pool's scheduling replicas: each DP rank of a replica is one (own batch and KV
+        cache, routed to by the global scheduler), so cluster.num_replicas x data_parallel_size."""
+        return self.config.cluster.num_replicas * self.config.cluster.data_parallel_size
 
     @property
     def replica_ids(self) -> range:
@@ -50,6 +52,6 @@ def _view(config: SimulationConfig, pool: PoolConfig) -> SimulationConfig:
 
 
 def num_gpus(config: SimulationConfig) -> int:
-    """GPUs a scenario uses: replicas x TP x PP, summed over the pools (P/D disaggregation)."""
-    return sum(view.config.cluster.num_replicas * view.config.cluster.tensor_parallel_size
+    """GPUs a scenario uses: replicas x DP x TP x PP, summed over the pools (P/D disaggregation)."""
+    return sum(view.num_replicas * view.config.cluster.tensor_parallel_size
                * view.config.cluster.pipeline_parallel_size for view in pool_views(config))

@@ -48,6 +48,10 @@ class OperatorModelConfig(PredictorConfig):
         "roofline: achieved fraction of peak memory bandwidth (default: the device's own factor)."))
     link_efficiency: float = Field(0.7, gt=0.0, le=1.0, description=(
         "roofline: achieved fraction of link bandwidth in all-reduce and send/recv."))
+    expert_load_imbalance: float | None = Field(None, ge=1.0, le=4096.0, description=(
+        "roofline, MoE with cluster.expert_parallel_size > 1: max / mean routed tokens per GPU, "
+        "which sets the experts' step; empty: the bound for uniform top-k routing of the step's "
+        "tokens (docs/design/moe-parallelism.md)."))
     cpu_schedule_s: float = Field(0.0005, ge=0.0, le=10.0, description=(
         "roofline/learned: host seconds per iteration spent in the scheduler (queues, block "
         "tables)."))

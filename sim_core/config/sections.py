@@ -30,6 +30,18 @@ class ClusterConfig(BaseModel):
     pipeline_parallel_size: int = Field(1, ge=1, le=64, description=(
         "Pipeline stages per replica (PP); each stage holds num_layers / PP layers and a replica "
         "keeps up to PP batches in flight."))
+    data_parallel_size: int = Field(1, ge=1, le=64, description=(
+        "MoE models: attention data-parallel ranks per replica (vLLM's --data-parallel-size). Each "
+        "rank has TP x PP GPUs, its own batch and KV cache and is routed requests like a replica; "
+        "the MoE layers run over all DP x TP GPUs. A replica then uses DP x TP x PP GPUs."))
+    expert_parallel_size: int = Field(1, ge=1, le=4096, description=(
+        "MoE models: GPUs the experts are split over (EP): 1 (each expert TP-sharded) or DP x TP "
+        "(vLLM's --enable-expert-parallel: each GPU holds num_experts / EP whole experts; tokens "
+        "reach them as all2all_backend says). Must divide the model's experts."))
+    all2all_backend: Literal["allgather_reducescatter", "all_to_all"] = Field("allgather_reducescatter", description=(
+        "MoE models with DP or EP > 1: how tokens reach the experts. allgather_reducescatter (vLLM's "
+        "default): every DP rank's hidden states gathered to all, reduce-scattered back; all_to_all "
+        "(vLLM's DeepEP backends): each token's top-k copies sent to the GPUs holding its experts."))
     global_scheduler: GlobalSchedulerType = Field("round_robin", description=(
         "Request router: round_robin (i-th request to replica i mod n), lor (Vidur's rule: fewest "
         "waiting requests, running ones not counted, ties to the lowest id), random (seeded), "

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, StringConstraints, model_validator
 
 from sim_core.catalog import DEVICES, MODELS, DeviceSpec, ModelSpec
 from sim_core.catalog.devices import MEASURED_KERNELS, unmeasured_formats
+from sim_core.catalog.moe_layout import MoeLayout
 from sim_core.catalog.precision import DTYPE_BYTES, kv_dtype
 from sim_core.config.choices import BY_CHOICE
 from sim_core.config.coercion import refuse_coercion
@@ -70,6 +71,12 @@ class SimulationConfig(BaseModel):
         """The KV cache's number format after resolving `cluster.kv_cache_dtype: auto`."""
         return kv_dtype(self.cluster.kv_cache_dtype, self.model_spec().weight_dtype)
 
+    def moe_layout(self) -> MoeLayout:
+        """The replica's TP, DP and EP as the MoE layers see them (docs/design/moe-parallelism.md)."""
+        c = self.cluster
+        return MoeLayout(c.tensor_parallel_size, c.data_parallel_size, c.expert_parallel_size,
+                         c.all2all_backend == "all_to_all")
+
     @model_validator(mode="before")
     @classmethod
     def _no_coercion(cls, data: object) -> object:
@@ -91,7 +98,7 @@ class SimulationConfig(BaseModel):
         own = isinstance(data.get("devices"), dict) and device in data["devices"]
         spec = _raw_model_spec(data, cls.model_fields["model"].default)
         measured = device in MEASURED_KERNELS and not own and unmeasured_formats(device, *_formats(data, spec)) is None
-        kind = "silicon" if measured and not _silicon_cannot_price(spec) else "roofline"
+        kind = "silicon" if measured and not _silicon_cannot_price(spec) and not _moe_parallel(data) else "roofline"
         return {**data, "predictor": {**(predictor or {}), "type": kind}}
 
     @model_validator(mode="after")
@@ -112,9 +119,21 @@ class SimulationConfig(BaseModel):
         if self.predictor.type == "silicon" and (reason := _silicon_cannot_price(self.model_spec())):
             raise ValueError(f"predictor.type: silicon has kernels only for uniform layers of standard attention; "
                              f"'{clipped(self.model, 60)}' has {reason}; use roofline")
+        if self.predictor.type in ("silicon", "learned") and _moe_parallel({"cluster": self.cluster}):
+            raise ValueError(f"predictor.type: {self.predictor.type} has no kernels for expert or data parallelism "
+                             f"(cluster.expert_parallel_size / data_parallel_size > 1); use roofline")
         if isinstance(self.predictor, LearnedPredictorConfig) and not self.predictor.profiles_dir:
             raise ValueError("predictor.profiles_dir: the learned predictor needs a folder of profiling CSVs")
         return self
+
+
+def _moe_parallel(data: dict) -> bool:
+    """Whether a scenario (validated or not, read leniently) asks for EP or DP > 1: only the
+    roofline prices those, so the default predictor is then roofline."""
+    cluster = data.get("cluster")
+    values = [cluster.get(field) if isinstance(cluster, dict) else getattr(cluster, field, None)
+              for field in ("expert_parallel_size", "data_parallel_size")]
+    return any(isinstance(value, int) and value > 1 for value in values)
 
 
 def _formats(data: dict, spec: ModelSpec | None) -> tuple[str, str]:
@@ -187,6 +206,27 @@ def _check_parallelism(config: SimulationConfig) -> None:
     if spec.num_q_heads % cluster.tensor_parallel_size:
         raise ValueError(f"cluster.tensor_parallel_size: {cluster.tensor_parallel_size} must divide "
                          f"the model's {spec.num_q_heads} query heads")
+    _check_moe_parallelism(config)
+
+
+def _check_moe_parallelism(config: SimulationConfig) -> None:
+    """EP and DP apply to MoE models only; EP is 1 or DP x TP (vLLM's only expert-parallel
+    layout) and divides the experts; neither is modelled with P/D disaggregation."""
+    spec, cluster = config.model_spec(), config.cluster
+    dp, ep, tp = cluster.data_parallel_size, cluster.expert_parallel_size, cluster.tensor_parallel_size
+    for field, value in (("data_parallel_size", dp), ("expert_parallel_size", ep)):
+        if value > 1 and not spec.is_moe:
+            raise ValueError(f"cluster.{field}: got {value}; allowed: 1 (model '{config.model}' is dense: "
+                             f"expert and attention data parallelism apply to MoE models only)")
+        if value > 1 and config.disaggregation.enabled:
+            raise ValueError(f"cluster.{field}: got {value}; allowed: 1 with disaggregation.enabled "
+                             f"(P/D pools do not model expert or data parallelism)")
+    if ep not in (1, dp * tp):
+        raise ValueError(f"cluster.expert_parallel_size: got {ep}; allowed: 1 or data_parallel_size x "
+                         f"tensor_parallel_size = {dp * tp} (experts split over every GPU of the MoE group)")
+    if spec.num_experts % ep:
+        raise ValueError(f"cluster.expert_parallel_size: got {ep}; allowed: a divisor of the model's "
+                         f"{spec.num_experts} experts")
 
 
 def _check_disaggregation(config: SimulationConfig) -> None:

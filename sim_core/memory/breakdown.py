@@ -77,8 +77,8 @@ def memory_breakdown(config: SimulationConfig, plan: MemoryPlan | None = None) -
             weights = plan.weight_bytes
             kv = plan.max_batch_size * plan.blocks_per_request * plan.kv_bytes_per_block
         else:   # vllm: the rotary cache is loaded with the weights (memory/vllm_plan.py)
-            weights = stage_weight_bytes(model, tp, pp, stage) + (rotary_cache_bytes(model) if plan.planner == "vllm"
-                                                                   else 0.0)
+            rotary = rotary_cache_bytes(model) if plan.planner == "vllm" else 0.0
+            weights = stage_weight_bytes(model, tp, pp, stage, config.moe_layout()) + rotary
             kv = plan.num_blocks * plan.kv_bytes_per_block
         activations = plan.activations_of(stage)
         used = (weights + activations + plan.reserve_bytes + plan.non_torch_bytes + plan.cuda_graph_bytes

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from math import ceil
 
 from sim_core.catalog.models import ModelSpec
+from sim_core.catalog.moe_layout import MoeLayout
 from sim_core.catalog.precision import DTYPE_BYTES
 
 
@@ -95,15 +96,20 @@ def request_kv_bytes(model: ModelSpec, kv_dtype: str, tokens: int, tp: int = 1,
     return sum(per_layer * (min(tokens, window) if capped and model.is_local_layer(i) else tokens) for i in layers)
 
 
-def stage_weight_bytes(model: ModelSpec, tp: int, pp: int, stage: int) -> float:
+def stage_weight_bytes(model: ModelSpec, tp: int, pp: int, stage: int, layout: MoeLayout | None = None) -> float:
     """Weight bytes on one GPU of pipeline stage `stage` (TP-sharded). Linear layers are stored in
     the model's weight format (attention in attention_weight_dtype when the quantization left it
     out); embeddings, LM head, norms, routers and a vision encoder stay 16-bit (as quantized
-    checkpoints keep them). The vision encoder sits on the first stage."""
+    checkpoints keep them). The vision encoder sits on the first stage. `layout` (MoE models with
+    EP or DP > 1): the routed experts' weights are split over the EP GPUs (whole experts) or, without
+    EP, over the DP x TP group; everything else stays split by TP (docs/design/moe-parallelism.md)."""
     other_bytes = DTYPE_BYTES["bf16"]
     layers = model.stage_layers(pp, stage)
     moe_layers = sum(1 for i in layers if model.is_moe_layer(i))
-    total = moe_layers * _layer_bytes(model, tp, moe=model.is_moe)
+    if layout is not None and not layout.trivial and model.is_moe:
+        total = moe_layers * _expert_parallel_layer_bytes(model, layout)
+    else:
+        total = moe_layers * _layer_bytes(model, tp, moe=model.is_moe)
     if len(layers) > moe_layers:
         total += (len(layers) - moe_layers) * _layer_bytes(model, tp, moe=False)
     if stage == 0:
@@ -133,6 +139,21 @@ def _layer_bytes(model: ModelSpec, tp: int, moe: bool) -> float:
     else:
         linear = (sharded / tp + replicated) * attention_bytes + mlp / tp * linear_bytes
     return linear + (router + 2 * e + norms) * other_bytes    # two norms, replicated
+
+
+def _expert_parallel_layer_bytes(model: ModelSpec, layout: MoeLayout) -> float:
+    """One MoE layer's bytes on one GPU under `layout`: the routed experts over EP x (the expert
+    split), i.e. num_experts / EP whole experts, or a 1 / (DP x TP) slice of each; attention and
+    the shared expert by TP; norms and router 16-bit, replicated."""
+    e, tp = model.embedding_dim, layout.tp
+    gated = 3 if model.use_gated_mlp else 2
+    experts = gated * e * model.mlp_hidden_dim * model.num_experts / (layout.ep * layout.expert_split)
+    shared = gated * e * model.shared_expert_dim / tp
+    sharded, replicated, norms = _attention_params(model)
+    linear_bytes, other_bytes = DTYPE_BYTES[model.weight_dtype], DTYPE_BYTES["bf16"]
+    attention_bytes = DTYPE_BYTES[model.attention_weight_dtype or model.weight_dtype]
+    linear = (sharded / tp + replicated) * attention_bytes + (experts + shared) * linear_bytes
+    return linear + (e * model.num_experts + 2 * e + norms) * other_bytes
 
 
 def _attention_params(model: ModelSpec) -> tuple[int, int, int]:

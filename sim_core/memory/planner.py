@@ -83,7 +83,7 @@ def detailed_plan(config: SimulationConfig) -> MemoryPlan:
     layers = model.num_layers // pp
     kv_per_block = config.scheduler.block_size * kv_bytes_per_token(model, config.kv_cache_dtype(), tp, layers)
     activations = activation_bytes(config, model, tp)
-    weights = max(stage_weight_bytes(model, tp, pp, stage) for stage in range(pp))
+    weights = max(stage_weight_bytes(model, tp, pp, stage, config.moe_layout()) for stage in range(pp))
     reserve = memory.framework_reserve_gib * GIB
     kv_bytes = total - margin - reserve - weights - activations
     num_blocks = int(kv_bytes // kv_per_block) if kv_bytes > 0 else 0

@@ -52,7 +52,7 @@ def vllm_plan(config: SimulationConfig) -> MemoryPlan:
     device = config.device_spec()
     total = (device.driver_memory_gib or device.memory_gib) * GIB   # what vLLM's utilization multiplies
     requested = ceil(total * memory.gpu_memory_utilization)
-    non_torch = non_torch_bytes(memory, tp * pp)
+    non_torch = non_torch_bytes(memory, tp * pp * config.cluster.data_parallel_size)
     graphs = memory.cuda_graph_gib * GIB
     tokens, seqs = config.scheduler.profile_batch(config.max_model_len)
     kv_per_block = config.scheduler.block_size * kv_bytes_per_token(
@@ -60,13 +60,14 @@ def vllm_plan(config: SimulationConfig) -> MemoryPlan:
     activations = tuple(profile_activation_bytes(model, tp, tokens, seqs if stage == pp - 1 else 0)
                         for stage in range(pp))
     rotary = rotary_cache_bytes(model)
-    kv_by_stage = [requested - stage_weight_bytes(model, tp, pp, stage) - rotary - activations[stage] - non_torch
-                   - graphs for stage in range(pp)]
+    layout = config.moe_layout()
+    kv_by_stage = [requested - stage_weight_bytes(model, tp, pp, stage, layout) - rotary - activations[stage]
+                   - non_torch - graphs for stage in range(pp)]
     tight = min(range(pp), key=lambda stage: kv_by_stage[stage])
     kv_bytes = kv_by_stage[tight]
     num_blocks = int(kv_bytes // kv_per_block) if kv_bytes > 0 else 0
     per_request = config.max_model_len // config.scheduler.block_size
-    return MemoryPlan("vllm", total, total - requested, stage_weight_bytes(model, tp, pp, tight) + rotary,
+    return MemoryPlan("vllm", total, total - requested, stage_weight_bytes(model, tp, pp, tight, layout) + rotary,
                       activations[tight],
                       kv_bytes, kv_per_block, num_blocks, num_blocks // max(per_request, 1), per_request,
                       non_torch_bytes=non_torch, cuda_graph_bytes=graphs, stage_activation_bytes=activations)

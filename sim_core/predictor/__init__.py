@@ -43,4 +43,5 @@ def build_predictor(config: SimulationConfig) -> LinearPredictor | RooflinePredi
         return SiliconPredictor(config.model_spec(), config.device, config.device_spec(), tp, pp, cfg,
                                 kv_cache_dtype=config.kv_cache_dtype())
     assert isinstance(cfg, OperatorModelConfig), f"unknown predictor {cfg.type}"
-    return RooflinePredictor(config.model_spec(), config.device_spec(), tp, pp, cfg, config.kv_cache_dtype())
+    return RooflinePredictor(config.model_spec(), config.device_spec(), tp, pp, cfg, config.kv_cache_dtype(),
+                             config.moe_layout())

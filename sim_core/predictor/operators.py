@@ -14,6 +14,7 @@ from typing import Any, TypeAlias
 import numpy as np
 
 from sim_core.catalog import ModelSpec
+from sim_core.catalog.moe_layout import MoeLayout, expert_load_imbalance
 
 BYTES = 2  # one bf16 value
 
@@ -76,9 +77,24 @@ class LayerShape:
     moe_share: float = 1.0          # share of layers whose MLP is the experts
     dense_ffn: float = 0.0          # dense layers' MLP intermediate size on one GPU
     shared_ffn: float = 0.0         # shared expert's intermediate size on one GPU
+    # MoE layers over a DP x TP group (docs/design/moe-parallelism.md); 1, 1: TP only
+    dp: int = 1                     # attention data-parallel ranks whose tokens meet in the experts
+    ep: int = 1                     # expert-parallel GPUs (num_experts / ep whole experts each)
+    load_imbalance: float = 0.0     # max / mean routed pairs per EP GPU (0: expert_load_imbalance)
 
     @classmethod
-    def of(cls, model: ModelSpec, tp: int) -> LayerShape:
+    def of(cls, model: ModelSpec, tp: int, layout: MoeLayout | None = None,
+           load_imbalance: float | None = None) -> LayerShape:
+        """The layer's per-GPU shape under TP (and, for MoE models, `layout`'s DP and EP: the
+        expert intermediate size is then divided by layout.expert_split instead of TP)."""
+        base = cls._of_tp(model, tp)
+        if layout is None or layout.trivial or not model.is_moe:
+            return base
+        return replace(base, ffn=model.mlp_hidden_dim / layout.expert_split, dp=layout.dp, ep=layout.ep,
+                       load_imbalance=load_imbalance or 0.0)
+
+    @classmethod
+    def _of_tp(cls, model: ModelSpec, tp: int) -> LayerShape:
         layers = model.num_layers
         local = sum(1 for i in range(layers) if model.is_local_layer(i)) / layers
         moe = sum(1 for i in range(layers) if model.is_moe_layer(i)) / layers if model.is_moe else 1.0
@@ -116,8 +132,7 @@ def layer_kernels(s: LayerShape, t: Amount) -> dict[str, Cost]:
     (attention itself excluded: see prefill_attention and decode_attention). MoE models: the
     experts are `mlp_*`, a shared expert `shared_expert_*`, the dense layers' MLP `dense_mlp_*`."""
     e, hd = s.embedding_dim, s.head_dim
-    routed = t * s.top_k                                   # token-expert pairs
-    active = np.minimum(routed, s.num_experts)          # experts whose weights are read
+    routed, active = expert_pairs(s, t)
     up = s.ffn * s.gate
     kernels = {
         "attn_pre_proj": _mla_projections(s, t) if s.latent else gemm(t, e, (s.q_heads + 2 * s.kv_heads) * hd),
@@ -138,6 +153,33 @@ def layer_kernels(s: LayerShape, t: Amount) -> dict[str, Cost]:
             kernels.update({f"{prefix}up_proj": gemm(t, e, ffn * s.gate),
                             f"{prefix}act": streaming(t * ffn * (s.gate + 1)), f"{prefix}down_proj": gemm(t, ffn, e)})
     return kernels
+
+
+def expert_pairs(s: LayerShape, t: Amount) -> tuple[Amount, Amount]:
+    """(token-expert pairs one GPU computes, experts whose weights it reads) for `t` tokens per
+    DP rank. TP only: t x top_k pairs over every expert's slice. With DP the experts see the
+    tokens of all DP ranks (each priced at this rank's t: a synchronized step of equal ranks);
+    with EP one GPU gets 1 / EP of them, times the load imbalance, over its num_experts / EP."""
+    if s.dp == 1 and s.ep == 1:
+        routed = t * s.top_k                                   # token-expert pairs
+        return routed, np.minimum(routed, s.num_experts)       # experts whose weights are read
+    group_tokens = t * s.dp
+    imbalance = s.load_imbalance or expert_load_imbalance(group_tokens, s.num_experts, s.top_k, s.ep)
+    routed = group_tokens * s.top_k / s.ep * imbalance
+    return routed, np.minimum(routed, s.num_experts / s.ep)
+
+
+def moe_exchange_bytes(s: LayerShape, layout: MoeLayout, t: Amount) -> Amount:
+    """Bytes one GPU receives (and as many it sends) in ONE of a MoE layer's two exchanges
+    (dispatch before the experts, combine after) for `t` tokens per DP rank, 16-bit values.
+    vLLM's default (allgather_reducescatter): every DP rank's hidden states gathered, the other
+    DP - 1 ranks' t x hidden x 2 bytes, reduce-scattered back (0 with DP = 1: TP's all-reduce
+    combines). All-to-all (layout.all_to_all, EP > 1): the rank's tokens split over its TP GPUs,
+    each token's top_k copies, the (EP - 1) / EP bound for other GPUs: t / TP x top_k x hidden x 2
+    x (EP - 1) / EP."""
+    if layout.all_to_all and s.ep > 1:
+        return BYTES * t / layout.tp * s.top_k * s.embedding_dim * (s.ep - 1) / s.ep
+    return BYTES * t * s.embedding_dim * (s.dp - 1)
 
 
 def _mla_projections(s: LayerShape, t: Amount) -> Cost:

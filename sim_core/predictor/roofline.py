@@ -3,7 +3,8 @@
 Per transformer layer (TP-sharded) the operators follow Vidur's execution-time breakdown (see
 operators.py): QKV projection, RoPE, KV-cache save, prefill and decode attention, output
 projection, MLP up / activation / down (MoE: router and the top-k experts), two norms, two
-residual adds and, with TP > 1, two all-reduces. A kernel takes
+residual adds and, with TP > 1, two all-reduces; a MoE layer under expert or data parallelism
+adds its token dispatch and combine (docs/design/moe-parallelism.md). A kernel takes
 
     sqrt((FLOPs / compute roof)^2 + (bytes / memory roof)^2) + launch
 
@@ -27,6 +28,7 @@ import math
 import numpy as np
 
 from sim_core.catalog import DeviceSpec, ModelSpec
+from sim_core.catalog.moe_layout import MoeLayout
 from sim_core.catalog.precision import DTYPE_BYTES, SIXTEEN_BIT, LinearFormat, kv_dtype, linear_format
 from sim_core.config.predictor import CPU_PHASES, OperatorModelConfig
 from sim_core.predictor import operators as ops
@@ -87,6 +89,12 @@ class Roofs:
     def send_recv(self, nbytes: ops.Amount) -> ops.Amount:
         return nbytes / self.link + COLLECTIVE_LATENCY_S
 
+    def exchange(self, nbytes: ops.Amount) -> ops.Amount:
+        """An all-gather, reduce-scatter or all-to-all in which each GPU receives `nbytes` (and
+        sends as many), all links busy at once: the bytes at one GPU's link rate plus one
+        collective's latency."""
+        return nbytes / self.link + COLLECTIVE_LATENCY_S
+
 
 def roofs_for(device: DeviceSpec, cfg: OperatorModelConfig, weight_dtype: str = "bf16") -> Roofs:
     """The device's roofs with the scenario's efficiency overrides (else the device's own), its
@@ -104,10 +112,11 @@ class RooflinePredictor(GridPredictor):
     """
 
     def __init__(self, model: ModelSpec, device: DeviceSpec, tp: int, pp: int, cfg: OperatorModelConfig,
-                 kv_cache_dtype: str | None = None) -> None:
+                 kv_cache_dtype: str | None = None, layout: MoeLayout | None = None) -> None:
         self.model, self.tp, self.pp, self.cfg = model, tp, pp, cfg
         self.roofs = roofs_for(device, cfg, model.weight_dtype)
-        self.shape = ops.LayerShape.of(model, tp)
+        self.layout = layout or MoeLayout(tp)
+        self.shape = ops.LayerShape.of(model, tp, layout, cfg.expert_load_imbalance)
         self.kv_cache_dtype = kv_cache_dtype or kv_dtype("auto", model.weight_dtype)
         self.kv_ratio = DTYPE_BYTES[self.kv_cache_dtype] / ops.BYTES   # 1 for a 16-bit cache
         # decode attention = sqrt((a C)^2 + (b C + c n)^2) + launch for n decodes over C cached
@@ -140,6 +149,9 @@ class RooflinePredictor(GridPredictor):
         if self.tp > 1:  # after the attention and after the MLP
             times["tp_all_reduce"] = 2 * self.roofs.all_reduce(ops.activation_bytes(self.model.embedding_dim, tokens),
                                                                self.tp)
+        if self.model.is_moe and self.layout.exchanges:  # dispatch before the experts, combine after
+            exchange = self.roofs.exchange(ops.moe_exchange_bytes(self.shape, self.layout, tokens))
+            times["moe_dispatch_combine"] = 2 * self.shape.kernel_share("mlp_up_proj") * exchange
         return times
 
     def stage_token_ops(self, tokens: np.ndarray, stage: int) -> dict[str, np.ndarray]:
