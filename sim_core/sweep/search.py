@@ -6,7 +6,9 @@ A bracketing search on the rate, as Vidur-Search does, with geometric steps:
 2. guess the capacity as the rate served at qps_max (completions over the run's makespan: a
    saturated system serves about its service rate, the capacity's upper end) and probe it;
    on a failure step down by GUESS_STEPS, then by halves until a probe passes (at qps_min, a
-   failure means capacity 0);
+   failure means capacity 0); when that served-rate guess passes, the capacity lies just above
+   it: step up by 1 + 2 x tolerance, squaring the step after each pass, until a probe fails
+   (or the next step would reach qps_max, which failed);
 3. bisect geometrically between the highest passing and the lowest failing rate until the
    failing one is within `tolerance` above the passing one;
 4. repeat the probes at those two rates with `repeats` other seeds: the capacity lies in
@@ -191,21 +193,37 @@ def _non_monotonic(probes: list[Probe]) -> tuple[str, ...]:
 
 def _bracket(probe: Callable[[float], Probe], top: Probe, settings: SearchSettings) -> tuple[Probe | None, Probe]:
     """(highest passing probe or None, lowest failing probe): from the guess down, first by
-    GUESS_STEPS, then by halves."""
-    high, qps, steps = top, _first_guess(top, settings), iter(GUESS_STEPS)
-    while True:
-        attempt = probe(qps)
+    GUESS_STEPS, then by halves; or up from a served-rate guess that passed (`_step_up`)."""
+    qps, served = _first_guess(top, settings)
+    high = probe(qps)
+    if high.passed:
+        return _step_up(probe, high, top, settings) if served else (high, top)
+    steps = iter(GUESS_STEPS)
+    while high.qps > settings.qps_min:
+        attempt = probe(max(high.qps * next(steps, 0.5), settings.qps_min))
         if attempt.passed:
             return attempt, high
         high = attempt
-        if qps <= settings.qps_min:
-            return None, high
-        qps = max(qps * next(steps, 0.5), settings.qps_min)
+    return None, high
 
 
-def _first_guess(top: Probe, settings: SearchSettings) -> float:
-    """The rate served while overloaded at qps_max, or the geometric middle of the range."""
+def _step_up(probe: Callable[[float], Probe], low: Probe, top: Probe,
+             settings: SearchSettings) -> tuple[Probe, Probe]:
+    """(highest passing, lowest failing probe) above a served-rate guess that passed: up by
+    1 + 2 x tolerance, squaring the step after each pass, while below `top` (which failed)."""
+    step = 1.0 + 2.0 * settings.tolerance
+    while low.qps * step < top.qps:
+        attempt = probe(low.qps * step)
+        if not attempt.passed:
+            return low, attempt
+        low, step = attempt, step * step
+    return low, top
+
+
+def _first_guess(top: Probe, settings: SearchSettings) -> tuple[float, bool]:
+    """(the rate served while overloaded at qps_max, True), or (the geometric middle of the
+    range, False) when the run served no less than qps_max."""
     served = top.metrics.get("served_rps")
     if served is None or served >= settings.qps_max:
-        return math.sqrt(settings.qps_min * settings.qps_max)
-    return max(served, settings.qps_min)
+        return math.sqrt(settings.qps_min * settings.qps_max), False
+    return max(served, settings.qps_min), True
