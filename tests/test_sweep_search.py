@@ -95,6 +95,23 @@ def test_a_long_probe_that_passes_keeps_the_answer_and_the_short_range_above_it(
     assert round(result.max_qps, 3) == 9.671
     assert tuple(round(rate, 3) for rate in result.qps_range) == (9.671, 10.025)
 
+def test_with_a_long_probe_only_the_failing_end_is_reseeded_and_only_when_the_long_probe_passes():
+    """Short probes pass up to 10 (bracket [9.671, 10.025]), the reseeded ones up to 10.01. Long
+    ones up to 10: the long probe at 9.671 passes, then 10.025 is repeated (fails), and the range
+    is [9.671, 10.025]. Long ones up to 9: 9.671 fails, 8.792 passes, 9.221 fails; no repeat runs
+    (the long probes decide answer and range)."""
+    def repeat(qps, k):
+        return Probe(qps, qps <= 10.01, {}, () if qps <= 10.01 else ("ttft_p90_s",), k)
+    passed = bracket_search(threshold(10.0), SETTINGS, repeat, confirm=at_length(10.0))
+    assert [(round(p.qps, 3), p.passed, p.repeat, p.length) for p in passed.probes[6:]] == [
+        (9.671, True, 0, 4), (10.025, False, 1, 1)]
+    assert tuple(round(rate, 3) for rate in passed.qps_range) == (9.671, 10.025)
+    failed = bracket_search(threshold(10.0), SETTINGS, repeat, confirm=at_length(9.0))
+    assert [(round(p.qps, 3), p.repeat, p.length) for p in failed.probes[6:]] == [
+        (9.671, 0, 4), (8.792, 0, 4), (9.221, 0, 4)]
+    assert round(failed.max_qps, 3) == 8.792
+
+
 def test_meeting_the_slo_at_qps_max_stops_at_once():
     result = bracket_search(threshold(100.0), SETTINGS)
     assert (result.max_qps, result.binding_slo, len(result.probes)) == (64.0, NO_LIMIT, 1)
