@@ -47,6 +47,28 @@ def test_a_good_guess_brackets_in_few_probes():
     assert result.max_qps == result.probes[-2].qps
 
 
+def test_a_served_rate_guess_that_passes_steps_up_instead_of_bisecting_to_qps_max():
+    """Capacity 10, served 8 at qps_max: the guess 8 passes; up by 1.1 to 8.8, which passes; by
+    1.1 squared = 1.21 to 10.648, which fails; the bracket [8.8, 10.648] is bisected at
+    sqrt(8.8 x 10.648) = 9.68 (passes), then sqrt(9.68 x 10.648) = 10.152 (fails); 10.152 / 9.68 =
+    1.049 < 1.05. Bisecting [8, 64] instead would take six probes after the guess."""
+    result = bracket_search(threshold(10.0, 8.0), SETTINGS)
+    assert [round(p.qps, 3) for p in result.probes] == [64.0, 8.0, 8.8, 10.648, 9.68, 10.152]
+    assert result.max_qps == result.probes[-2].qps
+
+
+def test_a_guess_that_passes_steps_up_to_below_qps_max_at_most():
+    """Passing below qps_max = 64, served 40 there: the guess 40 passes, 44 passes, 44 x 1.21 =
+    53.24 passes; the next step, 53.24 x 1.4641 = 77.95, lies above qps_max (failed), so the
+    bracket is [53.24, 64], bisected at sqrt(53.24 x 64) = 58.373 and sqrt(58.373 x 64) = 61.122
+    (both pass); 64 / 61.122 = 1.047."""
+    def rule(qps: float) -> Probe:
+        passed = qps < 64.0
+        return Probe(qps, passed, {"served_rps": 40.0}, () if passed else ("ttft_p90_s",))
+    result = bracket_search(rule, SETTINGS)
+    assert [round(p.qps, 3) for p in result.probes] == [64.0, 40.0, 44.0, 53.24, 58.373, 61.122]
+
+
 def at_length(capacity: float):
     """Confirming probes (4x longer) of a system whose capacity measured at length is `capacity`."""
     return lambda qps: replace(threshold(capacity)(qps), length=4)
@@ -72,6 +94,23 @@ def test_a_long_probe_that_passes_keeps_the_answer_and_the_short_range_above_it(
     assert [(round(p.qps, 3), p.length) for p in result.probes[6:]] == [(9.671, 4)]
     assert round(result.max_qps, 3) == 9.671
     assert tuple(round(rate, 3) for rate in result.qps_range) == (9.671, 10.025)
+
+def test_with_a_long_probe_only_the_failing_end_is_reseeded_and_only_when_the_long_probe_passes():
+    """Short probes pass up to 10 (bracket [9.671, 10.025]), the reseeded ones up to 10.01. Long
+    ones up to 10: the long probe at 9.671 passes, then 10.025 is repeated (fails), and the range
+    is [9.671, 10.025]. Long ones up to 9: 9.671 fails, 8.792 passes, 9.221 fails; no repeat runs
+    (the long probes decide answer and range)."""
+    def repeat(qps, k):
+        return Probe(qps, qps <= 10.01, {}, () if qps <= 10.01 else ("ttft_p90_s",), k)
+    passed = bracket_search(threshold(10.0), SETTINGS, repeat, confirm=at_length(10.0))
+    assert [(round(p.qps, 3), p.passed, p.repeat, p.length) for p in passed.probes[6:]] == [
+        (9.671, True, 0, 4), (10.025, False, 1, 1)]
+    assert tuple(round(rate, 3) for rate in passed.qps_range) == (9.671, 10.025)
+    failed = bracket_search(threshold(10.0), SETTINGS, repeat, confirm=at_length(9.0))
+    assert [(round(p.qps, 3), p.repeat, p.length) for p in failed.probes[6:]] == [
+        (9.671, 0, 4), (8.792, 0, 4), (9.221, 0, 4)]
+    assert round(failed.max_qps, 3) == 8.792
+
 
 def test_meeting_the_slo_at_qps_max_stops_at_once():
     result = bracket_search(threshold(100.0), SETTINGS)

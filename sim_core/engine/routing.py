@@ -55,8 +55,10 @@ class Router(Protocol):
 
 
 def _least(replicas: Sequence[Queued], load: Callable[[Queued], int]) -> int:
-    """Index of the replica with the smallest `load`; ties to the lowest id."""
-    return min(range(len(replicas)), key=lambda index: (load(replicas[index]), index))
+    """Index of the replica with the smallest `load`; ties to the lowest id (`list.index` finds
+    the first)."""
+    loads = [load(replica) for replica in replicas]
+    return loads.index(min(loads))
 
 
 class RoundRobinRouter:

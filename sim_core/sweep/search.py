@@ -6,19 +6,24 @@ A bracketing search on the rate, as Vidur-Search does, with geometric steps:
 2. guess the capacity as the rate served at qps_max (completions over the run's makespan: a
    saturated system serves about its service rate, the capacity's upper end) and probe it;
    on a failure step down by GUESS_STEPS, then by halves until a probe passes (at qps_min, a
-   failure means capacity 0);
+   failure means capacity 0); when that served-rate guess passes, the capacity lies just above
+   it: step up by 1 + 2 x tolerance, squaring the step after each pass, until a probe fails
+   (or the next step would reach qps_max, which failed);
 3. bisect geometrically between the highest passing and the lowest failing rate until the
    failing one is within `tolerance` above the passing one;
-4. repeat the probes at those two rates with `repeats` other seeds: the capacity lies in
-   `qps_range`, from the highest rate that passed with every seed it was tried with to the
-   lowest that failed with every one (the bracket when the seeds agree);
+4. without confirmation (step 5 off): repeat the probes at those two rates with `repeats`
+   other seeds: the capacity lies in `qps_range`, from the highest rate that passed with every
+   seed it was tried with to the lowest that failed with every one (the bracket when the seeds
+   agree);
 5. confirm the answer with one probe `confirm_length` times longer: a tail percentile (TBT p99)
    of a short probe is noisy and can pass a rate a long run fails. When the long probe fails,
    step down from it by 1 + 2 x tolerance, squaring the step after each failure, until one
    passes, and bisect that bracket with long probes to the tolerance. The long probes then
    decide: the answer is the highest rate a long probe passed, and `qps_range` runs from it to
-   the lowest rate a long probe failed (or, when the first long probe passed, the short
-   search's range above it).
+   the lowest rate a long probe failed, or, when the first long probe passed, the short
+   search's range above it: only then is the failing rate repeated with `repeats` other seeds
+   (a repeat at the answer or, after a long failure, at the failing rate could move neither the
+   answer nor the range: the long probes decide them).
 
 Invariant after step 2: `low` passed and `high` failed, low < high. The answer is `low`, or the
 range's low end when a repeat failed at `low` (and some rate passed with every seed); the
@@ -55,7 +60,7 @@ class Capacity:
             qps_min failed or it cannot run).
         binding_slo: the SLO that failed just above max_qps, NO_LIMIT, or "infeasible: ..." when
             the configuration cannot run at any rate.
-        probes: every probe, in the order made (reseeded repeats last).
+        probes: every probe, in the order made.
         at_capacity: the metrics of the probe at max_qps (None when max_qps is 0).
         qps_range: (low, high) the capacity lies in, given every seed tried: see step 4 (high
             None above qps_max).
@@ -113,12 +118,14 @@ def bracket_search(evaluate: Evaluate, settings: SearchSettings, repeat: Repeat 
         while high.qps > low.qps * (1.0 + settings.tolerance):
             middle = probe(math.sqrt(low.qps * high.qps))
             low, high = (middle, high) if middle.passed else (low, middle)
-        if repeat is not None:
+        if repeat is not None and confirm is None:
             probes += [repeat(rate, k) for rate in (low.qps, high.qps) for k in range(1, settings.repeats + 1)]
         if confirm is not None:
             confirmed, failed = _confirm(lambda qps: _kept(probes, confirm(qps)), low, settings)
             if confirmed is None:
                 return Capacity(0.0, failed.violated[0], tuple(probes), None, _range(probes), _non_monotonic(probes))
+            if failed is low and repeat is not None:   # the short range above the answer stands: reseed its end
+                probes += [repeat(high.qps, k) for k in range(1, settings.repeats + 1)]
             low, high = confirmed, (high if failed is low else failed)
             return Capacity(low.qps, high.violated[0], tuple(probes), low.metrics, _confirmed_range(probes),
                             _non_monotonic(probes))
@@ -191,21 +198,37 @@ def _non_monotonic(probes: list[Probe]) -> tuple[str, ...]:
 
 def _bracket(probe: Callable[[float], Probe], top: Probe, settings: SearchSettings) -> tuple[Probe | None, Probe]:
     """(highest passing probe or None, lowest failing probe): from the guess down, first by
-    GUESS_STEPS, then by halves."""
-    high, qps, steps = top, _first_guess(top, settings), iter(GUESS_STEPS)
-    while True:
-        attempt = probe(qps)
+    GUESS_STEPS, then by halves; or up from a served-rate guess that passed (`_step_up`)."""
+    qps, served = _first_guess(top, settings)
+    high = probe(qps)
+    if high.passed:
+        return _step_up(probe, high, top, settings) if served else (high, top)
+    steps = iter(GUESS_STEPS)
+    while high.qps > settings.qps_min:
+        attempt = probe(max(high.qps * next(steps, 0.5), settings.qps_min))
         if attempt.passed:
             return attempt, high
         high = attempt
-        if qps <= settings.qps_min:
-            return None, high
-        qps = max(qps * next(steps, 0.5), settings.qps_min)
+    return None, high
 
 
-def _first_guess(top: Probe, settings: SearchSettings) -> float:
-    """The rate served while overloaded at qps_max, or the geometric middle of the range."""
+def _step_up(probe: Callable[[float], Probe], low: Probe, top: Probe,
+             settings: SearchSettings) -> tuple[Probe, Probe]:
+    """(highest passing, lowest failing probe) above a served-rate guess that passed: up by
+    1 + 2 x tolerance, squaring the step after each pass, while below `top` (which failed)."""
+    step = 1.0 + 2.0 * settings.tolerance
+    while low.qps * step < top.qps:
+        attempt = probe(low.qps * step)
+        if not attempt.passed:
+            return low, attempt
+        low, step = attempt, step * step
+    return low, top
+
+
+def _first_guess(top: Probe, settings: SearchSettings) -> tuple[float, bool]:
+    """(the rate served while overloaded at qps_max, True), or (the geometric middle of the
+    range, False) when the run served no less than qps_max."""
     served = top.metrics.get("served_rps")
     if served is None or served >= settings.qps_max:
-        return math.sqrt(settings.qps_min * settings.qps_max)
-    return max(served, settings.qps_min)
+        return math.sqrt(settings.qps_min * settings.qps_max), False
+    return max(served, settings.qps_min), True
