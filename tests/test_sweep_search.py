@@ -225,6 +225,9 @@ def test_a_probe_has_requests_for_every_replica():
     pools = parse_config({"disaggregation": {"enabled": True, "prefill": {"num_replicas": 1},
                                              "decode": {"num_replicas": 2}}}).model_dump(mode="json")
     assert (num_probe_requests(base, 400), num_probe_requests(pools, 50)) == (1200, 150)
+    ranks = parse_config({"model": "mixtral-8x7b", "device": "h100-sxm", "predictor": {"type": "roofline"},
+                          "cluster": {"num_replicas": 2, "data_parallel_size": 2}}).model_dump(mode="json")
+    assert num_probe_requests(ranks, 400) == 1600        # 2 replicas x 2 data-parallel ranks, each scheduled alone
 
 
 def test_reseeded_repeats_widen_the_range_and_lower_the_answer():

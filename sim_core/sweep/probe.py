@@ -67,12 +67,14 @@ class Probe:
 
 
 def num_probe_requests(scenario: dict, per_replica: int) -> int:
-    """Requests of a probe: `per_replica` for every replica of the cluster (of both pools when
-    disaggregated), so that each replica sees as many whatever the cluster's size."""
+    """Requests of a probe: `per_replica` for every scheduling replica of the cluster (each
+    data-parallel rank is one; of both pools when disaggregated), so that each sees as many
+    whatever the cluster's size."""
     pools = scenario.get("disaggregation") or {}
     if pools.get("enabled"):
         return per_replica * (pools["prefill"]["num_replicas"] + pools["decode"]["num_replicas"])
-    return per_replica * scenario["cluster"]["num_replicas"]
+    cluster = scenario["cluster"]
+    return per_replica * cluster["num_replicas"] * int(cluster.get("data_parallel_size") or 1)
 
 
 def probe_scenario(scenario: dict, qps: float, num_requests: int, repeat: int = 0) -> dict:
