@@ -122,6 +122,17 @@ def test_an_fp8_model_on_h100_runs_its_gemms_at_the_fp8_roof():
         pytest.approx(expected, rel=1e-12)
 
 
+def test_attention_a_quantization_left_16_bit_is_priced_16_bit():
+    """TINY in fp8 with its attention left bf16 (Llama-4-Scout FP8's ignore list) on H100, 16
+    tokens through the output projection: FLOPs at 989 TFLOPS x 0.65 and every operand 16-bit:
+    weights 2 x 1024^2 B, input and output 2 x 16 x 1024 B each; its MLP stays fp8."""
+    mixed = roofline(TINY_FP8.model_copy(update={"attention_weight_dtype": "bf16"}), "h100-sxm")
+    flops, nbytes = 2 * 16 * 1024 * 1024, 2 * 1024 * 1024 + 2 * 2 * 16 * 1024
+    expected = math.sqrt((flops / H100_COMPUTE) ** 2 + (nbytes / H100_BANDWIDTH) ** 2) + 5e-6
+    times, fp8 = mixed.kernel_times(np.array([16.0])), roofline(TINY_FP8, "h100-sxm").kernel_times(np.array([16.0]))
+    assert times["attn_post_proj"][0] == pytest.approx(expected, rel=1e-12)
+    assert times["mlp_up_proj"][0] == fp8["mlp_up_proj"][0]
+
 def test_the_router_and_the_lm_head_stay_16_bit():
     """A quantized checkpoint keeps its router and LM head 16-bit: their prices are the bf16
     model's, while the experts' projections change."""

@@ -40,6 +40,7 @@ STREAM_LAUNCH_S = 2e-6        # launch of a small memory-bound kernel
 COLLECTIVE_LATENCY_S = 8e-6   # NCCL latency of one small all-reduce or send/recv
 LAYER_KERNEL_COUNT = {"add": 2}  # two residual adds per layer; every other operator runs once
 SIXTEEN_BIT_GEMMS = ("moe_router",)  # quantized checkpoints keep the router 16-bit (memory/model_bytes.py)
+ATTENTION_GEMMS = ("attn_pre_proj", "attn_post_proj")  # in ModelSpec.attention_weight_dtype when it is set
 BF16 = LinearFormat("bf16", "bf16")
 
 
@@ -115,6 +116,9 @@ class RooflinePredictor(GridPredictor):
                  kv_cache_dtype: str | None = None, layout: MoeLayout | None = None) -> None:
         self.model, self.tp, self.pp, self.cfg = model, tp, pp, cfg
         self.roofs = roofs_for(device, cfg, model.weight_dtype)
+        # attention projections a quantization left out (e.g. Llama-4-Scout FP8: 16-bit attention)
+        self.attention_roofs = (roofs_for(device, cfg, model.attention_weight_dtype)
+                                if model.attention_weight_dtype else self.roofs)
         self.layout = layout or MoeLayout(tp)
         self.shape = ops.LayerShape.of(model, tp, layout, cfg.expert_load_imbalance)
         self.kv_cache_dtype = kv_cache_dtype or kv_dtype("auto", model.weight_dtype)
@@ -133,14 +137,16 @@ class RooflinePredictor(GridPredictor):
         return {name: self._kernel(name, cost) for name, cost in ops.layer_kernels(self.shape, tokens).items()}
 
     def _kernel(self, name: str, cost: ops.Cost) -> ops.Amount:
-        """One layer kernel in the model's formats: linear layers by Roofs.linear, the KV-cache
-        write with its stores in the KV format, everything else 16-bit."""
+        """One layer kernel in the model's formats: linear layers by Roofs.linear (the attention
+        projections in attention_weight_dtype when set), the KV-cache write with its stores in the
+        KV format, everything else 16-bit."""
         if name == "attn_kv_cache_save" and self.kv_cache_dtype not in SIXTEEN_BIT:
             # it reads K and V in 16 bits and writes as many values to the cache: half its bytes
             return self.roofs.kernel(ops.Cost(cost.flops, cost.bytes * (1.0 + self.kv_ratio) / 2))
+        roofs = self.attention_roofs if name in ATTENTION_GEMMS else self.roofs
         if name not in SIXTEEN_BIT_GEMMS and np.any(np.asarray(cost.weight_values) > 0):
-            return self.roofs.linear(cost)
-        return self.roofs.kernel(cost)
+            return roofs.linear(cost)
+        return roofs.kernel(cost)
 
     def layer_ops(self, tokens: np.ndarray) -> dict[str, np.ndarray]:
         share = self.shape.kernel_share        # 1 but for MoE models with dense layers or a shared expert
