@@ -59,15 +59,20 @@ def configuration(dumped: dict) -> dict:
     return {**data, "workload": workload}
 
 
+def _configuration_of(scenario: dict) -> dict | None:
+    """`configuration` of a scenario dict (None when it is not valid)."""
+    try:
+        return configuration(parse_config(scenario).model_dump(mode="json"))
+    except SimCoreError:
+        return None
+
+
 def known_capacity(scenario: dict) -> KnownCapacity | None:
     """The capacity this session's last sweep found for the scenario's configuration (None when
     it has none, the scenario is not valid, or the sweep has not reached that point)."""
     job = current_job()
-    if job is None:
-        return None
-    try:
-        target = configuration(parse_config(scenario).model_dump(mode="json"))
-    except SimCoreError:
+    target = _configuration_of(scenario)
+    if job is None or target is None:
         return None
     records = {record["key"]: record for record in job.snapshot().records}
     for point in job.grid.points:
@@ -83,11 +88,8 @@ def searching(scenario: dict) -> bool:
     job = current_job()
     if job is None or job.snapshot().status != "running":
         return False
-    try:
-        target = configuration(parse_config(scenario).model_dump(mode="json"))
-    except SimCoreError:
-        return False
-    return any(configuration(point.scenario) == target for point in job.grid.points)
+    target = _configuration_of(scenario)
+    return target is not None and any(configuration(point.scenario) == target for point in job.grid.points)
 
 
 def offered_rate(scenario: dict, arrivals: np.ndarray | None = None) -> float | None:

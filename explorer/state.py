@@ -94,7 +94,7 @@ def try_scenario(candidate: dict, loaded: bool = False) -> bool:
     if not loaded:
         candidate = titled(candidate, origin())
     try:
-        web_config(candidate)
+        config = web_config(candidate)
     except SimCoreError as error:
         st.session_state[ERROR_KEY] = str(error)
         return False
@@ -103,17 +103,17 @@ def try_scenario(candidate: dict, loaded: bool = False) -> bool:
     if loaded:
         st.session_state[ORIGIN_KEY] = copy.deepcopy(candidate)
     st.session_state.pop(ERROR_KEY, None)
-    _hold_if_slow(candidate, previous, loaded)
+    _hold_if_slow(candidate, config, previous, loaded)
     return True
 
 
-def _hold_if_slow(candidate: dict, previous: dict | None, loaded: bool) -> None:
+def _hold_if_slow(candidate: dict, config: SimulationConfig, previous: dict | None, loaded: bool) -> None:
     """An edit whose run would take longer than the server's `apply_above_s` (and is not cached)
     waits for Apply: the views keep showing the last applied scenario. A loaded scenario, a
     quick or cached one, or an edit back to the applied one applies at once."""
     held = st.session_state.get(APPLIED_KEY)
     if loaded or candidate == held or _cached(candidate) or \
-            estimated_seconds(web_config(candidate)) <= settings().apply_above_s:
+            estimated_seconds(config) <= settings().apply_above_s:
         st.session_state.pop(APPLIED_KEY, None)
     elif held is None and previous is not None:
         st.session_state[APPLIED_KEY] = previous
