@@ -56,6 +56,9 @@ Changes = tuple[Finished, tuple[list[int] | None, list[int] | None, list[int] | 
 
 MAX_RUN = 1 << 20  # iterations in one run (a longer run simply starts again)
 FIRST_CHUNK = 16   # iterations whose end times are computed when a run starts
+# runs of this many members or more plan their block growth with numpy (`_growth_plan`); fewer
+# in Python (`planned_allocations`), which costs less for small runs
+NUMPY_MEMBERS = 8
 
 
 @dataclass(slots=True, eq=False)
@@ -360,25 +363,35 @@ def _ordered_events(promise: SteadyDecode, members: list[Request], remaining: li
     """(formation, kind, member) of formations 1..k-1 in stepwise order: at each formation the
     members that finished at the end of the previous iteration go first (kind 0, batch order),
     then block allocations (kind 1, batch order)."""
-    events = [(left, 0, m) for m, left in enumerate(remaining) if left <= k - 1]
-    events += [(j, 1, m) for j, m in planned_allocations(promise, members, remaining, k)]
-    events.sort()
-    return events
+    if len(members) < NUMPY_MEMBERS:
+        events = [(left, 0, m) for m, left in enumerate(remaining) if left <= k - 1]
+        events += [(j, 1, m) for j, m in planned_allocations(promise, members, remaining, k)]
+        events.sort()
+        return events
+    left = np.asarray(remaining, dtype=np.int64)
+    done = np.flatnonzero(left <= k - 1)
+    formations, takers, _ = _growth_plan(promise, members, remaining, k)
+    formation = np.concatenate((left[done], formations))
+    kind = np.concatenate((np.zeros(len(done), np.int64), np.ones(len(formations), np.int64)))
+    member = np.concatenate((done, takers))
+    order = np.lexsort((member, kind, formation))
+    return list(zip(formation[order].tolist(), kind[order].tolist(), member[order].tolist()))
 
 
 def allocation_counts(promise: SteadyDecode, members: list[Request], remaining: list[int],
                       k: int) -> tuple[list[int], list[int]]:
     """Blocks each member takes at formations 1..k-1 while live, and how many blocks are taken
     at each formation 0..k-1; the counting pool needs no order, only how many and when."""
+    if len(members) >= NUMPY_MEMBERS:
+        formations, _, counts = _growth_plan(promise, members, remaining, k)
+        return counts.tolist(), np.bincount(formations, minlength=k)[:k].tolist()
     taken = [0] * k
     if promise.growth is None:
         return [0] * len(members), taken
-    per_token = promise.growth == "per_token"
-    step = 1 if per_token else promise.block_size
+    step = 1 if promise.growth == "per_token" else promise.block_size
     counts: list[int] = []
-    for request, left in zip(members, remaining):
-        first = 1 if per_token else step * request.num_blocks + 1 - request.num_processed_tokens
-        formations = range(first, left if left < k else k, step)
+    for request, left in zip(members, remaining):   # as planned_allocations, unsorted
+        formations = range(_first_growth(promise, request), left if left < k else k, step)
         counts.append(len(formations))
         for formation in formations:
             taken[formation] += 1
@@ -425,14 +438,19 @@ def growth_limit(promise: SteadyDecode, pool: KvPool, requests: list[Request], r
         return min(limit, free // n + 1)  # conservative: as if nobody finished
     if n * ((limit - 1) // promise.block_size + 1) <= free - 1:
         return limit  # even if every member grew as often as possible, one block stays spare
-    allocations = planned_allocations(promise, requests, remaining, limit)
-    taken = np.bincount([j for j, _ in allocations], minlength=limit + 1)[: limit + 1]
+    if n >= NUMPY_MEMBERS:
+        formations, _, counts = _growth_plan(promise, requests, remaining, limit)
+    else:
+        allocations = planned_allocations(promise, requests, remaining, limit)
+        formations = np.asarray([j for j, _ in allocations], dtype=np.int64)
+        counts = np.bincount([m for _, m in allocations], minlength=n)
+    taken = np.bincount(formations, minlength=limit + 1)[: limit + 1]
     freed = np.zeros(limit + 1, dtype=np.int64)
-    if promise.frees_on_completion:
-        grown = np.bincount([m for _, m in allocations], minlength=n)
-        for member, left in enumerate(remaining):
-            if left < limit:
-                freed[left] += requests[member].num_blocks + int(grown[member])
+    if promise.frees_on_completion:   # a finished member frees what it held and what it grew
+        left = np.asarray(remaining, dtype=np.int64)
+        ending = left < limit
+        held = np.fromiter((r.num_blocks for r in requests), dtype=np.int64, count=n)
+        np.add.at(freed, left[ending], held[ending] + counts[ending])
     spare = free + np.cumsum(freed) - np.cumsum(taken)
     short = np.flatnonzero(spare[1:limit] < 1)
     return min(limit, int(short[0]) + 1) if len(short) else limit
@@ -441,23 +459,46 @@ def growth_limit(promise: SteadyDecode, pool: KvPool, requests: list[Request], r
 def planned_allocations(promise: SteadyDecode, requests: list[Request], remaining: list[int],
                         num_iterations: int) -> list[tuple[int, int]]:
     """(formation, member index) of the blocks members take at formations 1..num_iterations-1
-    while they are live, sorted as the stepwise path takes them (formation, then batch order)."""
+    while they are live, sorted as the stepwise path takes them (formation, then batch order);
+    the Python form of `_growth_plan`, cheaper for runs of few members."""
     if promise.growth is None:
         return []
-    plan: list[tuple[int, int]]
-    if promise.growth == "per_token":
-        plan = []
-        for member, left in enumerate(remaining):
-            plan.extend(zip(range(1, min(left, num_iterations)), repeat(member)))
-        plan.sort()
-        return plan
-    size = promise.block_size
-    plan = []
+    step = 1 if promise.growth == "per_token" else promise.block_size
+    plan: list[tuple[int, int]] = []
     for member, (request, left) in enumerate(zip(requests, remaining)):
-        first = size * request.num_blocks + 1 - request.num_processed_tokens
-        plan.extend(zip(range(first, min(left, num_iterations), size), repeat(member)))
+        plan.extend(zip(range(_first_growth(promise, request), min(left, num_iterations), step), repeat(member)))
     plan.sort()
     return plan
+
+
+def _first_growth(promise: SteadyDecode, request: Request) -> int:
+    """The first formation of a run at which a member takes a block (then one every formation
+    for `per_token` growth, every `block_size` for `paged`: whenever its next token outgrows
+    its blocks)."""
+    if promise.growth == "per_token":
+        return 1
+    return promise.block_size * request.num_blocks + 1 - request.num_processed_tokens
+
+
+def _growth_plan(promise: SteadyDecode, requests: list[Request], remaining: list[int],
+                 num_iterations: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The blocks members take at formations 1..num_iterations-1 while they are live: each
+    block's formation and member index (grouped by member, formations ascending) and the number
+    per member (see `_first_growth`)."""
+    n = len(requests)
+    if promise.growth is None:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(n, dtype=np.int64)
+    end = np.minimum(np.asarray(remaining, dtype=np.int64), num_iterations)
+    if promise.growth == "per_token":
+        step, first = 1, np.ones(n, dtype=np.int64)
+    else:
+        step = promise.block_size
+        first = np.fromiter((_first_growth(promise, r) for r in requests), dtype=np.int64, count=n)
+    counts = np.maximum(end - first + step - 1, 0) // step
+    members = np.repeat(np.arange(n, dtype=np.int64), counts)
+    within = np.arange(len(members), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(first, counts) + step * within, members, counts
 
 
 def _allocate_each(pool: KvPool, requests: list[Request]) -> list[int]:

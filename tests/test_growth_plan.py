@@ -1,0 +1,48 @@
+"""Fast-forward plans the KV blocks a decode run's members take two ways: in Python for runs of few
+members (`planned_allocations`) and with numpy for larger ones (`_growth_plan`). Both must name
+the same blocks, or a run would free or allocate differently with its size."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim_core.engine.fast_forward import _growth_plan, allocation_counts, planned_allocations
+
+BLOCK = 16
+
+
+def _members(draw_processed: list[int]) -> list[SimpleNamespace]:
+    """Members holding exactly the blocks their processed tokens need (as a paged pool keeps them)."""
+    return [SimpleNamespace(num_processed_tokens=p, num_blocks=-(-p // BLOCK)) for p in draw_processed]
+
+
+def test_a_member_takes_a_block_when_its_next_token_outgrows_its_blocks():
+    """One member holds 30 tokens in 2 blocks of 16: the iterations formed at 1, 2, 3 compute its
+    tokens 31, 32, 33, and token 33 needs a 3rd block, so it takes blocks at formations 3 and
+    3 + 16 = 19 (a run of 25 iterations; it has 40 left). A second member holds 16 tokens in 1
+    block: it takes one at formation 1 (token 17) and would at 17, but has only 10 left."""
+    promise = SimpleNamespace(growth="paged", block_size=BLOCK)
+    members = _members([30, 16])
+    assert planned_allocations(promise, members, [40, 10], 25) == [(1, 1), (3, 0), (19, 0)]
+    formations, who, counts = _growth_plan(promise, members, [40, 10], 25)
+    assert formations.tolist() == [3, 19, 1] and who.tolist() == [0, 0, 1] and counts.tolist() == [2, 1]
+    assert allocation_counts(promise, members, [40, 10], 25) == ([2, 1], [0, 1, 0, 1] + [0] * 15 + [1] + [0] * 5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["paged", "per_token"]),
+       st.lists(st.tuples(st.integers(1, 3000), st.integers(1, 900)), min_size=1, max_size=40),
+       st.integers(1, 1000))
+def test_numpy_and_python_plans_name_the_same_blocks(growth, members, iterations):
+    promise = SimpleNamespace(growth=growth, block_size=BLOCK)
+    requests = _members([processed for processed, _ in members])
+    remaining = [left for _, left in members]
+    formations, who, counts = _growth_plan(promise, requests, remaining, iterations)
+    order = np.lexsort((who, formations))
+    expected = planned_allocations(promise, requests, remaining, iterations)
+    assert list(zip(formations[order].tolist(), who[order].tolist())) == expected
+    assert counts.tolist() == [sum(1 for _, m in expected if m == i) for i in range(len(requests))]
