@@ -383,8 +383,8 @@ def allocation_counts(promise: SteadyDecode, members: list[Request], remaining: 
     """Blocks each member takes at formations 1..k-1 while live, and how many blocks are taken
     at each formation 0..k-1; the counting pool needs no order, only how many and when."""
     if len(members) >= NUMPY_MEMBERS:
-        formations, _, counts = _growth_plan(promise, members, remaining, k)
-        return counts.tolist(), np.bincount(formations, minlength=k)[:k].tolist()
+        planned, _, per_member = _growth_plan(promise, members, remaining, k)
+        return per_member.tolist(), np.bincount(planned, minlength=k)[:k].tolist()
     taken = [0] * k
     if promise.growth is None:
         return [0] * len(members), taken
