@@ -449,7 +449,7 @@ def growth_limit(promise: SteadyDecode, pool: KvPool, requests: list[Request], r
     if promise.frees_on_completion:   # a finished member frees what it held and what it grew
         left = np.asarray(remaining, dtype=np.int64)
         ending = left < limit
-        held = np.fromiter((r.num_blocks for r in requests), dtype=np.int64, count=n)
+        held = np.array([r.num_blocks for r in requests], dtype=np.int64)
         np.add.at(freed, left[ending], held[ending] + counts[ending])
     spare = free + np.cumsum(freed) - np.cumsum(taken)
     short = np.flatnonzero(spare[1:limit] < 1)
@@ -494,7 +494,8 @@ def _growth_plan(promise: SteadyDecode, requests: list[Request], remaining: list
         step, first = 1, np.ones(n, dtype=np.int64)
     else:
         step = promise.block_size
-        first = np.fromiter((_first_growth(promise, r) for r in requests), dtype=np.int64, count=n)
+        held = np.array([r.num_blocks for r in requests], dtype=np.int64)      # _first_growth, vectorised
+        first = step * held + 1 - np.array([r.num_processed_tokens for r in requests], dtype=np.int64)
     counts = np.maximum(end - first + step - 1, 0) // step
     members = np.repeat(np.arange(n, dtype=np.int64), counts)
     within = np.arange(len(members), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
