@@ -55,7 +55,7 @@ Finished = list[tuple[int, int, list[int], int]]
 Changes = tuple[Finished, tuple[list[int] | None, list[int] | None, list[int] | None, list[int] | None]]
 
 MAX_RUN = 1 << 20  # iterations in one run (a longer run simply starts again)
-FIRST_CHUNK = 16   # iterations whose end times are computed when a run starts
+FIRST_CHUNK = 16   # iterations whose end times are computed when a run starts (at least)
 # runs of this many members or more plan their block growth with numpy (`_growth_plan`); fewer
 # in Python (`planned_allocations`), which costs less for small runs
 NUMPY_MEMBERS = 8
@@ -121,6 +121,7 @@ class FastForward:
         self.sim = simulator
         self.runs: dict[int, DecodeRun] = {}
         self._tokens = 0
+        self._last_length: dict[int, int] = {}   # replica -> iterations its last run ran
 
     def try_start(self, replica: int, batch: Batch) -> bool:
         """Start a run for a just-formed batch on the idle stage; False leaves it to the
@@ -140,7 +141,7 @@ class FastForward:
         now = self.sim.kernel.now
         predictor = self.sim.predictors[replica]
         order, suffix = _members(batch, remaining, predictor.needs_context)
-        ends, context = _end_times(predictor, order, suffix, 0, min(limit, FIRST_CHUNK), now)
+        ends, context = _end_times(predictor, order, suffix, 0, min(limit, self._first_chunk(replica)), now)
         self._tokens += 1
         run = DecodeRun(batch, promise, now, ends, context, remaining, order, suffix, limit, self._tokens,
                         scheduler.endpoint.num_waiting)
@@ -148,6 +149,13 @@ class FastForward:
         self.sim.stages[replica][0].start(now)
         self._schedule_next(replica, run)
         return True
+
+    def _first_chunk(self, replica: int) -> int:
+        """Iterations to plan when a run starts: twice as many as the replica's last run ran
+        (runs on a replica tend to be cut at similar lengths, by its arrival rate), at least
+        FIRST_CHUNK; a longer run is extended at the chunk's end. Only the work per run changes,
+        not its end times (sequential sums either way)."""
+        return max(FIRST_CHUNK, 2 * self._last_length.get(replica, 0))
 
     def _schedule_next(self, replica: int, run: DecodeRun) -> None:
         """The run's end event if all its iterations are planned, else the event extending it."""
@@ -218,6 +226,7 @@ class FastForward:
         if run is None or run.token != token:
             return  # superseded by a cut
         del self.runs[replica]
+        self._last_length[replica] = run.num_iterations
         if run.num_iterations > 1:
             last = self._apply(replica, run)
             self.sim.stages[replica][0].begin_iteration(float(run.ends[run.num_iterations - 2]))
