@@ -1,0 +1,75 @@
+"""The batches table's `request_ids` and `request_tokens` (a tuple of ints per batch) as flat
+integer arrays and as text, built once per run for every file that writes them (batches.csv or
+.parquet and the Chrome trace).
+
+The engine hands a fast-forwarded decode run's batches the same tuple object, so consecutive rows
+holding one object are converted once (a quarter of the rows in a 10,000-request vllm run): the
+text of a row is its run's text, taken by index.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+class ListColumn:
+    """One column of int tuples. `run_of_row[i]`: which distinct run row i belongs to; the runs'
+    tuples laid end to end in `values`, run r's at `offsets[r]:offsets[r + 1]`."""
+
+    def __init__(self, column: pd.Series) -> None:
+        cells = column.to_numpy(dtype=object)
+        changed = np.ones(len(cells), dtype=bool)
+        if len(cells) > 1:
+            changed[1:] = ~np.fromiter(map(operator.is_, cells[1:], cells[:-1]), dtype=bool, count=len(cells) - 1)
+        self.run_of_row = np.cumsum(changed) - 1
+        runs = cells[changed]
+        lengths = np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
+        self.offsets = np.zeros(len(runs) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=self.offsets[1:])
+        self.values = np.fromiter(itertools.chain.from_iterable(runs), dtype=np.int64, count=int(self.offsets[-1]))
+        self._joined: dict[str, pa.Array] = {}       # separator -> each run's items joined by it
+
+    @cached_property
+    def lengths(self) -> np.ndarray:
+        """Items per row."""
+        return np.diff(self.offsets)[self.run_of_row]
+
+    @cached_property
+    def sums(self) -> np.ndarray:
+        """Sum of the items of each row."""
+        totals = np.concatenate([[0], np.cumsum(self.values)])
+        return (totals[self.offsets[1:]] - totals[self.offsets[:-1]])[self.run_of_row]
+
+    def per_row(self) -> tuple[np.ndarray, np.ndarray]:
+        """(row, item) of every item of every row, rows in order."""
+        lengths = self.lengths
+        rows = np.repeat(np.arange(len(lengths)), lengths)
+        row_starts = np.cumsum(lengths) - lengths                      # where each row's items begin
+        positions = np.arange(len(rows)) + np.repeat(self.offsets[:-1][self.run_of_row] - row_starts, lengths)
+        return rows, self.values[positions]
+
+    @cached_property
+    def _items(self) -> pa.LargeListArray:
+        return pa.LargeListArray.from_arrays(pa.array(self.offsets), pc.cast(pa.array(self.values), pa.string()))
+
+    def texts(self, separator: str, rows: slice | np.ndarray = slice(None)) -> pa.Array:
+        """Each row's items joined by `separator` ("" for an empty tuple), for `rows` (a slice or
+        row numbers)."""
+        if separator not in self._joined:
+            self._joined[separator] = pc.binary_join(self._items, separator)
+        return self._joined[separator].take(pa.array(self.run_of_row[rows]))
+
+
+class BatchLists:
+    """`request_ids` and `request_tokens` of a batches table (see ListColumn)."""
+
+    def __init__(self, batches: pd.DataFrame) -> None:
+        self.ids = ListColumn(batches["request_ids"])
+        self.tokens = ListColumn(batches["request_tokens"])
