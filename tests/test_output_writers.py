@@ -76,6 +76,8 @@ def test_floats_are_written_as_repr_writes_them_at_every_magnitude():
                              [0.0, -0.0, 5e-324, 1e-4, 1e-5, 1e10, 1e15, 1e16, 2.0 ** 53, 9999999999999998.0,
                               9999999999.999998, 12345678901.5, 0.1 + 0.2, np.nan, np.inf, -np.inf]])
     assert float_texts(values).to_pylist() == [repr(value) for value in values.tolist()]
+    repeated = np.repeat(np.concatenate([near[:3000], [0.0, -0.0, 0.0, np.nan]]), 3)   # written once per run
+    assert float_texts(repeated).to_pylist() == [repr(value) for value in repeated.tolist()]
     specials = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
     assert float_texts(np.array([np.nan, np.inf, -np.inf, 1.5]), specials).to_pylist() == [
         "NaN", "Infinity", "-Infinity", "1.5"]

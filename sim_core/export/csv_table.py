@@ -10,7 +10,6 @@ CHUNK_ROWS, so a table of millions of rows is never one string.
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Callable, Iterator, Mapping
 
@@ -58,11 +57,11 @@ def _rows(cells: list[pa.Array | None]) -> bytes | memoryview:
     quoted = [csv_quoted(column) for column in columns]
     if any(column is not None for column in quoted):
         return _joined_rows([new if new is not None else old for new, old in zip(quoted, columns)])
-    sink = io.BytesIO()
+    sink = pa.BufferOutputStream()
     table = pa.Table.from_arrays(columns, names=[f"c{i}" for i in range(len(columns))])
     pa_csv.write_csv(table, sink, pa_csv.WriteOptions(include_header=False, quoting_style="none", eol=os.linesep,
                                                      batch_size=CHUNK_ROWS))
-    return sink.getvalue()
+    return memoryview(sink.getvalue())
 
 
 def _joined_rows(columns: list[pa.Array]) -> memoryview:

@@ -1,6 +1,7 @@
 """Building blocks of the Chrome trace's fast encoder: JSON events written for a whole column of
-rows at once, as Arrow string arrays (one event, or several joined by ",", per element; null
-where a row has none).
+rows at once, as Arrow string arrays (per element one event, or several, each followed by a
+comma; null where a row has none), so that an array's character data is already the events'
+list text and is written as it lies in memory.
 
 An event is a template: literal JSON text between the columns' values (`column_text.json_text`),
 concatenated element-wise. Keys come in the order of the dicts in `chrome_trace.py` and
@@ -34,17 +35,18 @@ def micros(seconds: np.ndarray) -> pa.Array:
 
 
 def dumped(events: list[dict]) -> pa.Array:
-    """Events built as dicts (the few metadata events), as JSON text."""
-    return pa.array([json.dumps(event, separators=(",", ":")) for event in events], pa.string())
+    """Events built as dicts (the few metadata events), as JSON text, each followed by a comma."""
+    return pa.array([json.dumps(event, separators=(",", ":")) + "," for event in events], pa.string())
 
 
-def joined(events: pa.Array) -> memoryview:
-    """The non-null elements joined by ",", as UTF-8 bytes."""
-    events = events.drop_null()
-    if not len(events):
-        return memoryview(b"")
-    whole = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(events)], pa.int32()), events), ",")
-    return string_data(whole)
+def event_bytes(events: pa.Array) -> memoryview:
+    """The non-null elements laid end to end, as UTF-8 bytes (a view of the array's memory when
+    its null elements take no room in it, as Arrow's kernels build them)."""
+    if events.null_count:
+        valid_bytes = pc.sum(pc.binary_length(events)).as_py() or 0
+        if valid_bytes != string_data(events).nbytes:
+            events = events.drop_null()
+    return string_data(events)
 
 
 def row_lookup(table_keys: tuple[np.ndarray, np.ndarray], keys: tuple[np.ndarray, np.ndarray]) -> np.ndarray:

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 POSITIONAL = (1e-4, 1e16)          # repr writes abs(value) in [low, high) without an exponent
 ARROW_SCIENTIFIC_FROM = 1e9        # Arrow 26 writes exponents from 1e10 on (a margin below; the tests check)
+REPEATS_FROM = 1024                # longer columns whose values repeat are written once per run of equal values
 
 
 def float_texts(values: np.ndarray, specials: dict[str, str | None] | None = None) -> pa.StringArray:
@@ -33,6 +34,11 @@ def float_texts(values: np.ndarray, specials: dict[str, str | None] | None = Non
             "NaN" and "Infinity".
     """
     values = np.ascontiguousarray(values, dtype=np.float64)
+    fresh = np.ones(len(values), dtype=bool)       # a value other than the one before (bit for bit)
+    bits = values.view(np.int64)
+    fresh[1:] = bits[1:] != bits[:-1]
+    if len(values) > REPEATS_FROM and fresh.mean() < 0.75:     # time series: each time twice or more
+        return float_texts(values[fresh], specials).take(pa.array(np.cumsum(fresh) - 1))
     text = pc.cast(pa.array(values), pa.string())
     magnitude = np.abs(values)
     with np.errstate(invalid="ignore"):

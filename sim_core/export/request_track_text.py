@@ -55,7 +55,7 @@ def _known(times: np.ndarray) -> np.ndarray:
 
 
 def _request_events(requests: pd.DataFrame, first_row: int, spans: Spans) -> pa.Array:
-    """Each request's events joined by ","; null for a request that never arrived."""
+    """Each request's events, each followed by a comma; null for a request that never arrived."""
     arrived, scheduled, first_token, completed = (requests[name].to_numpy(np.float64) for name in (
         "arrived_at", "scheduled_at", "prefill_completed_at", "completed_at"))
     arrives = _known(arrived)
@@ -77,7 +77,7 @@ def _request_events(requests: pd.DataFrame, first_row: int, spans: Spans) -> pa.
     phases = [_phase(name, request, begin, stop) for name, begin, stop in (
         ("waiting", arrived, scheduled), ("prefill", scheduled, first_token), ("decode", first_token, completed))]
     spanned = _span_events(spans, inside, first_row, request, len(requests))
-    events = pc.binary_join_element_wise(life, *phases, spanned, ",", null_handling="skip")
+    events = pc.binary_join_element_wise(life, *phases, spanned, "", ",", null_handling="skip")   # "": a last comma
     return pc.if_else(pa.array(arrives), events, pa.scalar(None, pa.string()))
 
 
@@ -143,4 +143,4 @@ def _flow_events(result: SimulationResult, lists: BatchLists) -> Iterator[pa.Arr
         yield concat('{"name":"carried by","cat":"request_flow","ph":"s","id":', number, ',"ts":',
                      micros(formed[batch_row[pick]]), ',"pid":', PID, ',"tid":', json_text(request[pick]),
                      '},{"name":"carried by","cat":"request_flow","ph":"f","bp":"e","id":', number, ',"ts":',
-                     micros(started[stage_row[pick]]), ',"pid":', json_text(replica[pick]), ',"tid":0}')
+                     micros(started[stage_row[pick]]), ',"pid":', json_text(replica[pick]), ',"tid":0},')

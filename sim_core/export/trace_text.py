@@ -20,7 +20,7 @@ from sim_core.export.atomic import atomic_open
 from sim_core.export.batch_lists import BatchLists
 from sim_core.export.chrome_trace import KV_COPY_TID, kv_copy_lane_events, metadata_events
 from sim_core.export.column_text import json_text
-from sim_core.export.event_text import CHUNK_ROWS, concat, dumped, joined, micros, row_lookup
+from sim_core.export.event_text import CHUNK_ROWS, concat, dumped, event_bytes, micros, row_lookup
 from sim_core.export.gzip_stream import gzipped
 from sim_core.export.request_track_text import request_track_arrays
 from sim_core.results.cache_ops import cache_op_spans
@@ -39,13 +39,14 @@ def chrome_trace_pieces(result: SimulationResult, lists: BatchLists | None = Non
     if lists is None:
         lists = BatchLists(result.batches) if len(result.batches) else None
     yield b'{"traceEvents":['
-    separator = b""
+    last = memoryview(b",")                     # the events so far, each followed by a comma
     for events in _event_arrays(result, lists):
-        text = joined(events)
+        text = event_bytes(events)
         if text.nbytes:
-            yield separator
-            yield text
-            separator = b","
+            if last.nbytes > 1:
+                yield last
+            last = text
+    yield last[:-1]                             # the last event has no comma after it
     other = {"scenario": result.config.name or "", "num_blocks": result.num_blocks}
     yield f'],"displayTimeUnit":"ms","otherData":{json.dumps(other, separators=(",", ":"))}}}'.encode()
 
@@ -97,7 +98,7 @@ def _stage_events(result: SimulationResult, lists: BatchLists) -> Iterator[pa.Ar
                      batch, ',"num_tokens":', json_text(lists.tokens.sums[rows]), ',"num_prefill_tokens":',
                      json_text(batches["num_prefill_tokens"].to_numpy()[rows]), ',"request_ids":[',
                      lists.ids.texts(",", rows), '],"request_tokens":[', lists.tokens.texts(",", rows),
-                     '],"padded_size":', json_text(batches["padded_size"].to_numpy()[rows]), "}}")
+                     '],"padded_size":', json_text(batches["padded_size"].to_numpy()[rows]), "}},")
 
 
 def _transfer_events(result: SimulationResult) -> Iterator[pa.Array]:
@@ -112,7 +113,7 @@ def _transfer_events(result: SimulationResult) -> Iterator[pa.Array]:
     yield concat('{"name":"KV request ', request, '","cat":"kv_transfer","ph":"X","ts":', micros(begin),
                  ',"dur":', micros(end - begin), ',"pid":', json_text(source), ',"tid":', json_text(stages[source]),
                  ',"args":{"request_id":', request, ',"num_bytes":', json_text(transfers["num_bytes"]),
-                 ',"num_tokens":', json_text(transfers["num_tokens"]), ',"to":', names.take(pa.array(target)), "}}")
+                 ',"num_tokens":', json_text(transfers["num_tokens"]), ',"to":', names.take(pa.array(target)), "}},")
 
 
 def _cache_op_events(result: SimulationResult) -> Iterator[pa.Array]:
@@ -128,7 +129,7 @@ def _cache_op_events(result: SimulationResult) -> Iterator[pa.Array]:
                  ')","cat":"kv_copy","ph":"X","ts":', micros(begin), ',"dur":', micros(end - begin), ',"pid":',
                  json_text(replica), ',"tid":', json_text(KV_COPY_TID + stage), ',"args":{"batch_id":',
                  json_text(spans["batch_id"]), ',"request_id":', request, ',"kind":', kind, ',"num_blocks":',
-                 blocks, "}}")
+                 blocks, "}},")
 
 
 def _counter_events(result: SimulationResult) -> Iterator[pa.Array]:
@@ -141,7 +142,7 @@ def _counter_events(result: SimulationResult) -> Iterator[pa.Array]:
         yield concat('{"name":"KV blocks","ph":"C","ts":', time, ',"pid":', pid, ',"args":{"used":',
                      json_text(used), ',"free":', json_text(blocks[part["replica_id"].to_numpy()] - used),
                      '}},{"name":"Requests","ph":"C","ts":', time, ',"pid":', pid, ',"args":{"waiting":',
-                     json_text(part["num_waiting"]), ',"running":', json_text(part["num_running"]), "}}")
+                     json_text(part["num_waiting"]), ',"running":', json_text(part["num_running"]), "}},")
 
 
 def _inside_quotes(strings: pa.Array) -> pa.Array:
