@@ -20,7 +20,8 @@ from test_kv_offload import _workload as offload_workload
 from test_vllm_v0 import run as v0_run
 
 from sim_core import ConfigError, parse_config, run_simulation
-from sim_core.export import OutputFormats, chrome_trace, read_manifest, write_outputs
+from sim_core.export import OutputFormats, chrome_trace, read_manifest, write_chrome_trace, write_outputs
+from sim_core.export.batch_lists import ListColumn
 from sim_core.export.csv_table import csv_pieces
 from sim_core.export.float_text import float_texts
 from sim_core.export.run_files import REQUEST_COLUMNS, output_files
@@ -82,6 +83,24 @@ def test_floats_are_written_as_repr_writes_them_at_every_magnitude():
     assert float_texts(np.array([np.nan, np.inf, -np.inf, 1.5]), specials).to_pylist() == [
         "NaN", "Infinity", "-Infinity", "1.5"]
     assert float_texts(np.array([np.nan, 2.0]), {"nan": None}).to_pylist() == [None, "2.0"]
+
+
+# ---- request lists -----------------------------------------------------------------------------
+
+
+def test_request_lists_are_converted_once_per_tuple_object():
+    """Rows holding tuple objects a, b, a, (), b, c (c equal to a but another object): four
+    objects are converted (a, b, (), c in order of first appearance); each row still gets its
+    own items, text and sum, and per_row lays the items out row by row."""
+    a, b, c = (1, 2), (3,), tuple([1, 2])
+    column = ListColumn(pd.Series([a, b, a, (), b, c], dtype=object))
+    assert column.run_of_row.tolist() == [0, 1, 0, 2, 1, 3]
+    assert column.offsets.tolist() == [0, 2, 3, 3, 5] and column.values.tolist() == [1, 2, 3, 1, 2]
+    assert column.texts(" ").to_pylist() == ["1 2", "3", "1 2", "", "3", "1 2"]
+    assert column.texts(",", np.array([4, 0])).to_pylist() == ["3", "1,2"]
+    assert column.sums.tolist() == [3, 3, 3, 0, 3, 3] and column.lengths.tolist() == [2, 1, 2, 0, 1, 2]
+    rows, items = column.per_row()
+    assert rows.tolist() == [0, 0, 1, 2, 2, 4, 5, 5] and items.tolist() == [1, 2, 3, 1, 2, 3, 1, 2]
 
 
 # ---- CSV ---------------------------------------------------------------------------------------
@@ -158,7 +177,7 @@ def test_the_trace_is_streamed_in_chunks_with_the_same_text(monkeypatch):
 
 def test_a_gzipped_trace_holds_the_same_json_and_a_rerun_as_json_removes_it(tmp_path):
     """`json.gz`: chrome_trace.json.gz (gzip) unpacks to the JSON file's bytes; the manifest
-    lists it; the next run writing JSON removes it."""
+    lists it; the next run writing JSON removes it; write_chrome_trace(gzip=True) writes it alone."""
     run = _preset("Pipeline bubbles at PP=4")
     paths = write_outputs(run, tmp_path / "gz", formats=OutputFormats(trace="json.gz"))
     packed = (tmp_path / "gz" / "chrome_trace.json.gz").read_bytes()
@@ -167,6 +186,9 @@ def test_a_gzipped_trace_holds_the_same_json_and_a_rerun_as_json_removes_it(tmp_
     assert read_manifest(tmp_path / "gz")["files"]["chrome_trace.json.gz"]["bytes"] == len(packed)
     write_outputs(run, tmp_path / "gz")
     assert (tmp_path / "gz" / "chrome_trace.json").is_file() and not (tmp_path / "gz" / "chrome_trace.json.gz").exists()
+    write_chrome_trace(run, tmp_path / "alone.json.gz", gzip=True)
+    plain = (tmp_path / "gz" / "chrome_trace.json").read_bytes()
+    assert gzip.decompress((tmp_path / "alone.json.gz").read_bytes()) == plain
 
 
 def test_parquet_tables_read_back_equal_to_the_csv_tables(tmp_path):

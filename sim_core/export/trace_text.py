@@ -56,11 +56,6 @@ def chrome_trace_bytes(result: SimulationResult) -> bytes:
     return b"".join(chrome_trace_pieces(result))
 
 
-def chrome_trace_text(result: SimulationResult) -> str:
-    """The trace as compact JSON text: `json.dumps(chrome_trace(result), separators=(",", ":"))`."""
-    return chrome_trace_bytes(result).decode("utf-8")
-
-
 def write_chrome_trace(result: SimulationResult, path: str | Path, gzip: bool = False) -> None:
     """Stream the trace (gzip'd when `gzip`) to `path`, whole or not at all (raises OutputError
     naming it)."""
