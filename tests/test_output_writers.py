@@ -103,6 +103,18 @@ def test_request_lists_are_converted_once_per_tuple_object():
     assert rows.tolist() == [0, 0, 1, 2, 2, 4, 5, 5] and items.tolist() == [1, 2, 3, 1, 2, 3, 1, 2]
 
 
+def test_above_the_whole_text_limit_only_the_runs_asked_for_are_written(monkeypatch):
+    """With the limit at 2 items (the column holds 5) rows 4, 0 and 3 get their own texts from
+    the runs they hold (b, a, the empty one), as below the limit."""
+    import sim_core.export.batch_lists as batch_lists
+
+    monkeypatch.setattr(batch_lists, "WHOLE_TEXT_ITEMS", 2)
+    a, b = (1, 2), (3,)
+    column = ListColumn(pd.Series([a, b, a, (), b, tuple([4, 5])], dtype=object))
+    assert column.texts(",", np.array([4, 0, 3])).to_pylist() == ["3", "1,2", ""]
+    assert column.texts(" ").to_pylist() == ["1 2", "3", "1 2", "", "3", "4 5"]
+
+
 # ---- CSV ---------------------------------------------------------------------------------------
 
 

@@ -18,6 +18,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+WHOLE_TEXT_ITEMS = 20_000_000      # items whose text is built at once (about 200 MB of it)
+
 
 class ListColumn:
     """One column of int tuples. `run_of_row[i]`: which distinct tuple object ("run") row i
@@ -56,16 +58,26 @@ class ListColumn:
         positions = np.arange(len(rows)) + np.repeat(self.offsets[:-1][self.run_of_row] - row_starts, lengths)
         return rows, self.values[positions]
 
-    @cached_property
-    def _items(self) -> pa.LargeListArray:
-        return pa.LargeListArray.from_arrays(pa.array(self.offsets), pc.cast(pa.array(self.values), pa.string()))
-
     def texts(self, separator: str, rows: slice | np.ndarray = slice(None)) -> pa.Array:
         """Each row's items joined by `separator` ("" for an empty tuple), for `rows` (a slice or
-        row numbers)."""
-        if separator not in self._joined:
-            self._joined[separator] = pc.binary_join(self._items, separator)
-        return self._joined[separator].take(pa.array(self.run_of_row[rows]))
+        row numbers). Up to WHOLE_TEXT_ITEMS items every run's text is built once per separator;
+        beyond, only the text of the runs `rows` hold (an Arrow string array holds 2 GiB)."""
+        runs = self.run_of_row[rows]
+        if len(self.values) <= WHOLE_TEXT_ITEMS:
+            if separator not in self._joined:
+                self._joined[separator] = _joined(self.offsets, self.values, separator)
+            return self._joined[separator].take(pa.array(runs))
+        needed, which = np.unique(runs, return_inverse=True)
+        lengths = self.offsets[needed + 1] - self.offsets[needed]
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        positions = np.arange(offsets[-1]) + np.repeat(self.offsets[needed] - offsets[:-1], lengths)
+        return _joined(offsets, self.values[positions], separator).take(pa.array(which))
+
+
+def _joined(offsets: np.ndarray, values: np.ndarray, separator: str) -> pa.Array:
+    """The lists values[offsets[i]:offsets[i + 1]] as text, items joined by `separator`."""
+    items = pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), pc.cast(pa.array(values), pa.string()))
+    return pc.binary_join(items, separator)
 
 
 class BatchLists:
