@@ -10,7 +10,7 @@ an A100-80GB with 7,000 KV blocks of 16 tokens, linear cost 5 ms + 0.1 ms per to
 1 replica; (c) vllm, 4 replicas routed by lor at 4x the rate. For each it prints the median CPU
 seconds (time.process_time, so a shared machine does not distort them) of the simulation and of
 each output file, and the total. --gzip writes the Chrome trace as chrome_trace.json.gz,
---parquet the tables as Parquet (`run --trace json.gz`, `run --tables parquet`). Each file is
+--parquet the tables as Parquet (`run --chrome-trace json.gz`, `run --tables parquet`). Each file is
 rendered and written as `run --out` writes it (streamed, in pieces), the batches' request lists
 built once for the files that share them (counted in the first of them, batches.csv).
 """

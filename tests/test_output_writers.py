@@ -240,11 +240,11 @@ def test_an_unknown_format_is_a_one_line_error():
 
 
 def test_the_run_command_writes_parquet_tables_and_a_gzipped_trace(tmp_path):
-    """`run --tables parquet --trace json.gz` writes those files, and says so."""
+    """`run --tables parquet --chrome-trace json.gz` writes those files, and says so."""
     (tmp_path / "s.yaml").write_text(GOOD)
     (tmp_path / "trace.csv").write_text(TRACE)
     out = tmp_path / "out"
-    done = cli("run", "--config", tmp_path / "s.yaml", "--out", out, "--tables", "parquet", "--trace", "json.gz")
+    done = cli("run", "--config", tmp_path / "s.yaml", "--out", out, "--tables", "parquet", "--chrome-trace", "json.gz")
     assert done.returncode == 0, done.stderr
     assert sorted(path.name for path in out.iterdir()) == [
         "batch_stages.parquet", "batches.parquet", "chrome_trace.json.gz", "manifest.json", "operators.parquet",

@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the summary as JSON (NaN and infinity as null)")
     run.add_argument("--tables", default="csv", choices=TABLE_FORMATS,
                      help="write the tables as CSV (default) or Parquet (requests.parquet, ...; typed columns)")
-    run.add_argument("--trace", default="json", choices=TRACE_FORMATS,
+    run.add_argument("--chrome-trace", default="json", choices=TRACE_FORMATS,
                      help="write the Chrome trace as chrome_trace.json (default) or gzip'd, chrome_trace.json.gz "
                           "(Perfetto opens it as it is)")
     run.set_defaults(handler=_run)
@@ -121,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
     result = run_simulation(config, limits=limits_of(args))
     elapsed = time.perf_counter() - started
     if args.out:
-        write_outputs(result, args.out, overwrite=args.overwrite, formats=OutputFormats(args.tables, args.trace))
+        write_outputs(result, args.out, overwrite=args.overwrite, formats=OutputFormats(args.tables, args.chrome_trace))
     if args.json:
         print(json.dumps(json_ready(result.summary), indent=2, allow_nan=False))
     else:
