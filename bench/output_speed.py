@@ -1,6 +1,6 @@
 """Simulate and write every output: CPU seconds of the run and of each file it writes.
 
-    python bench/output_speed.py [--requests 10000] [--repeats 3] [--cases abc] [--trace FILE] [--gzip]
+    python bench/output_speed.py [--requests 10000] [--repeats 3] [--cases abc] [--trace FILE] [--gzip] [--parquet]
 
 The case of issue 20: a Splitwise-conversation-like trace (Poisson 1.6 req/s; prompts lognormal
 around 1,020 tokens, outputs lognormal around 130, the medians of Azure's 2023 conversation trace;
@@ -9,7 +9,10 @@ an A100-80GB with 7,000 KV blocks of 16 tokens, linear cost 5 ms + 0.1 ms per to
 (what the CLI records when it writes outputs). Cases: (a) vllm, 1 replica; (b) sarathi chunk 512,
 1 replica; (c) vllm, 4 replicas routed by lor at 4x the rate. For each it prints the median CPU
 seconds (time.process_time, so a shared machine does not distort them) of the simulation and of
-each output file, and the total. --gzip writes the Chrome trace as chrome_trace.json.gz.
+each output file, and the total. --gzip writes the Chrome trace as chrome_trace.json.gz,
+--parquet the tables as Parquet (`run --chrome-trace json.gz`, `run --tables parquet`). Each file is
+rendered and written as `run --out` writes it (streamed, in pieces), the batches' request lists
+built once for the files that share them (counted in the first of them, batches.csv).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sim_core import parse_config, run_simulation  # noqa: E402
-from sim_core.export.files import output_files  # noqa: E402
+from sim_core.export.run_files import OutputFormats, output_files  # noqa: E402
 from sim_core.workload import build_workload, write_replay_trace  # noqa: E402
 
 CASES = {
@@ -49,7 +52,7 @@ def make_trace(num_requests: int, qps: float) -> Path:
     return path
 
 
-def scenario(trace: Path, case: tuple, gzip: bool):
+def scenario(trace: Path, case: tuple):
     scheduler, replicas, router = case
     return parse_config({
         "model": "llama-2-7b", "device": "a100-80gb", "max_model_len": 4096,
@@ -59,23 +62,21 @@ def scenario(trace: Path, case: tuple, gzip: bool):
         "workload": {"trace_file": str(trace)}})
 
 
-def timed_run(config) -> dict[str, float]:
-    """CPU seconds of the simulation and of rendering each output file (to bytes, then to disk)."""
+def timed_run(config, formats: OutputFormats) -> dict[str, float]:
+    """CPU seconds of the simulation and of rendering each output file to disk."""
     seconds = {}
     start = time.process_time()
     result = run_simulation(config)
     seconds["simulate"] = time.process_time() - start
     seconds["_batches"] = float(result.summary["num_batches"])
     with tempfile.TemporaryDirectory() as folder:
-        for name, render in output_files(result).items():
+        for name, render in output_files(result, formats).items():
             start = time.process_time()
-            Path(folder, name).write_bytes(_as_bytes(render()))
+            with open(Path(folder, name), "wb") as file:
+                for piece in render():
+                    file.write(piece)
             seconds[name] = time.process_time() - start
     return seconds
-
-
-def _as_bytes(content: str | bytes) -> bytes:
-    return content if isinstance(content, bytes) else content.encode("utf-8")
 
 
 def main() -> None:
@@ -85,13 +86,15 @@ def main() -> None:
     parser.add_argument("--cases", default="", help="letters of the cases to run (default: all)")
     parser.add_argument("--trace", type=Path, help="a replay trace to use instead of the generated one")
     parser.add_argument("--gzip", action="store_true", help="write chrome_trace.json.gz")
+    parser.add_argument("--parquet", action="store_true", help="write the tables as Parquet")
     args = parser.parse_args()
+    formats = OutputFormats("parquet" if args.parquet else "csv", "json.gz" if args.gzip else "json")
     for name, case in CASES.items():
         if args.cases and name[0] not in args.cases:
             continue
         qps = QPS * case[1]
         trace = args.trace or make_trace(args.requests, qps)
-        runs = [timed_run(scenario(trace, case, args.gzip)) for _ in range(args.repeats)]
+        runs = [timed_run(scenario(trace, case), formats) for _ in range(args.repeats)]
         medians = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
         total = sum(value for key, value in medians.items() if not key.startswith("_"))
         print(f"\n{name} ({trace.name}, {int(medians['_batches']):,} batches); median CPU s of {args.repeats}")

@@ -1,14 +1,12 @@
 """Pipeline: Chrome-trace-style Gantt of batch stages per replica x stage, with the exports."""
 
-import json
-
 import streamlit as st
 
 from explorer.frame import through_app
 from explorer.selection import time_window, zoom_button
 from explorer.state import result, scenario, selected_request, web_config
 from sim_core.config import config_to_yaml
-from sim_core.export import chrome_trace, trace_file_name
+from sim_core.export import chrome_trace_bytes, trace_file_name
 from sim_core.viz.gantt import pipeline_gantt, stage_busy
 from sim_core.viz.operators import operator_time_figure
 
@@ -37,7 +35,7 @@ else:
 st.subheader("Downloads")
 cols = st.columns(3)
 # data are callables: each file is built only when its button is pressed
-cols[0].download_button("Chrome trace (Perfetto)", lambda: json.dumps(chrome_trace(run)),
+cols[0].download_button("Chrome trace (Perfetto)", lambda: chrome_trace_bytes(run),
                         file_name=trace_file_name(run.config.name), mime="application/json", key="pp_trace",
                         on_click="ignore", help="Open in https://ui.perfetto.dev or chrome://tracing")
 cols[1].download_button("Per-request CSV", lambda: run.requests.to_csv(index=False), file_name="requests.csv",

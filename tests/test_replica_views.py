@@ -46,7 +46,7 @@ def test_the_result_describes_each_replica_of_its_pools():
     assert [r.name for r in result.replicas] == NAMES
     assert [(p.name, list(p.replica_ids), p.num_blocks) for p in result.pools] == [("prefill", [0], 64),
                                                                                   ("decode", [1, 2], 100)]
-    assert result.num_blocks == 100 == json.loads(output_files(result)["summary.json"]())["num_blocks"]
+    assert result.num_blocks == 100 == json.loads(b"".join(output_files(result)["summary.json"]()))["num_blocks"]
     assert blocks_text(result) == "prefill 64 / decode 100"
 
 

@@ -21,6 +21,7 @@ from sim_core.cli.accuracy import add_accuracy_command
 from sim_core.cli.calibrate import add_calibrate_command
 from sim_core.cli.planning import add_planning_commands
 from sim_core.cli.predictor import add_predictor_commands
+from sim_core.export.run_files import TABLE_FORMATS, TRACE_FORMATS
 from sim_core.export.text import one_line, shorten
 
 EXIT_USAGE, EXIT_INTERNAL = 2, 70
@@ -59,10 +60,16 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="simulate a scenario file (YAML or JSON)")
     run.add_argument("--config", required=True, help="scenario file")
-    run.add_argument("--out", help="folder for requests.csv, batches.csv, summary.json, chrome_trace.json, ...")
+    run.add_argument("--out", help="folder for requests.csv, batches.csv, summary.json, chrome_trace.json, ... "
+                     "(listed in its manifest.json)")
     run.add_argument("--overwrite", action="store_true",
                      help="write into a non-empty --out that is not an earlier run's folder (same names replaced)")
     run.add_argument("--json", action="store_true", help="print the summary as JSON (NaN and infinity as null)")
+    run.add_argument("--tables", default="csv", choices=TABLE_FORMATS,
+                     help="write the tables as CSV (default) or Parquet (requests.parquet, ...; typed columns)")
+    run.add_argument("--chrome-trace", default="json", choices=TRACE_FORMATS,
+                     help="write the Chrome trace as chrome_trace.json (default) or gzip'd, chrome_trace.json.gz "
+                          "(Perfetto opens it as it is)")
     run.set_defaults(handler=_run)
     generate = commands.add_parser("generate", help=(
         "write a scenario's workload (generated or transformed) as a trace CSV"))
@@ -103,7 +110,7 @@ def limits_of(args: argparse.Namespace) -> Limits | None:
 
 def _run(args: argparse.Namespace) -> int:
     from sim_core import load_config, run_simulation
-    from sim_core.export import check_out_dir, write_outputs
+    from sim_core.export import OutputFormats, check_out_dir, write_outputs
     from sim_core.export.files import json_ready
     from sim_core.results.report import format_summary
 
@@ -114,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
     result = run_simulation(config, limits=limits_of(args))
     elapsed = time.perf_counter() - started
     if args.out:
-        write_outputs(result, args.out, overwrite=args.overwrite)
+        write_outputs(result, args.out, overwrite=args.overwrite, formats=OutputFormats(args.tables, args.chrome_trace))
     if args.json:
         print(json.dumps(json_ready(result.summary), indent=2, allow_nan=False))
     else:
@@ -122,7 +129,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"simulated {result.summary['num_requests']} requests and {result.summary['num_batches']} batches "
               f"in {elapsed:.2f} s")
         if args.out:
-            print(f"wrote {Path(args.out) / 'requests.csv'} and the other outputs")
+            print(f"wrote {Path(args.out) / f'requests.{args.tables}'} and the other outputs")
     return 0
 
 

@@ -13,12 +13,9 @@ with arrows to the batches that ran its prompt (`export/request_tracks.py`).
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sim_core.export.atomic import write_atomic
 from sim_core.export.request_tracks import request_track_events
 from sim_core.results.cache_ops import cache_op_spans
 
@@ -31,7 +28,7 @@ KV_COPY_TID = 1000
 
 def chrome_trace(result: SimulationResult) -> dict:
     """The trace as a JSON-serializable dict {"traceEvents": [...], "displayTimeUnit": "ms"}."""
-    events = (_metadata(result) + _stage_events(result) + _transfer_events(result) + _cache_op_events(result)
+    events = (metadata_events(result) + _stage_events(result) + _transfer_events(result) + _cache_op_events(result)
               + _counter_events(result) + request_track_events(result))
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"scenario": result.config.name or "", "num_blocks": result.num_blocks}}
@@ -44,17 +41,8 @@ def trace_file_name(scenario_name: str | None) -> str:
     return f"{slug}.trace.json" if slug else "chrome_trace.json"
 
 
-def chrome_trace_text(result: SimulationResult) -> str:
-    """The trace as compact JSON text."""
-    return json.dumps(chrome_trace(result), separators=(",", ":"))
-
-
-def write_chrome_trace(result: SimulationResult, path: str | Path) -> None:
-    """Write the trace to `path` whole or not at all (raises OutputError naming it)."""
-    write_atomic(path, chrome_trace_text(result))
-
-
-def _metadata(result: SimulationResult) -> list[dict]:
+def metadata_events(result: SimulationResult) -> list[dict]:
+    """Names and sort order of each replica's process and threads."""
     events, pooled = [], bool(result.pools)
     senders = set(result.transfers["source_replica"].tolist()) if len(result.transfers) else set()
     for replica in result.replicas:
@@ -121,9 +109,13 @@ def _cache_op_events(result: SimulationResult) -> list[dict]:
         events.append({"name": f"{kind} {blocks} blocks (request {request})", "cat": "kv_copy", "ph": "X",
                        "ts": start * US, "dur": (end - start) * US, "pid": replica, "tid": KV_COPY_TID + stage,
                        "args": {"batch_id": batch, "request_id": request, "kind": kind, "num_blocks": blocks}})
-    names = [{"name": "thread_name", "ph": "M", "pid": replica, "tid": KV_COPY_TID + stage,
-              "args": {"name": f"Stage {stage} KV copies"}} for replica, stage in sorted(lanes)]
-    return names + events
+    return kv_copy_lane_events(lanes) + events
+
+
+def kv_copy_lane_events(lanes: set[tuple[int, int]]) -> list[dict]:
+    """The names of the KV-copy threads of these (replica, stage) lanes, in lane order."""
+    return [{"name": "thread_name", "ph": "M", "pid": replica, "tid": KV_COPY_TID + stage,
+             "args": {"name": f"Stage {stage} KV copies"}} for replica, stage in sorted(lanes)]
 
 
 def _counter_events(result: SimulationResult) -> list[dict]:

@@ -11,77 +11,40 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
-from collections.abc import Callable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sim_core.export.atomic import TEMP_NAME, OutputError, write_atomic
-from sim_core.export.chrome_trace import chrome_trace_text
+from sim_core.export.atomic import TEMP_NAME, OutputError, atomic_open, write_atomic
+from sim_core.export.run_files import (
+    OUTPUT_NAMES,
+    REQUEST_COLUMNS,
+    OutputFormats,
+    Piece,
+    json_ready,
+    output_files,
+    summary_json,
+    table_text,
+)
 from sim_core.export.text import shorten
 
 if TYPE_CHECKING:
     from sim_core.results.result import SimulationResult
 
-REQUEST_COLUMNS = ("request_id", "arrived_at", "num_prefill_tokens", "num_decode_tokens", "replica_id",
-                   "status", "scheduled_at", "prefill_completed_at", "completed_at", "num_restarts",
-                   "ttft", "tpot", "tbt_max", "e2e", "scheduling_delay", "reject_reason", "n", "num_swaps")
+__all__ = ["OUTPUT_NAMES", "REQUEST_COLUMNS", "OutputFormats", "batches_csv", "check_out_dir", "json_ready",
+           "output_files", "read_manifest", "requests_csv", "summary_json", "write_outputs"]
 MANIFEST_NAME = "manifest.json"
 WRITTEN_BY = "sim_core run"        # marks a manifest as ours
-# Every file a run may write: only these names are ever removed from an earlier run's folder.
-OUTPUT_NAMES = ("requests.csv", "batches.csv", "batch_stages.csv", "timeseries.csv", "operators.csv",
-                "summary.json", "transfers.csv", "cache_ops.csv", "kv_offload.csv", "chrome_trace.json")
 
 
 def requests_csv(result: SimulationResult) -> str:
-    return result.requests.loc[:, list(REQUEST_COLUMNS)].to_csv(index=False)
+    return table_text(result, "requests")
 
 
 def batches_csv(result: SimulationResult) -> str:
-    frame = result.batches.copy()
-    if len(frame):
-        frame["request_ids"] = [" ".join(map(str, ids)) for ids in frame["request_ids"]]
-        frame["request_tokens"] = [" ".join(map(str, t)) for t in frame["request_tokens"]]
-    return frame.to_csv(index=False)
-
-
-def json_ready(value: object) -> object:
-    """`value` with every NaN or infinite float (in dicts, lists and tuples) replaced by None,
-    so that `json.dumps(..., allow_nan=False)` writes valid JSON."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: json_ready(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(item) for item in value]
-    return value
-
-
-def summary_json(result: SimulationResult) -> str:
-    return json.dumps(json_ready({"summary": result.summary, "num_blocks": result.num_blocks, "notes": result.notes}),
-                      indent=2, allow_nan=False)
-
-
-def output_files(result: SimulationResult) -> dict[str, Callable[[], str]]:
-    """File name -> what writes its text, in writing order: requests.csv, batches.csv,
-    batch_stages.csv, timeseries.csv, operators.csv (stage time per cost-model operator),
-    summary.json, transfers.csv with P/D pools, cache_ops.csv when the run swapped or copied KV
-    blocks (vllm_v0), kv_offload.csv when the run offloaded KV to a CPU tier (vllm_v1),
-    chrome_trace.json."""
-    files = {"requests.csv": lambda: requests_csv(result), "batches.csv": lambda: batches_csv(result),
-             "batch_stages.csv": lambda: result.batch_stages.to_csv(index=False),
-             "timeseries.csv": lambda: result.timeseries.to_csv(index=False),
-             "operators.csv": lambda: result.operator_times.to_csv(index=False),
-             "summary.json": lambda: summary_json(result)}
-    if result.pools:   # P/D disaggregation: one row per KV transfer
-        files["transfers.csv"] = lambda: result.transfers.to_csv(index=False)
-    if len(result.cache_ops):
-        files["cache_ops.csv"] = lambda: result.cache_ops.to_csv(index=False)
-    if len(result.kv_offload):
-        files["kv_offload.csv"] = lambda: result.kv_offload.to_csv(index=False)
-    files["chrome_trace.json"] = lambda: chrome_trace_text(result)
-    return files
+    """The batches table as CSV, each batch's request ids and tokens joined by spaces."""
+    return table_text(result, "batches")
 
 
 def check_out_dir(out_dir: str | Path, overwrite: bool = False) -> None:
@@ -103,9 +66,11 @@ def check_out_dir(out_dir: str | Path, overwrite: bool = False) -> None:
                           "--overwrite (files of the same names are replaced, others kept)")
 
 
-def write_outputs(result: SimulationResult, out_dir: str | Path, overwrite: bool = False) -> list[Path]:
-    """Write the run's files (see `output_files`) and `manifest.json` into `out_dir` (created if
-    missing); returns the paths written, manifest last.
+def write_outputs(result: SimulationResult, out_dir: str | Path, overwrite: bool = False,
+                  formats: OutputFormats | None = None) -> list[Path]:
+    """Write the run's files (see `output_files`; `formats`: CSV or Parquet tables, JSON or
+    gzip'd trace) and `manifest.json` into `out_dir` (created if missing); returns the paths
+    written, manifest last.
 
     Order, so that a run stopped half-way leaves a folder a rerun can clean: a manifest marked
     incomplete that lists the earlier run's files and this run's, each file, removal of the
@@ -119,20 +84,29 @@ def write_outputs(result: SimulationResult, out_dir: str | Path, overwrite: bool
     check_out_dir(out, overwrite)
     out.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(out)
-    files, previous = output_files(result), _previous_manifest(out) or {}
+    files, previous = output_files(result, formats), _previous_manifest(out) or {}
     header = {"written_by": WRITTEN_BY, "scenario": result.config.name, "seed": result.config.seed}
     pending = dict.fromkeys([*previous, *files])
     write_atomic(out / MANIFEST_NAME, _manifest_text({**header, "complete": False, "files": pending}))
     written = {}
-    for name, text in files.items():
-        raw = text().encode("utf-8")
-        write_atomic(out / name, raw)
-        written[name] = {"bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
+    for name, render in files.items():
+        written[name] = _write_file(out / name, render())
     for name in previous:
         if name not in written:
             _remove_file(out / name)
     write_atomic(out / MANIFEST_NAME, _manifest_text({**header, "complete": True, "files": written}))
     return [*(out / name for name in written), out / MANIFEST_NAME]
+
+
+def _write_file(path: Path, pieces: Iterable[Piece]) -> dict:
+    """Stream `pieces` into `path` (whole or not at all); its manifest entry: size and SHA-256."""
+    digest, size = hashlib.sha256(), 0
+    with atomic_open(path, binary=True) as file:
+        for piece in pieces:
+            file.write(piece)
+            digest.update(piece)
+            size += memoryview(piece).nbytes
+    return {"bytes": size, "sha256": digest.hexdigest()}
 
 
 def read_manifest(out_dir: str | Path) -> dict | None:

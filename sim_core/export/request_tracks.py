@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    import pandas as pd
+from sim_core.export.batch_lists import BatchLists
 
+if TYPE_CHECKING:
     from sim_core.results.result import SimulationResult
 
 US = 1e6
@@ -37,11 +37,8 @@ def request_track_events(result: SimulationResult) -> list[dict]:
     requests = result.requests
     if not len(requests):
         return []
-    events: list[dict] = [
-        {"name": "process_name", "ph": "M", "pid": REQUESTS_PID, "tid": 0, "args": {"name": "Requests"}},
-        {"name": "process_sort_index", "ph": "M", "pid": REQUESTS_PID, "tid": 0,
-         "args": {"sort_index": REQUESTS_PID}}]
-    paused = _paused_spans(result)
+    events = track_header_events()
+    paused = paused_spans(result)
     transfers = _transfer_spans(result)
     for row in zip(requests["request_id"].tolist(), requests["arrived_at"].tolist(),
                    requests["scheduled_at"].tolist(), requests["prefill_completed_at"].tolist(),
@@ -50,6 +47,13 @@ def request_track_events(result: SimulationResult) -> list[dict]:
                    requests["status"].astype(str).tolist()):
         events.extend(_request_events(row, paused.get(row[0], []), transfers.get(row[0], [])))
     return events + _flows(result)
+
+
+def track_header_events() -> list[dict]:
+    """The name and sort order of the "Requests" process."""
+    return [{"name": "process_name", "ph": "M", "pid": REQUESTS_PID, "tid": 0, "args": {"name": "Requests"}},
+            {"name": "process_sort_index", "ph": "M", "pid": REQUESTS_PID, "tid": 0,
+             "args": {"sort_index": REQUESTS_PID}}]
 
 
 def _known(value: float) -> bool:
@@ -89,13 +93,17 @@ def _slice(request: int, name: str, category: str, start: float, end: float, arg
 PAUSES = {"restarted": ("preempted", "admitted"), "swapped_out": ("swapped", "swapped_in")}
 
 
-def _paused_spans(result: SimulationResult) -> dict[int, list[tuple[str, float, float]]]:
+def paused_spans(result: SimulationResult) -> dict[int, list[tuple[str, float, float]]]:
     """Per request, (kind, from, to): a restart to the next admission (`preempted`), a swap-out
     to the swap-in (`swapped`), from the state events (none without them)."""
     states = result.state_events
     spans: dict[int, list[tuple[str, float, float]]] = {}
     if not len(states):
         return spans
+    names = states["state"].astype(str)
+    paused = states["request"][names.isin(list(PAUSES))].unique()
+    ends = [end for _, end in PAUSES.values()]
+    states = states[names.isin([*PAUSES, *ends]) & states["request"].isin(paused)]   # the events the loop reads
     pending: dict[tuple[int, str], float] = {}
     for time, request, state in zip(states["time"].tolist(), states["request"].tolist(),
                                     states["state"].astype(str).tolist()):
@@ -127,7 +135,8 @@ def _flows(result: SimulationResult) -> list[dict]:
     starts = dict(zip(zip(first["replica_id"].tolist(), first["batch_id"].tolist()), first["start"].tolist()))
     replicas, ids, formed_at = (batches[name].tolist() for name in ("replica_id", "batch_id", "formed_at"))
     events: list[dict] = []
-    for flow, (request, row) in enumerate(_carried(batches)):
+    requests, rows = carried_pairs(BatchLists(batches))
+    for flow, (request, row) in enumerate(zip(requests.tolist(), rows.tolist())):
         replica, batch, formed = replicas[row], ids[row], formed_at[row]
         start = starts.get((replica, batch))
         if start is None:
@@ -139,23 +148,28 @@ def _flows(result: SimulationResult) -> list[dict]:
     return events
 
 
-def _carried(batches: pd.DataFrame) -> list[tuple[int, int]]:
+def carried_pairs(lists: BatchLists) -> tuple[np.ndarray, np.ndarray]:
     """(request, batch row) pairs an arrow is drawn for, in batch order: every row where the
     request ran prompt tokens (more than one token), and its first and last decode step."""
-    lengths = np.fromiter((len(ids) for ids in batches["request_ids"]), dtype=np.int64, count=len(batches))
-    if not lengths.sum():
-        return []
-    ids = np.concatenate([np.asarray(ids, dtype=np.int64) for ids in batches["request_ids"]])
-    tokens = np.concatenate([np.asarray(t, dtype=np.int64) for t in batches["request_tokens"]])
-    rows = np.repeat(np.arange(len(batches)), lengths)
-    decode = tokens == 1
-    _, first = np.unique(ids[decode], return_index=True)
-    _, last_reversed = np.unique(ids[decode][::-1], return_index=True)
-    last = np.count_nonzero(decode) - 1 - last_reversed
-    chosen = np.zeros(len(ids), dtype=bool)
-    chosen[~decode] = True
-    where = np.flatnonzero(decode)
-    chosen[where[first]] = True
-    chosen[where[last]] = True
+    rows, ids = lists.ids.per_row()
+    _, tokens = lists.tokens.per_row()
+    decode = np.flatnonzero(tokens == 1)
+    chosen = tokens != 1
+    chosen[_first_and_last(ids[decode], decode)] = True
     picked = np.flatnonzero(chosen)
-    return list(zip(ids[picked].tolist(), rows[picked].tolist()))
+    return ids[picked], rows[picked]
+
+
+def _first_and_last(keys: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The positions (increasing) of each key's first and last occurrence."""
+    if not len(keys):
+        return positions
+    if keys.min() < 0 or keys.max() > 4 * len(keys):       # sparse keys: sort them
+        _, first = np.unique(keys, return_index=True)
+        _, last_reversed = np.unique(keys[::-1], return_index=True)
+        return np.concatenate([positions[first], positions[len(keys) - 1 - last_reversed]])
+    first = np.full(keys.max() + 1, positions[-1] + 1)
+    last = np.full(keys.max() + 1, -1)
+    np.minimum.at(first, keys, positions)
+    np.maximum.at(last, keys, positions)
+    return np.concatenate([first[last >= 0], last[last >= 0]])
