@@ -55,6 +55,11 @@ def latency_cdfs(runs: dict[str, pd.DataFrame]) -> go.Figure:
     return figure
 
 
+def run_latency_cdfs(result: SimulationResult) -> go.Figure:
+    """`latency_cdfs` of one run, named after its scenario."""
+    return latency_cdfs({result.config.name or "scenario": result.requests})
+
+
 def throughput_series(result: SimulationResult, bin_s: float | None = None) -> pd.DataFrame:
     """Finished requests/s and output tokens/s per time bin (bins of bin_s, default ~100 bins)."""
     done = result.requests["completed_at"].dropna().to_numpy()
