@@ -1,19 +1,27 @@
 """Slider-to-redraw time in a real browser: a real `streamlit run` server, Debian's chromium.
 
-For each case (a scenario size and a page) the arrival-rate slider in the sidebar is moved one
-step at a time; every step is a new scenario, so the app re-simulates and redraws. The time
-from the key press until the page shows the new run (its caption or time range changed, the
-script finished, the status widget left and the browser painted twice) is measured.
+For each case (a scenario size and a page) the sidebar's arrival-rate box is stepped up one
+step (its + button) at a time; every step is a new scenario, so the app re-simulates and
+redraws. A run estimated above the server's `apply_above_s` waits for Apply: the bench then
+presses Apply as soon as it shows, and that is part of the change. The time from the click until
+the page shows the new run (its caption changed, the script finished, the status widget left and
+the browser painted twice) is measured.
 
     python bench/ui_latency.py [--steps 8] [--sizes 1000 20000]
 
-prints the median and 90th percentile per case (seconds).
+prints per case the median and 90th percentile of the wall time (seconds), and the medians of
+the CPU seconds the server (the streamlit process) and the browser (its chromium processes)
+spent per step: on a shared machine the wall time stretches with the load, the CPU seconds
+much less. The server runs with SIM_EXPLORER_MAX_RUN_MB=4096: the run budget's memory estimate
+refuses the 20,000-request default scenario at the default 1 GiB (it estimates 2.4 GiB; the
+run's peak is about 0.5 GiB).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import os
 import shutil
 import socket
 import statistics
@@ -43,7 +51,7 @@ def start_server() -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
                                 "true", "--server.port", str(port), "--server.address", "127.0.0.1",
                                 "--browser.gatherUsageStats", "false"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.STDOUT)
+                               stderr=subprocess.STDOUT, env={**os.environ, "SIM_EXPLORER_MAX_RUN_MB": "4096"})
     url = f"http://127.0.0.1:{port}"
     for _ in range(200):
         try:
@@ -52,6 +60,39 @@ def start_server() -> tuple[subprocess.Popen, str]:
         except OSError:
             time.sleep(0.3)
     raise RuntimeError("streamlit did not start")
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds the processes have used so far (Linux /proc; gone ones count 0)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def browser_pids() -> list[int]:
+    """This process's chromium descendants."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            name, rest = stat.split("(", 1)[1].rsplit(")", 1)
+            parents[int(entry.name)] = (int(rest.split()[1]), name)
+    mine = []
+    for pid, (_, name) in parents.items():
+        ancestor = pid
+        while ancestor in parents and ancestor != os.getpid():
+            ancestor = parents[ancestor][0]
+        if ancestor == os.getpid() and name.startswith("chrom"):
+            mine.append(pid)
+    return mine
 
 
 def scenario(num_requests: int, seed: int) -> dict:
@@ -70,25 +111,44 @@ def settle(page) -> None:
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
-def measure(page, url: str, path: str, num_requests: int, steps: int, seed: int) -> list[float]:
+def measure(page, url: str, path: str, num_requests: int, steps: int, seed: int,
+            server: int) -> list[tuple[float, float, float]]:
+    """(wall seconds, server CPU seconds, browser CPU seconds) of each step."""
     page.goto(f"{url}/{path}?s={encode_scenario(scenario(num_requests, seed))}")
     page.wait_for_timeout(500)
     settle(page)
     page.wait_for_selector(".js-plotly-plot", timeout=600_000)
     marker = page.locator(MARKER).first
-    slider = page.get_by_test_id("stSidebar").get_by_role("slider", name="Arrival rate (req/s)")
+    sidebar = page.get_by_test_id("stSidebar")
+    step_up = sidebar.get_by_test_id("stNumberInput").filter(has_text="Arrival rate (req/s)") \
+        .get_by_test_id("stNumberInputStepUp")
+    apply = sidebar.get_by_role("button", name="Apply")
     times = []
     for _ in range(steps):
         before = marker.inner_text()
-        slider.focus()
+        browsers = browser_pids()
+        cpu = cpu_seconds([server]), cpu_seconds(browsers)
         started = time.perf_counter()
-        slider.press("ArrowRight")
+        step_up.click()
+        changed_or_held(page, before)
+        if apply.count():            # a big run waits for Apply: pressing it is part of the change
+            apply.click()
         page.wait_for_function("([sel, old]) => { const e = document.querySelector(sel); "
                                "return e && e.innerText !== old; }",
                                arg=[MARKER, before], timeout=600_000, polling="raf")
         settle(page)
-        times.append(time.perf_counter() - started)
+        times.append((time.perf_counter() - started, cpu_seconds([server]) - cpu[0],
+                      cpu_seconds(browsers) - cpu[1]))
     return times
+
+
+def changed_or_held(page, before: str) -> None:
+    """Wait until the page shows the new run or the sidebar offers Apply (the edit is held)."""
+    page.wait_for_function("([sel, old]) => { const e = document.querySelector(sel); "
+                           "if (e && e.innerText !== old) return true; "
+                           "return [...document.querySelectorAll('[data-testid=stSidebar] button')]"
+                           ".some(b => b.innerText.trim() === 'Apply'); }",
+                           arg=[MARKER, before], timeout=600_000, polling="raf")
 
 
 def main() -> None:
@@ -104,12 +164,16 @@ def main() -> None:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=chromium, args=FLAGS, headless=True)
             page = browser.new_page(viewport={"width": 1500, "height": 1100})
-            print(f"{'requests':>9} {'page':>9} {'median s':>9} {'p90 s':>7}  (slider step -> redrawn)")
+            print(f"{'requests':>9} {'page':>9} {'median s':>9} {'p90 s':>7} {'server CPU s':>13} "
+                  f"{'browser CPU s':>14}  (knob step -> redrawn; medians)")
             for size in args.sizes:
                 for seed, path in enumerate(("", "kv_cache"), start=1):
-                    times = sorted(measure(page, url, path, size, args.steps, seed))
+                    steps = measure(page, url, path, size, args.steps, seed, process.pid)
+                    times = sorted(step[0] for step in steps)
                     p90 = times[min(len(times) - 1, int(0.9 * len(times)))]
-                    print(f"{size:>9} {path or 'overview':>9} {statistics.median(times):>9.2f} {p90:>7.2f}", flush=True)
+                    print(f"{size:>9} {path or 'overview':>9} {statistics.median(times):>9.2f} {p90:>7.2f} "
+                          f"{statistics.median(step[1] for step in steps):>13.2f} "
+                          f"{statistics.median(step[2] for step in steps):>14.2f}", flush=True)
             browser.close()
     finally:
         process.terminate()
