@@ -67,8 +67,8 @@ def _by_request(requests: np.ndarray, *columns: np.ndarray) -> dict[int, tuple[n
     return {int(ids[a]): tuple(column[a:b] for column in ordered) for a, b in zip(starts, ends) if b > a}
 
 
-def _lifecycle(rows: list, request: int, arrived: float, events: tuple[np.ndarray, np.ndarray],
-               entries: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+def _lifecycle(rows: list, request: int, arrived: float, events: tuple[np.ndarray, ...],
+               entries: tuple[np.ndarray, ...]) -> None:
     """Append one request's segments: a waiting or preempted gap before each admission, then its
     prefill chunks and decode until the next restart or the finish. `events`: its state
     changes (times, names); `entries`: its prompt-carrying batch entries (starts, ends, tokens)."""
