@@ -6,7 +6,8 @@ page to show. Widgets never own it: they mirror it and write back to it (see
 `explorer/widgets.py`), so values survive page switches.
 
 Runs are cached once per server process and shared by every session; each caller gets its own
-copy of a run (see `result_of`), so no session can change what another sees.
+copy of a run (see `result_of`), so no session can change what another sees. Each cached run
+also keeps the views built from it (`explorer/views.py`), which leave the cache with it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import dataclasses
 import json
 import threading
 import time
+import weakref
 from collections import OrderedDict
+from dataclasses import dataclass, field
 
 import pandas as pd
 import streamlit as st
@@ -36,6 +39,7 @@ SCENARIO_KEY, ERROR_KEY, SELECTED_KEY = "scenario", "scenario_error", "selected_
 ORIGIN_KEY = "scenario_origin"    # the scenario as it was loaded (default, preset, link, file): the title's base
 APPLIED_KEY = "scenario_applied"   # while edits wait for Apply: the scenario the views still show
 CACHE_ENTRIES = 8
+VIEWS_PER_RUN = 16        # derived views (figures, tables) kept per cached run, least recently used dropped
 SLOT_WAIT_S = 30.0        # how long a run waits for a free run slot before the page says the server is busy
 
 
@@ -132,10 +136,9 @@ def apply_edits() -> None:
 
 
 def _cached(candidate: dict) -> bool:
-    cache, lock = _results()
-    key = scenario_json(candidate)
-    with lock:
-        return any(f"{level}:{key}" in cache for level in ("full", "batches"))
+    cache, key = _cache(), scenario_json(candidate)
+    with cache.lock:
+        return any(f"{level}:{key}" in cache.runs for level in ("full", "batches"))
 
 
 def set_field(path: str, value) -> bool:
@@ -173,16 +176,36 @@ def scenario_json(data: dict | None = None) -> str:
     return json.dumps(scenario() if data is None else data, sort_keys=True, separators=(",", ":"))
 
 
+@dataclass(eq=False)
+class CachedRun:
+    """A cached run and the views derived from it (view key -> value, least recently used first)."""
+
+    run: SimulationResult
+    views: OrderedDict = field(default_factory=OrderedDict)
+
+
+@dataclass(eq=False)
+class RunCache:
+    """The server's runs ("<record level>:<scenario JSON>" -> CachedRun, least recently used
+    first), the cached run behind each live copy handed out (id of the copy -> CachedRun; a
+    copy's entry goes when the copy is collected), and the lock that guards both."""
+
+    runs: OrderedDict = field(default_factory=OrderedDict)
+    copies: dict = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
 @st.cache_resource
-def _results() -> tuple[OrderedDict, threading.Lock]:
-    return OrderedDict(), threading.Lock()
+def _cache() -> RunCache:
+    return RunCache()
 
 
 def result(events: bool = True) -> SimulationResult:
     """The run of the current scenario (the last applied one while edits wait for Apply,
     `pending_seconds`): reused when cached (keyed on its JSON and record level),
     else simulated with a progress bar. `events=False` is for views that need no block or state
-    events (they take a cached full run when there is one, else a cheaper `batches` run). Stops
+    events (they take a cached `batches` run, else a cached full one, else simulate the cheaper
+    `batches` level; the record level changes no result). Stops
     the page with the error when the run itself fails."""
     return result_of(st.session_state.get(APPLIED_KEY) or scenario(), events)
 
@@ -191,24 +214,43 @@ def result_of(data: dict, events: bool = True) -> SimulationResult:
     """The run of any valid scenario dict (Compare and Capacity run variants), cached like result().
     The caller gets its own copy: what it changes in it, no other caller sees."""
     scenario_key = scenario_json(data)
-    levels = ("full",) if events else ("full", "batches")
-    cache, lock = _results()
-    with lock:
+    # without events, a cached batches run first (its views may be cached too), then a full one
+    levels, simulated = (("full",), "full") if events else (("batches", "full"), "batches")
+    cache = _cache()
+    with cache.lock:
         for level in levels:
             key = f"{level}:{scenario_key}"
-            if key in cache:
-                cache.move_to_end(key)
-                return own_copy(cache[key])
+            if key in cache.runs:
+                cache.runs.move_to_end(key)
+                return _handed_out(cache, cache.runs[key])
     try:
-        value = _simulate(scenario_key, levels[-1])
+        value = _simulate(scenario_key, simulated)
     except SimCoreError as error:
         show_failure(str(error))
         st.stop()
-    with lock:
-        cache[f"{levels[-1]}:{scenario_key}"] = value
-        while len(cache) > CACHE_ENTRIES:
-            cache.popitem(last=False)
-    return own_copy(value)
+    entry = CachedRun(value)
+    with cache.lock:
+        cache.runs[f"{simulated}:{scenario_key}"] = entry
+        while len(cache.runs) > CACHE_ENTRIES:
+            cache.runs.popitem(last=False)
+        return _handed_out(cache, entry)
+
+
+def _handed_out(cache: RunCache, entry: CachedRun) -> SimulationResult:
+    """A copy of a cached run for one caller, remembered as coming from `entry` (under the lock)."""
+    run = own_copy(entry.run)
+    cache.copies[id(run)] = entry
+    weakref.finalize(run, cache.copies.pop, id(run), None)
+    return run
+
+
+def cached_entry(run: SimulationResult) -> tuple[CachedRun | None, threading.Lock]:
+    """The cache entry a run copy came from (None for a run that did not come from the cache)
+    and the lock that guards its views. An entry that has left the cache still serves the
+    copies made from it; its views go with the last of them."""
+    cache = _cache()
+    with cache.lock:
+        return cache.copies.get(id(run)), cache.lock
 
 
 def own_copy(run: SimulationResult) -> SimulationResult:

@@ -5,6 +5,7 @@ import streamlit as st
 from explorer.frame import through_app
 from explorer.selection import time_window, zoom_button
 from explorer.state import result, selected_request
+from explorer.views import derived
 from sim_core.viz.kv_map import MAX_CELLS, kv_layout, kv_map_figure
 from sim_core.viz.overview import blocks_text
 
@@ -23,7 +24,7 @@ left, mid, right = st.columns([3, 1, 1])
 window = time_window("kv", run, end, (0.0, end), follow=False, where=left)
 frames = mid.slider("Frames", 10, 120, 40, 10, key="kv_frames", help="Snapshots in the animation.")
 shown = right.number_input("Replicas shown", 1, replicas, min(replicas, 4), key="kv_replicas")
-figure = kv_map_figure(run, *window, max_frames=frames, selected=selected_request(), replicas=int(shown))
+figure = derived(run, kv_map_figure, *window, max_frames=frames, selected=selected_request(), replicas=int(shown))
 zoom_button("kv")
 st.plotly_chart(figure, key="kv_map")
 st.caption("Press ▶ Play to animate, drag the t = slider to scrub. Below: KV use per replica (dotted: "

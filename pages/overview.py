@@ -6,14 +6,15 @@ from explorer.capacity_hint import show_capacity
 from explorer.frame import through_app
 from explorer.safe_text import plain
 from explorer.state import result, scenario
+from explorer.views import derived
 from sim_core.config.simulation import MAX_NAME_CHARS
 from sim_core.results.overload import queue_trend
 from sim_core.viz.overview import (
     blocks_text,
-    latency_cdfs,
     queue_figure,
     replica_load,
     replica_load_figure,
+    run_latency_cdfs,
     throughput_figure,
 )
 from sim_core.viz.units import duration_text
@@ -26,7 +27,7 @@ summary = run.summary
 st.caption(f"{plain(run.config.name or 'scenario', MAX_NAME_CHARS)} · {summary['num_requests']:,} requests, "
            f"{summary['num_batches']:,} batches, {summary['makespan_s']:.1f} s simulated")
 
-trend = queue_trend(run)
+trend = derived(run, queue_trend)
 if trend.over_capacity:
     st.warning(f"Over capacity: the waiting queue grew from {trend.waiting_mid:,} to {trend.waiting_end:,} requests "
                f"while the second half of the requests arrived (+{trend.growth_per_s:,.1f} requests/s); this "
@@ -69,17 +70,17 @@ for start in range(0, len(metrics), 4):
         column.metric(label, value, help=note)
 
 st.subheader("Latency CDFs")
-st.plotly_chart(latency_cdfs({run.config.name or "scenario": run.requests}), key="ov_cdf")
+st.plotly_chart(derived(run, run_latency_cdfs), key="ov_cdf")
 left, right = st.columns(2)
 with left:
     st.subheader("Throughput over time")
-    st.plotly_chart(throughput_figure(run), key="ov_throughput")
+    st.plotly_chart(derived(run, throughput_figure), key="ov_throughput")
 with right:
     st.subheader("Queue length over time")
-    st.plotly_chart(queue_figure(run), key="ov_queues")
+    st.plotly_chart(derived(run, queue_figure), key="ov_queues")
 st.subheader("Load per replica")
-st.plotly_chart(replica_load_figure(run), key="ov_load")
+st.plotly_chart(derived(run, replica_load_figure), key="ov_load")
 with st.expander("Per-replica table"):
-    st.dataframe(replica_load(run), hide_index=True)
+    st.dataframe(derived(run, replica_load), hide_index=True)
 for note in run.notes:
     st.caption(note)

@@ -5,12 +5,19 @@ import streamlit as st
 from explorer.frame import through_app
 from explorer.selection import time_window, zoom_button
 from explorer.state import result, scenario, selected_request, web_config
+from explorer.views import derived
 from sim_core.config import config_to_yaml
 from sim_core.export import chrome_trace_bytes, trace_file_name
 from sim_core.viz.gantt import pipeline_gantt, stage_busy
 from sim_core.viz.operators import operator_time_figure
 
 through_app()
+
+
+def operator_view(run):
+    """The cost-model operator figure of a run (a view of the run, cached with it)."""
+    return operator_time_figure(run.operator_times)
+
 
 st.title("Pipeline")
 run = result(events=False)  # no block or state events needed here
@@ -19,8 +26,8 @@ window = time_window("pp", run, end, (0.0, min(end, 5.0)), follow=True,
                      help="Bars are batch stages; a gap on a stage row is a pipeline bubble (the stage idles). "
                           "It opens on the selected request.")
 zoom_button("pp")
-st.plotly_chart(pipeline_gantt(run, *window, selected=selected_request()), key="pp_gantt")
-busy = stage_busy(run, *window)
+st.plotly_chart(derived(run, pipeline_gantt, *window, selected=selected_request()), key="pp_gantt")
+busy = derived(run, stage_busy, *window)
 st.caption("Busy share per stage in the window (1 - busy = bubbles and idle time): "
            + ", ".join(f"{run.replicas[r].name} stage {s}: {share:.0%}" for (r, s), share in busy.items()))
 
@@ -30,7 +37,7 @@ if run.operator_times.empty:
 else:
     st.caption(f"Seconds per {run.config.predictor.type} cost-model operator over the whole run, all replicas "
                "and stages (layer operators times the layers of each stage; CPU = host time per iteration).")
-    st.plotly_chart(operator_time_figure(run.operator_times), key="pp_operators")
+    st.plotly_chart(derived(run, operator_view), key="pp_operators")
 
 st.subheader("Downloads")
 cols = st.columns(3)

@@ -8,6 +8,7 @@ import streamlit as st
 
 from explorer.frame import through_app
 from explorer.state import SELECTED_KEY, result, scenario_json, selected_request, web_config
+from explorer.views import derived
 from explorer.widgets import session_value
 from sim_core.results.sessions import session_columns, with_sessions
 from sim_core.viz.timeline import (
@@ -27,6 +28,13 @@ def sessions_of(scenario_text: str) -> pd.DataFrame | None:
     return session_columns(build_workload_and_format(web_config(json.loads(scenario_text)))[0])
 
 
+def timeline_view(run, scenario_text: str, order: str, replica: int | None, restarted: bool, limit: int,
+                  selected: int | None) -> tuple[pd.DataFrame, object]:
+    """The rows drawn and their timeline figure (a view of the run, cached with it)."""
+    rows = pick_requests(with_sessions(run.requests, sessions_of(scenario_text)), order, replica, restarted, limit)
+    return rows, timeline_figure(run, rows, selected)
+
+
 st.title("Requests")
 run = result()
 requests = with_sessions(run.requests, sessions_of(scenario_json()))   # the run is the scenario's
@@ -39,9 +47,10 @@ replica = cols[1].selectbox("Replica", replicas, key="rq_replica",
 limit = cols[2].number_input("Rows", 10, 1000, 100, 10, key="rq_limit",
                              help="Requests drawn; with thousands of requests the timeline shows a sample.")
 restarted = cols[3].toggle("Only restarted", key="rq_restarted")
-rows = pick_requests(requests, order, None if replica == "all" else replica, restarted, int(limit))
+rows, timeline = derived(run, timeline_view, scenario_json(), order, None if replica == "all" else replica,
+                         bool(restarted), int(limit), selected_request())
 st.caption(f"Showing {len(rows):,} of {len(requests):,} requests. Click a bar to select its request.")
-event = st.plotly_chart(timeline_figure(run, rows, selected_request()), key="rq_timeline",
+event = st.plotly_chart(timeline, key="rq_timeline",
                         on_select="rerun", selection_mode="points")
 picked = selected_from_event(event)
 if picked is not None and picked != st.session_state.get("rq_last_click"):

@@ -19,10 +19,10 @@ from sim_core.config.share import encode_scenario
 def fresh_settings():
     """Each test reads the environment it sets (settings, run slots and cached runs are per server
     process)."""
-    for cached in (settings, run_slots, explorer.state._results):   # runs are cached per server too
+    for cached in (settings, run_slots, explorer.state._cache):   # runs are cached per server too
         cached.clear()
     yield
-    for cached in (settings, run_slots, explorer.state._results):
+    for cached in (settings, run_slots, explorer.state._cache):
         cached.clear()
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from sim_core.results.cache_ops import cache_op_spans
+from sim_core.viz.decimate import close_runs
 
 if TYPE_CHECKING:
     from sim_core.results.result import SimulationResult
@@ -20,6 +21,8 @@ TRANSFER_COLOR = "#e6ab02"
 OP_COLORS = {"swap_in": "#59a14f", "swap_out": "#e15759", "copy": "#b07aa1"}   # vllm_v0's KV copies
 OP_NAMES = {"swap_in": "swap in (PCIe)", "swap_out": "swap out (PCIe)", "copy": "copy-on-write"}
 MAX_BARS = 4000
+GANTT_PIXELS = 1500      # about the chart's width: bars closer than window / GANTT_PIXELS look joined
+MERGED_COLOR = "#9e9e9e"
 
 
 def batch_kind(num_prefill_tokens: np.ndarray, num_tokens: np.ndarray, num_requests: np.ndarray) -> np.ndarray:
@@ -29,13 +32,11 @@ def batch_kind(num_prefill_tokens: np.ndarray, num_tokens: np.ndarray, num_reque
     return np.where(decodes == 0, "prefill", kind)
 
 
-def gantt_frame(result: SimulationResult, start: float | None = None, end: float | None = None) -> pd.DataFrame:
-    """Stage executions in [start, end) joined with their batch, at most MAX_BARS rows."""
-    stages = result.batch_stages
-    if start is not None:
-        stages = stages[stages["end"] > start]
-    if end is not None:
-        stages = stages[stages["start"] < end]
+def gantt_frame(result: SimulationResult, start: float | None = None, end: float | None = None,
+                stages: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Stage executions in [start, end) (or the given `stages` rows) joined with their batch, at
+    most MAX_BARS rows."""
+    stages = _in_window(result.batch_stages, start, end) if stages is None else stages
     stages = stages.head(MAX_BARS)
     batches = result.batches[["replica_id", "batch_id", "num_requests", "num_tokens", "num_prefill_tokens",
                               "request_ids", "padded_size"]]
@@ -46,6 +47,36 @@ def gantt_frame(result: SimulationResult, start: float | None = None, end: float
     frame["row"] = [f"{names[r]} / stage {s}" for r, s in zip(frame["replica_id"], frame["stage_id"])]
     frame["requests"] = [_ids_text(ids) for ids in frame["request_ids"]]
     return frame
+
+
+def thin_stages(stages: pd.DataFrame, start: float, end: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(stages drawn one by one, merged runs) for a window with more than MAX_BARS stage bars.
+
+    Up to MAX_BARS stages pass unchanged and no run is merged. Above that, on each lane (replica
+    x stage, in time order) the stages that start less than a pixel (window / GANTT_PIXELS)
+    after the previous one ends form a run (`close_runs`): a run of one stays a stage; a longer
+    run becomes one bar from its first start to its last end, with the number of stages and
+    their busy seconds (columns replica_id, stage_id, start, end, num_stages, busy_s). Gaps of a
+    pixel or more, the bubbles a reader looks for, stay as they are."""
+    if len(stages) <= MAX_BARS:
+        return stages, pd.DataFrame(columns=["replica_id", "stage_id", "start", "end", "num_stages", "busy_s"])
+    ordered = stages.sort_values(["replica_id", "stage_id", "start"], kind="stable")
+    lane = ordered["replica_id"].to_numpy() * (int(ordered["stage_id"].max()) + 1) + ordered["stage_id"].to_numpy()
+    runs = close_runs(lane, ordered["start"].to_numpy(), ordered["end"].to_numpy(), (end - start) / GANTT_PIXELS)
+    alone = np.bincount(runs)[runs] == 1
+    grouped = ordered[~alone].assign(busy_s=ordered["end"] - ordered["start"]).groupby(runs[~alone])
+    merged = grouped.agg(replica_id=("replica_id", "first"), stage_id=("stage_id", "first"), start=("start", "min"),
+                         end=("end", "max"), num_stages=("start", "size"), busy_s=("busy_s", "sum"))
+    return ordered[alone], merged.reset_index(drop=True)
+
+
+def _in_window(table: pd.DataFrame, start: float | None, end: float | None) -> pd.DataFrame:
+    """Rows of a table with start and end columns that overlap [start, end)."""
+    if start is not None:
+        table = table[table["end"] > start]
+    if end is not None:
+        table = table[table["start"] < end]
+    return table
 
 
 def link_row(name: str) -> str:
@@ -111,8 +142,14 @@ def pipeline_gantt(result: SimulationResult, start: float | None = None, end: fl
     stage row are pipeline bubbles. Hover shows batch id, requests, the GPU batch size (with
     CUDA-graph padding; padded bars are hatched) and token counts. Batches carrying the selected
     request are outlined."""
-    frame, ops = gantt_frame(result, start, end), cache_op_frame(result, start, end)
-    used = {*frame["row"], *ops["row"]}
+    stages = _in_window(result.batch_stages, start, end)
+    first = float(stages["start"].min()) if start is None and len(stages) else (start or 0.0)
+    last = float(stages["end"].max()) if end is None and len(stages) else (end or 0.0)
+    singles, merged = thin_stages(stages, first, last)
+    frame, ops = gantt_frame(result, stages=singles), cache_op_frame(result, start, end)
+    merged = merged.assign(row=[f"{result.replicas[r].name} / stage {s}"
+                                for r, s in zip(merged["replica_id"], merged["stage_id"])])
+    used = {*frame["row"], *ops["row"], *merged["row"]}
     rows = [row for row in lanes(result) if row in used or row.endswith("KV link")][::-1]
     figure = go.Figure()
     for kind, color in KIND_COLORS.items():
@@ -128,10 +165,12 @@ def pipeline_gantt(result: SimulationResult, start: float | None = None, end: fl
             hovertemplate=("batch %{customdata[0]}<br>%{base:.4f} s + %{x:.4f} s<br>%{customdata[1]} requests "
                            "(GPU batch %{customdata[5]}), %{customdata[2]} tokens (%{customdata[3]} prompt)"
                            "<br>ids: %{customdata[4]}<extra>%{y}</extra>")))
+    _add_merged(figure, merged, len(stages), len(frame), len(singles) - len(frame), (last - first) / GANTT_PIXELS)
     _add_transfers(figure, transfer_frame(result, start, end))
     _add_cache_ops(figure, ops)
     if selected is not None:
-        mine = frame[[selected in ids for ids in frame["request_ids"]]]
+        everything = frame if not len(merged) else gantt_frame(result, stages=_carrying(result, stages, selected))
+        mine = everything[[selected in ids for ids in everything["request_ids"]]]
         figure.add_trace(go.Bar(name=f"request {selected}", orientation="h", y=mine["row"], base=mine["start"],
                                 x=mine["end"] - mine["start"], marker={"color": "rgba(0,0,0,0)",
                                                                        "line": {"width": 2, "color": "#ffb000"}},
@@ -140,6 +179,33 @@ def pipeline_gantt(result: SimulationResult, start: float | None = None, end: fl
                          "categoryarray": rows}, height=140 + 40 * max(len(rows), 1), bargap=0.25,
                          legend_title_text="batch", margin={"l": 10, "r": 10, "t": 30, "b": 40})
     return figure
+
+
+def _carrying(result: SimulationResult, stages: pd.DataFrame, request: int) -> pd.DataFrame:
+    """The stage rows of the batches that carry `request`."""
+    batches = result.batches
+    mine = batches[[request in ids for ids in batches["request_ids"]]][["replica_id", "batch_id"]]
+    return stages.merge(mine, on=["replica_id", "batch_id"])
+
+
+def _add_merged(figure: go.Figure, merged: pd.DataFrame, num_stages: int, num_single: int, num_dropped: int,
+                pixel_s: float) -> None:
+    """The merged runs as grey bars (hover: stages, span, busy share) and a note above the chart
+    saying how the window was thinned (and how many lone bars past MAX_BARS were left out)."""
+    if not len(merged):
+        return
+    figure.add_trace(go.Bar(
+        name="batches under 1 px apart, merged", orientation="h", y=merged["row"], base=merged["start"],
+        x=merged["end"] - merged["start"], marker={"color": MERGED_COLOR, "line": {"width": 0}},
+        customdata=np.stack([merged["num_stages"], merged["busy_s"] / (merged["end"] - merged["start"])], axis=1),
+        hovertemplate=("%{customdata[0]} batches merged<br>%{base:.3f} s + %{x:.3f} s, busy %{customdata[1]:.1%}"
+                       "<extra>%{y}</extra>")))
+    figure.add_annotation(
+        text=f"{num_stages:,} batch stages: {num_single:,} drawn alone, {int(merged['num_stages'].sum()):,} in "
+             f"{len(merged):,} merged bars (grey: less than {pixel_s:.3g} s apart)"
+             + (f", {num_dropped:,} not drawn" if num_dropped else "") + "; narrow the window to see each",
+        xref="paper", yref="paper", x=0, y=1, xanchor="left", yanchor="bottom", showarrow=False,
+        font={"size": 11, "color": "#555"})
 
 
 def _add_transfers(figure: go.Figure, transfers: pd.DataFrame) -> None:

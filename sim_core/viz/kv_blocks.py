@@ -97,7 +97,9 @@ def _hold_intervals(holds: pd.DataFrame,
     """Each +1 event as an interval of event positions [taken, let go) (let go: a huge number
     while still held), with its block and request, in the order the blocks were taken."""
     request, block, delta = (holds[c].to_numpy() for c in ("request", "block", "delta"))
-    order = np.lexsort((positions, block, request))
+    # by request, then block, then position: `positions` increase, so a stable sort on one
+    # (request, block) key keeps them in order (ids are >= 0; a third as fast as a 3-key lexsort)
+    order = np.argsort(request.astype(np.int64) * (int(block.max(initial=0)) + 1) + block, kind="stable")
     pairs = (request[order][1:] == request[order][:-1]) & (block[order][1:] == block[order][:-1])
     release = np.full(len(order), np.iinfo(np.int64).max)
     release[:-1][pairs & (delta[order][1:] < 0)] = positions[order][1:][pairs & (delta[order][1:] < 0)]

@@ -55,6 +55,11 @@ def latency_cdfs(runs: dict[str, pd.DataFrame]) -> go.Figure:
     return figure
 
 
+def run_latency_cdfs(result: SimulationResult) -> go.Figure:
+    """`latency_cdfs` of one run, named after its scenario."""
+    return latency_cdfs({result.config.name or "scenario": result.requests})
+
+
 def throughput_series(result: SimulationResult, bin_s: float | None = None) -> pd.DataFrame:
     """Finished requests/s and output tokens/s per time bin (bins of bin_s, default ~100 bins)."""
     done = result.requests["completed_at"].dropna().to_numpy()
@@ -106,16 +111,16 @@ def replica_load(result: SimulationResult) -> pd.DataFrame:
     A request counts on the replica it ended on (with P/D disaggregation its decode replica,
     unless it had one output token)."""
     requests, series = result.requests, result.timeseries
+    on, prompt, output = (requests[c].to_numpy() for c in ("replica_id", "num_prefill_tokens", "num_decode_tokens"))
+    series_on, times, used = (series[c].to_numpy() for c in ("replica_id", "time", "kv_blocks_used"))
+    batch_on = result.batches["replica_id"].to_numpy()
     rows = []
-    for replica in result.replicas:
-        mine = requests[requests["replica_id"] == replica.id]
-        used = series[series["replica_id"] == replica.id]
-        rows.append({"replica": replica.id, "name": replica.name, "requests": len(mine),
-                     "prompt_tokens": int(mine["num_prefill_tokens"].sum()),
-                     "output_tokens": int(mine["num_decode_tokens"].sum()),
-                     "batches": int((result.batches["replica_id"] == replica.id).sum()),
-                     "kv_utilization_mean": _time_mean(used["time"].to_numpy(), used["kv_blocks_used"].to_numpy())
-                     / max(replica.num_blocks, 1)})
+    for replica in result.replicas:     # numpy masks, not DataFrame filters: 20,000 requests in a few ms
+        mine, samples = on == replica.id, series_on == replica.id
+        rows.append({"replica": replica.id, "name": replica.name, "requests": int(mine.sum()),
+                     "prompt_tokens": int(prompt[mine].sum()), "output_tokens": int(output[mine].sum()),
+                     "batches": int((batch_on == replica.id).sum()),
+                     "kv_utilization_mean": _time_mean(times[samples], used[samples]) / max(replica.num_blocks, 1)})
     return pd.DataFrame(rows)
 
 

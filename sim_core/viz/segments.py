@@ -42,25 +42,38 @@ def request_segments(result: SimulationResult, request_ids: np.ndarray) -> pd.Da
     states = result.state_events
     states = states[states["request"].isin(request_ids)]
     entries = prefill_entries(result.batches, request_ids)
-    by_request_states = {r: g for r, g in states.groupby("request", sort=False)}
-    by_request_entries = {r: g for r, g in entries.groupby("request", sort=False)}
+    # numpy slices per request (state names as str once): no DataFrame per request
+    by_request_states = _by_request(states["request"].to_numpy(), states["time"].to_numpy(),
+                                    states["state"].astype(str).to_numpy())
+    by_request_entries = _by_request(*(entries[c].to_numpy() for c in ("request", "start", "end", "tokens")))
     arrived = result.requests["arrived_at"].to_numpy()
     rows: list[tuple] = []
-    empty = entries.iloc[:0]
+    empty = (np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64))
     for r in request_ids:
-        events = by_request_states.get(r)
+        events = by_request_states.get(int(r))
         if events is None:
             continue
-        _lifecycle(rows, int(r), float(arrived[r]), events, by_request_entries.get(r, empty))
+        _lifecycle(rows, int(r), float(arrived[r]), events, by_request_entries.get(int(r), empty))
     return pd.DataFrame(rows, columns=["request", "kind", "start", "end"])
 
 
-def _lifecycle(rows: list, request: int, arrived: float, events: pd.DataFrame, entries: pd.DataFrame) -> None:
+def _by_request(requests: np.ndarray, *columns: np.ndarray) -> dict[int, tuple[np.ndarray, ...]]:
+    """Request id -> its rows of `columns`, in their order in the table."""
+    order = np.argsort(requests, kind="stable")
+    ids = requests[order]
+    bounds = np.flatnonzero(np.diff(ids)) + 1
+    starts, ends = np.concatenate([[0], bounds]), np.concatenate([bounds, [len(ids)]])
+    ordered = [column[order] for column in columns]
+    return {int(ids[a]): tuple(column[a:b] for column in ordered) for a, b in zip(starts, ends) if b > a}
+
+
+def _lifecycle(rows: list, request: int, arrived: float, events: tuple[np.ndarray, ...],
+               entries: tuple[np.ndarray, ...]) -> None:
     """Append one request's segments: a waiting or preempted gap before each admission, then its
-    prefill chunks and decode until the next restart or the finish."""
-    times, names = events["time"].to_numpy(), events["state"].astype(str).to_numpy()
-    entry_start, entry_end = entries["start"].to_numpy(), entries["end"].to_numpy()
-    entry_tokens = entries["tokens"].to_numpy()
+    prefill chunks and decode until the next restart or the finish. `events`: its state
+    changes (times, names); `entries`: its prompt-carrying batch entries (starts, ends, tokens)."""
+    times, names = events
+    entry_start, entry_end, entry_tokens = entries
     gap_start, gap_kind = arrived, "waiting"
     for i, name in enumerate(names):
         if name != "admitted":
