@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:
     from sim_core.predictor.shape import BatchShape, Predictor
 
@@ -45,3 +47,32 @@ class OverlapClock:
         self.hidden_s += hidden
         self._last[replica] = (now + duration, gpu)
         return duration
+
+    # ---- decode runs (engine/fast_forward.py) ---------------------------------------------------
+
+    def last_iteration(self, replica: int) -> tuple[float, float]:
+        """(end time, GPU seconds) of the replica's latest priced iteration."""
+        return self._last[replica]
+
+    def run_times(self, replica: int, counts: np.ndarray, context: np.ndarray,
+                  previous_gpu: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Seconds of consecutive back-to-back decode iterations of `counts[j]` requests holding
+        `context[j]` KV tokens, the first following one of `previous_gpu` GPU seconds: bitwise
+        what iteration_time gives each. Returns the durations, the seconds hidden in each and the
+        GPU seconds of each (nothing is remembered: see after_run)."""
+        predictor = self.predictors[replica]
+        full = predictor.decode_run_times(counts, context, 0)
+        cpu = predictor.cpu_times(counts)   # type: ignore[arg-type]   # the cost models take arrays too
+        gpu = np.asarray(full - sum(cpu.values()), dtype=np.float64)
+        hideable = sum(cpu[phase] for phase in self.hidden[replica])
+        hidden = np.minimum(hideable, np.concatenate(([previous_gpu], gpu[:-1])))
+        return full - hidden, hidden, gpu
+
+    def after_run(self, replica: int, end: float, gpu: float, hidden: np.ndarray) -> None:
+        """A run's iterations were priced by run_times: the last ended at `end` after `gpu` GPU
+        seconds; `hidden` is what each hid (added in order, as iteration by iteration)."""
+        total = self.hidden_s
+        for seconds in hidden.tolist():
+            total += seconds
+        self.hidden_s = total
+        self._last[replica] = (end, gpu)

@@ -414,30 +414,79 @@ class VllmV1Scheduler(EngineScheduler):
     def _steady_decode(self, batch: Batch, preempted: bool) -> SteadyDecode | None:
         # Decodes re-form unchanged while everyone running is in the batch (the budget covers
         # them) and no admission can start: it failed now on budget, slots or memory, none of
-        # which loosens before a completion (KV only shrinks while decoding). With caching the
-        # blocks a run fills get their keys when it ends (_on_steady_decode), before any lookup,
-        # so decisions are the same; the key events would carry the run's end time, so runs
-        # need a record level without block events. With caching a request's blocks are keyed
-        # as it frees them (see _release), so runs end at the first completion.
-        if preempted or batch.num_prefill_tokens or len(batch.requests) != len(self.running) or self.async_steps:
+        # which loosens before a completion (KV only shrinks while decoding). With async steps
+        # the batch is formed while the step before it runs: that step holds everyone running,
+        # and the batch those whose last token is not in it. With caching a run replays the
+        # keys each formation gives (SteadyDecode.keys_blocks) at its instant.
+        if preempted or batch.num_prefill_tokens:
             return None
-        if self.caching and self._recorder.keeps_blocks:
+        in_flight = self._step_ahead_of(batch) if self.async_steps else None
+        members = in_flight.requests if in_flight is not None else batch.requests
+        if (self.async_steps and in_flight is None) or len(members) != len(self.running):
             return None
         # Offload: decodes store nothing (prompt blocks only), unless an earlier offer found the
         # CPU tier full; a load ending cuts the run as an arrival does (Simulator.on_load_done).
-        if self.offload is not None and self.offload.has_unstored(batch.requests):
+        if self.offload is not None and self.offload.has_unstored(members):
             return None
-        return SteadyDecode(self, UNBOUNDED, past_completions=not self.caching and not self.waiting, growth="paged")
+        waiting = bool(self.waiting) or (self.offload is not None and bool(self.offload.ready))
+        if waiting and self.caching and self._head_follows_a_turn():
+            return None
+        return SteadyDecode(self, UNBOUNDED, past_completions=not waiting, growth="paged", keys_blocks=self.caching,
+                            in_flight=in_flight)
 
-    def _on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
-        super()._on_steady_decode(first, last, num_iterations)
-        if self.offload is not None:   # members that finished inside the run
-            for request in first.requests:
-                if request.completed and request not in last.requests:
-                    self.offload.on_finished(request)
-        if self.caching:   # the keys formations 1..k-1 would have given (tokens up to the last one)
-            for request in last.requests:
-                self._hashed.cache_blocks(request, self.keys(request), request.num_processed_tokens)
+    def _step_ahead_of(self, batch: Batch) -> Batch | None:
+        """Async: the decode step running while `batch` was formed, when `batch` holds exactly
+        its members whose last token is not in it (in order; none preempted); else None."""
+        flight = self.in_flight.batches
+        if len(flight) != 2 or flight[1] is not batch or batch.stale is not None:
+            return None
+        first = flight[0]
+        if first.num_prefill_tokens or first.stale is not None or first.id + 1 != batch.id:
+            return None
+        follows = [r for r in first.requests if r.total_tokens - r.num_processed_tokens > 1]
+        if len(follows) != len(batch.requests) or any(a is not b for a, b in zip(follows, batch.requests)):
+            return None
+        return first
+
+    def _head_follows_a_turn(self) -> bool:
+        """Whether the head of the queue is a later session turn: the keys a run gives its
+        earlier turn's output blocks could lengthen its prefix hit, and so admit it."""
+        previous = self.prefix.previous if self.prefix is not None else None
+        return previous is not None and bool(self.waiting) and previous[self.waiting[0].id] >= 0
+
+    def _resume_steady(self, first: Batch, live: list[Request], num_iterations: int) -> tuple[Batch, Batch | None]:
+        if not self.async_steps:
+            return super()._resume_steady(first, live, num_iterations)
+        # formations 2..k ran in bulk: the last of them forms step k, queued behind step k-1
+        flight = self.in_flight.batches
+        assert len(flight) == 2 and flight[0] is first, "an async run starts with two steps in flight"
+        if num_iterations == 2:
+            last = flight[1]
+        else:
+            self.num_batches += num_iterations - 3
+            made = self._make_batch(live, [1] * len(live), 0)
+            assert made is not None, "the last iteration has live members"
+            last = made
+        after = [r for r in live if r.total_tokens - r.num_processed_tokens > 1]   # its last token is not in `last`
+        queued = self._make_batch(after, [1] * len(after), 0)
+        assert queued is not None, "an async run leaves members for the step it queues"
+        self.in_flight = InFlight()
+        self.in_flight.launch(last)
+        self.in_flight.launch(queued)
+        self._on_steady_decode(first, last, num_iterations)
+        return last, queued
+
+    def _step_ended_in_run(self, batch: Batch) -> None:
+        if self.offload is not None:   # the prompt blocks its launch offered become readable
+            self.offload.on_batch_end(batch)
+
+    def _release_in_run(self, request: Request) -> None:
+        self._release(request)
+        if self.offload is not None:
+            self.offload.on_finished(request)
+
+    def _key_blocks(self, request: Request, num_tokens: int) -> None:
+        self._hashed.cache_blocks(request, self.keys(request), num_tokens)
 
     def _make_endpoint(self) -> V1Endpoint:
         from sim_core.schedulers.vllm_v1_endpoint import V1Endpoint  # it reads this scheduler
