@@ -435,13 +435,18 @@ class VllmV1Scheduler(EngineScheduler):
                             in_flight=in_flight)
 
     def _step_ahead_of(self, batch: Batch) -> Batch | None:
-        """Async: the decode step running while `batch` was formed, when `batch` holds exactly
-        its members whose last token is not in it (in order; none preempted); else None."""
+        """Async: the step running while `batch` was formed, when it runs one decode token of
+        each member and `batch` holds exactly its members whose last token is not in it (in
+        order; none preempted); else None."""
         flight = self.in_flight.batches
         if len(flight) != 2 or flight[1] is not batch or batch.stale is not None:
             return None
         first = flight[0]
-        if first.num_prefill_tokens or first.stale is not None or first.id + 1 != batch.id:
+        if first.stale is not None or first.id + 1 != batch.id:
+            return None
+        # formed as a placeholder behind a prompt's last chunk, a step counted prompt tokens; by
+        # now that chunk has landed, so it runs a decode of each member as any other
+        if any(t != 1 for t in first.num_tokens) or any(not r.is_prefill_complete for r in first.requests):
             return None
         follows = [r for r in first.requests if r.total_tokens - r.num_processed_tokens > 1]
         if len(follows) != len(batch.requests) or any(a is not b for a, b in zip(follows, batch.requests)):
