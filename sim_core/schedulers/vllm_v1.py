@@ -213,7 +213,7 @@ class VllmV1Scheduler(EngineScheduler):
                 self.finish(request)
             elif self.async_steps and self.caching and request.is_prefill_complete:
                 # vLLM keys the blocks its outputs completed once it has them (placeholders before)
-                self._hashed.cache_blocks(request, self.keys(request), self.kv_tokens(request))
+                self._key_blocks(request, self.kv_tokens(request))
 
     def _step(self) -> Step:
         step = Step(self.config.max_num_batched_tokens or V1_BATCHED_TOKENS)
@@ -241,13 +241,15 @@ class VllmV1Scheduler(EngineScheduler):
     # ---- phase 1: running requests -----------------------------------------------------------
 
     def _run(self, step: Step, candidates: list[Request]) -> None:
+        in_flight, kv_tokens = self.in_flight.tokens, self.kv_tokens   # (the hot loop: bound once)
         for request in candidates:
             if step.budget <= 0:
                 return
             if request.status != RequestStatus.RUNNING or request in step:
                 continue  # preempted earlier in this step
-            computed, target = self.computed(request), request.num_known_tokens
-            if computed >= target and self.in_flight.tokens(request):   # its step in flight samples a token
+            flying = in_flight(request)
+            computed, target = kv_tokens(request) + flying, request.num_known_tokens   # as self.computed
+            if computed >= target and flying:   # its step in flight samples a token
                 if computed + 1 >= self._last_token(request):
                     continue   # that token is its last here: nothing more to run
                 target += 1    # a placeholder for it
@@ -273,7 +275,7 @@ class VllmV1Scheduler(EngineScheduler):
         """Find blocks for `n` more tokens of a running request, preempting as needed; False
         when the request itself was preempted."""
         needed = max(0, ceil((computed + n) / self._block_size) - request.num_blocks)
-        while needed > self.pool.num_free:
+        while needed and needed > self.pool.num_free:
             victim = self._victim()
             if victim is request and self.busy:
                 step.blocked = True   # PP > 1: wait for the batch in flight rather than give up
@@ -404,7 +406,7 @@ class VllmV1Scheduler(EngineScheduler):
             if needed or hits:
                 taken = self._hashed.allocate(request, needed, hits)
                 self._recorder.on_allocate(self.replica_id, request.id, taken)
-            self._hashed.cache_blocks(request, self.keys(request), upto)
+            self._key_blocks(request, upto)
         elif needed:
             self._allocate(request, needed)
         request.status = RequestStatus.RUNNING
@@ -491,7 +493,9 @@ class VllmV1Scheduler(EngineScheduler):
             self.offload.on_finished(request)
 
     def _key_blocks(self, request: Request, num_tokens: int) -> None:
-        self._hashed.cache_blocks(request, self.keys(request), num_tokens)
+        pool = self._hashed
+        if num_tokens // self._block_size > pool.num_keyed(request):   # else nothing new fills (the hot path)
+            pool.cache_blocks(request, self.keys(request), num_tokens)
 
     def _make_endpoint(self) -> V1Endpoint:
         from sim_core.schedulers.vllm_v1_endpoint import V1Endpoint  # it reads this scheduler
