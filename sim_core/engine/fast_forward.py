@@ -22,6 +22,12 @@ chunk of iterations and extended (by twice as many) at the chunk's end only when
 there uncut; the sequential sums are the same as if computed at once.
 The last iteration then ends through the ordinary stage-end handler.
 
+With async steps (vllm_v1's default, `SteadyDecode.in_flight`) the run starts from a batch queued
+behind the step running, which becomes its iteration 0: formations run one iteration ahead, the
+iterations are priced by the overlap clock, block events are replayed at their instants
+(`run_replay.py`, also for prefix-cache keys), and the run ends with the next step queued
+(docs/design/fast-forward.md).
+
 Everything a run changes outside this module goes through methods of the objects it advances:
 the stage (`start`, `begin_iteration`), the requests (`on_decode_run`), the pool (its
 allocate / free calls), the policy (`SteadyDecode.resume`) and the recorder.
