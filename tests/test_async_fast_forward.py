@@ -146,3 +146,18 @@ def test_prefix_cache_keys_of_a_run_carry_their_stepwise_times(monkeypatch):
                       [1.0, 0, 3, 1], [1.0, -1, 2, 2],
                       [1.25, 0, 0, -1], [1.25, 0, 1, -1], [1.25, 0, 2, -1], [1.25, 0, 3, -1]]
     assert_runs_agree(config, load)
+
+
+def test_host_time_hidden_over_several_replicas_adds_up_in_stepwise_order():
+    """Three replicas with host time (roofline) hide part of it behind the GPU: the total hidden
+    (operators.csv) is a float sum over every replica's iterations in the order they start, so
+    runs, which price their iterations ahead, hand theirs in only once every iteration started
+    before them is counted: the operator table equals the stepwise one to the last bit."""
+    rng = np.random.default_rng(5)
+    load = Workload(np.sort(rng.uniform(0, 5, 60)), rng.integers(16, 300, 60), rng.integers(16, 200, 60), "test")
+    config = {"model": "llama-2-7b", "device": "a100-80gb", "max_model_len": 1024, "predictor": {"type": "roofline"},
+              "cluster": {"num_replicas": 3, "global_scheduler": "round_robin"}, "scheduler": {"type": "vllm_v1"}}
+    stepwise, fast = run(config, load, fast_forward=False, record="batches"), run(config, load, record="batches")
+    hidden = stepwise.operator_times.set_index("operator").loc["cpu_hidden_by_overlap", "seconds"]
+    assert hidden < 0
+    assert stepwise.operator_times.equals(fast.operator_times)

@@ -165,6 +165,8 @@ class FastForward:
             run = DecodeRun(first, promise, stage.started_at, np.empty(0), np.empty(0, dtype=np.int64), remaining,
                             order, suffix, limit, self._tokens, scheduler.endpoint.num_waiting, queued=batch)
             self._plan_async(replica, run, min(limit, FIRST_CHUNK))
+            assert self.sim.overlap is not None, "async scheduling overlaps the host's work"
+            self.sim.overlap.start_run(replica, now)
         self.runs[replica] = run
         self._schedule_next(replica, run)
         return True
@@ -259,6 +261,7 @@ class FastForward:
         if last == 0 and run.queued is not None and not run.absorbed:
             # async: the new request is seen when the running step ends, as without a run
             del self.runs[replica]
+            self._close_async(replica, run, 1)
             self.sim.stages[replica][0].add(run.queued)
             return
         run.num_iterations = last + 1
@@ -281,9 +284,18 @@ class FastForward:
             stage.begin_iteration(float(run.ends[run.num_iterations - 2]))
         else:
             last, queued = run.first, run.queued
+        if run.queued is not None:
+            self._close_async(replica, run, run.num_iterations)
         if queued is not None:
             stage.add(queued)   # async: the step formed as the last one began
         self.sim.on_stage_end(replica, 0, last)
+
+    def _close_async(self, replica: int, run: DecodeRun, k: int) -> None:
+        """An async run ends after k iterations: the overlap clock learns what iterations 1..k-1
+        hid and how the last one ended."""
+        overlap = self.sim.overlap
+        assert overlap is not None and run.gpu is not None and run.hidden is not None, "async runs overlap"
+        overlap.after_run(replica, float(run.ends[k - 1]), float(run.gpu[k - 1]), run.ends[: k - 1], run.hidden[1:k])
 
     def _apply(self, replica: int, run: DecodeRun) -> tuple[Batch, Batch | None]:
         """Apply iterations 0..k-2 in bulk; return the batch of the last iteration, k-1, and
@@ -323,8 +335,6 @@ class FastForward:
                 last.formed_at = float(ends[k - 3])
             queued.shape = sim.batch_shape(queued)
             queued.formed_at = float(ends[k - 2])
-            assert sim.overlap is not None and run.gpu is not None and run.hidden is not None, "async runs overlap"
-            sim.overlap.after_run(replica, float(ends[k - 1]), float(run.gpu[k - 1]), run.hidden[1:k])
         self._record(replica, run, steps, used_before)
         return last, queued
 
