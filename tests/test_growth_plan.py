@@ -25,12 +25,16 @@ def test_a_member_takes_a_block_when_its_next_token_outgrows_its_blocks():
     tokens 31, 32, 33, and token 33 needs a 3rd block, so it takes blocks at formations 3 and
     3 + 16 = 19 (a run of 25 iterations; it has 40 left). A second member holds 16 tokens in 1
     block: it takes one at formation 1 (token 17) and would at 17, but has only 10 left."""
-    promise = SimpleNamespace(growth="paged", block_size=BLOCK)
+    promise = SimpleNamespace(growth="paged", block_size=BLOCK, lead=0)
     members = _members([30, 16])
     assert planned_allocations(promise, members, [40, 10], 25) == [(1, 1), (3, 0), (19, 0)]
     formations, who, counts = _growth_plan(promise, members, [40, 10], 25)
     assert formations.tolist() == [3, 19, 1] and who.tolist() == [0, 0, 1] and counts.tolist() == [2, 1]
     assert allocation_counts(promise, members, [40, 10], 25) == ([2, 1], [0, 1, 0, 1] + [0] * 15 + [1] + [0] * 5)
+    # async steps form each batch one slot ahead: formation f is made at slot f - 1, so the
+    # same blocks are taken at slots 0, 2 and 18, and 25 slots reach formation 25
+    ahead = SimpleNamespace(growth="paged", block_size=BLOCK, lead=1)
+    assert allocation_counts(ahead, members, [40, 10], 25) == ([2, 1], [1, 0, 1] + [0] * 15 + [1] + [0] * 6)
 
 
 @settings(max_examples=300, deadline=None)
@@ -38,7 +42,7 @@ def test_a_member_takes_a_block_when_its_next_token_outgrows_its_blocks():
        st.lists(st.tuples(st.integers(1, 3000), st.integers(1, 900)), min_size=1, max_size=40),
        st.integers(1, 1000))
 def test_numpy_and_python_plans_name_the_same_blocks(growth, members, iterations):
-    promise = SimpleNamespace(growth=growth, block_size=BLOCK)
+    promise = SimpleNamespace(growth=growth, block_size=BLOCK, lead=0)
     requests = _members([processed for processed, _ in members])
     remaining = [left for _, left in members]
     formations, who, counts = _growth_plan(promise, requests, remaining, iterations)

@@ -172,12 +172,16 @@ def test_a_shared_block_is_referenced_once_per_holder():
 
 
 def test_only_full_blocks_get_keys_and_partial_ones_later():
-    """5 tokens in blocks of 2 fill 2 blocks; after 2 more tokens the third gets its key."""
+    """5 tokens in blocks of 2 fill 2 blocks; after 2 more tokens the third gets its key. The
+    pool counts the leading keyed blocks of a table (none before, 2, then 3)."""
     pool = HashedBlockPool(4, 2)
     a = request(0)
     pool.allocate(a, 3)
+    assert pool.num_keyed(a) == 0
     assert pool.cache_blocks(a, [1, 2, 3], 5) == [0, 1]
+    assert pool.num_keyed(a) == 2
     assert pool.cache_blocks(a, [1, 2, 3], 6) == [2]
+    assert pool.num_keyed(a) == 3
     assert pool.num_cached_free() == 0
     pool.free(a)
     assert pool.num_cached_free() == 3

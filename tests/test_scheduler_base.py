@@ -85,7 +85,7 @@ def test_a_steady_decode_batch_resumes_with_the_batch_id_its_last_iteration_woul
     assert promise is not None
     assert (promise.limit, promise.past_completions, promise.growth, promise.frees_on_completion,
             promise.block_size) == (UNBOUNDED, True, "paged", True, 16)
-    last = promise.resume(decode, [first_request], 5)
-    assert (decode.id, last.id, last.requests, last.num_tokens, last.num_prefill_tokens) == (
-        1, 5, [first_request], [1], 0)
+    last, queued = promise.resume(decode, [first_request], 5)
+    assert (decode.id, last.id, last.requests, last.num_tokens, last.num_prefill_tokens, queued) == (
+        1, 5, [first_request], [1], 0, None)
     assert scheduler.num_batches == 6

@@ -22,6 +22,12 @@ chunk of iterations and extended (by twice as many) at the chunk's end only when
 there uncut; the sequential sums are the same as if computed at once.
 The last iteration then ends through the ordinary stage-end handler.
 
+With async steps (vllm_v1's default, `SteadyDecode.in_flight`) the run starts from a batch queued
+behind the step running, which becomes its iteration 0: formations run one iteration ahead, the
+iterations are priced by the overlap clock, block events are replayed at their instants
+(`run_replay.py`, also for prefix-cache keys), and the run ends with the next step queued
+(docs/design/fast-forward.md).
+
 Everything a run changes outside this module goes through methods of the objects it advances:
 the stage (`start`, `begin_iteration`), the requests (`on_decode_run`), the pool (its
 allocate / free calls), the policy (`SteadyDecode.resume`) and the recorder.
@@ -36,9 +42,11 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from sim_core.engine.run_replay import replay, run_events
 from sim_core.entities import Batch, Request
 from sim_core.memory.block_hash_cache import HashedBlockPool
 from sim_core.memory.block_pool import BlockPool, CountingBlockPool
+from sim_core.predictor.shape import BatchShape
 
 if TYPE_CHECKING:
     from sim_core.engine.routing import Queued
@@ -53,6 +61,7 @@ if TYPE_CHECKING:
 # three, the counting pools the last
 Finished = list[tuple[int, int, list[int], int]]
 Changes = tuple[Finished, tuple[list[int] | None, list[int] | None, list[int] | None, list[int] | None]]
+Steps = tuple[np.ndarray, np.ndarray, np.ndarray]   # per slot: blocks taken, blocks freed, holders done
 
 MAX_RUN = 1 << 20  # iterations in one run (a longer run simply starts again)
 FIRST_CHUNK = 16   # iterations whose end times are computed when a run starts (at least)
@@ -77,6 +86,11 @@ class DecodeRun:
     token: int
     num_waiting: int            # queue length when the run started (arrivals cut the run)
     finish_times: list[float] | None = None   # members' last iteration ends, sorted (inf: not planned yet)
+    # async steps (`promise.in_flight`): `first` was already running when the run started, and
+    queued: Batch | None = None       # the batch of iteration 1, formed then, which the run holds
+    absorbed: bool = False            # whether `first`'s own stage end has come (and was left to the run)
+    gpu: np.ndarray | None = None     # GPU seconds of each planned iteration (overlap pricing)
+    hidden: np.ndarray | None = None  # host seconds each planned iteration hid behind the one before
 
 
 def _finish_times(run: DecodeRun) -> list[float]:
@@ -124,29 +138,40 @@ class FastForward:
         self._last_length: dict[int, int] = {}   # replica -> iterations its last run ran
 
     def try_start(self, replica: int, batch: Batch) -> bool:
-        """Start a run for a just-formed batch on the idle stage; False leaves it to the
-        ordinary path."""
+        """Start a run for a just-formed batch (on the idle stage, or, with async steps, queued
+        behind the step running); False leaves it to the ordinary path."""
         scheduler = self.sim.schedulers[replica]
         promise = scheduler.steady_decode(batch)
         if promise is None or promise.limit < 2:
             return False
-        requests = batch.requests
+        first = promise.in_flight or batch
+        requests = first.requests
         remaining = [r.total_tokens - r.num_processed_tokens for r in requests]
         through = promise.past_completions and not self._completion_matters(replica, requests)
-        limit = min(promise.limit, MAX_RUN, max(remaining) if through else min(remaining))
+        # async steps: a member leaves the batches one formation before it finishes (its last
+        # token in flight), and the step the run leaves queued needs a live member
+        limit = min(promise.limit, MAX_RUN, (max(remaining) if through else min(remaining)) - promise.lead)
         if limit >= 2:
             limit = growth_limit(promise, scheduler.pool, requests, remaining, limit)
         if limit < 2:
             return False
         now = self.sim.kernel.now
         predictor = self.sim.predictors[replica]
-        order, suffix = _members(batch, remaining, predictor.needs_context)
-        ends, context = _end_times(predictor, order, suffix, 0, min(limit, self._first_chunk(replica)), now)
+        order, suffix = _members(first, remaining, predictor.needs_context)
         self._tokens += 1
-        run = DecodeRun(batch, promise, now, ends, context, remaining, order, suffix, limit, self._tokens,
-                        scheduler.endpoint.num_waiting)
+        stage = self.sim.stages[replica][0]
+        if promise.in_flight is None:
+            ends, context = _end_times(predictor, order, suffix, 0, min(limit, self._first_chunk(replica)), now)
+            run = DecodeRun(batch, promise, now, ends, context, remaining, order, suffix, limit, self._tokens,
+                            scheduler.endpoint.num_waiting)
+            stage.start(now)
+        else:
+            run = DecodeRun(first, promise, stage.started_at, np.empty(0), np.empty(0, dtype=np.int64), remaining,
+                            order, suffix, limit, self._tokens, scheduler.endpoint.num_waiting, queued=batch)
+            self._plan_async(replica, run, min(limit, self._first_chunk(replica)))
+            assert self.sim.overlap is not None, "async scheduling overlaps the host's work"
+            self.sim.overlap.start_run(replica, now)
         self.runs[replica] = run
-        self.sim.stages[replica][0].start(now)
         self._schedule_next(replica, run)
         return True
 
@@ -156,6 +181,25 @@ class FastForward:
         FIRST_CHUNK; a longer run is extended at the chunk's end. Only the work per run changes,
         not its end times (sequential sums either way)."""
         return max(FIRST_CHUNK, 2 * self._last_length.get(replica, 0))
+
+    def _plan_async(self, replica: int, run: DecodeRun, stop: int) -> None:
+        """Async steps: plan the run's iterations up to `stop` (iteration 0, running when the
+        run started, ends when the overlap clock said)."""
+        overlap = self.sim.overlap
+        assert overlap is not None, "async scheduling overlaps the host's work"
+        if run.gpu is None:
+            end, first_gpu = overlap.last_iteration(replica)
+            run.ends, run.context = np.array([end]), np.zeros(1, dtype=np.int64)
+            run.gpu, run.hidden = np.array([first_gpu]), np.zeros(1)
+        assert run.hidden is not None, "set with gpu"
+        planned = len(run.ends)
+        iterations = np.arange(planned, stop, dtype=np.int64)
+        counts, context = _live(run.order, run.suffix, iterations, 1)
+        durations, hidden, gpu = overlap.run_times(replica, counts, context, float(run.gpu[-1]))
+        durations[0] += run.ends[-1]
+        run.ends = np.concatenate((run.ends, np.cumsum(durations)))
+        run.context = np.concatenate((run.context, context))
+        run.gpu, run.hidden = np.concatenate((run.gpu, gpu)), np.concatenate((run.hidden, hidden))
 
     def _schedule_next(self, replica: int, run: DecodeRun) -> None:
         """The run's end event if all its iterations are planned, else the event extending it."""
@@ -169,9 +213,12 @@ class FastForward:
             return  # superseded by a cut
         planned = len(run.ends)
         stop = min(run.num_iterations, 3 * planned)
-        ends, context = _end_times(self.sim.predictors[replica], run.order, run.suffix, planned, stop,
-                                   float(run.ends[-1]))
-        run.ends, run.context = np.concatenate((run.ends, ends)), np.concatenate((run.context, context))
+        if run.queued is not None:
+            self._plan_async(replica, run, stop)
+        else:
+            ends, context = _end_times(self.sim.predictors[replica], run.order, run.suffix, planned, stop,
+                                       float(run.ends[-1]))
+            run.ends, run.context = np.concatenate((run.ends, ends)), np.concatenate((run.context, context))
         run.finish_times = None
         self._schedule_next(replica, run)
 
@@ -196,6 +243,16 @@ class FastForward:
         # a member whose last iteration lies past a cut ends after the run's last end >= now
         return bisect_right(run.finish_times, self.sim.kernel.now)
 
+    def absorbs(self, replica: int, batch: Batch) -> bool:
+        """Whether a stage end of `batch` belongs to an async run: the step that was running
+        when the run started ends inside the run, which goes on from it (the simulator's
+        stage-end handler then does nothing)."""
+        run = self.runs.get(replica)
+        if run is None or run.queued is None or run.first is not batch or run.absorbed:
+            return False
+        run.absorbed = True
+        return True
+
     def on_request_routed(self, replica: int) -> None:
         """A request joined the replica's queues: end the run at the first iteration ending at or
         after now, so the next formation sees the request. At the end of an instant (kernel
@@ -212,6 +269,12 @@ class FastForward:
         last = int(np.searchsorted(run.ends[: run.num_iterations], now, side=side))
         if last + 1 >= run.num_iterations:
             return
+        if last == 0 and run.queued is not None and not run.absorbed:
+            # async: the new request is seen when the running step ends, as without a run
+            del self.runs[replica]
+            self._close_async(replica, run, 1)
+            self.sim.stages[replica][0].add(run.queued)
+            return
         run.num_iterations = last + 1
         self._tokens += 1
         run.token = self._tokens
@@ -227,33 +290,65 @@ class FastForward:
             return  # superseded by a cut
         del self.runs[replica]
         self._last_length[replica] = run.num_iterations
+        stage = self.sim.stages[replica][0]
         if run.num_iterations > 1:
-            last = self._apply(replica, run)
-            self.sim.stages[replica][0].begin_iteration(float(run.ends[run.num_iterations - 2]))
+            last, queued = self._apply(replica, run)
+            stage.begin_iteration(float(run.ends[run.num_iterations - 2]))
         else:
-            last = run.first
+            last, queued = run.first, run.queued
+        if run.queued is not None:
+            self._close_async(replica, run, run.num_iterations)
+        if queued is not None:
+            stage.add(queued)   # async: the step formed as the last one began
         self.sim.on_stage_end(replica, 0, last)
 
-    def _apply(self, replica: int, run: DecodeRun) -> Batch:
-        """Apply iterations 0..k-2 in bulk; return the batch of the last iteration, k-1."""
+    def _close_async(self, replica: int, run: DecodeRun, k: int) -> None:
+        """An async run ends after k iterations: the overlap clock learns what iterations 1..k-1
+        hid and how the last one ended."""
+        overlap = self.sim.overlap
+        assert overlap is not None and run.gpu is not None and run.hidden is not None, "async runs overlap"
+        overlap.after_run(replica, float(run.ends[k - 1]), float(run.gpu[k - 1]), run.ends[: k - 1], run.hidden[1:k])
+
+    def _apply(self, replica: int, run: DecodeRun) -> tuple[Batch, Batch | None]:
+        """Apply iterations 0..k-2 in bulk; return the batch of the last iteration, k-1, and
+        (async steps) the one queued behind it."""
         sim, k, first, promise = self.sim, run.num_iterations, run.first, run.promise
         pool = sim.schedulers[replica].pool
-        members = first.requests
-        live_last = [m for m, left in zip(members, run.remaining) if left >= k]
+        members, remaining, ends = first.requests, run.remaining, run.ends[:k]
+        live_last = [m for m, left in zip(members, remaining) if left >= k]
         used_before = pool.num_used
-        if pool.tracks_ids:
-            events = _ordered_events(promise, members, run.remaining, k)
-            self._advance_tokens(members, run.remaining, run.ends[:k], sim.recorder)
-            changes = self._replay(pool, promise.frees_on_completion, members, events)
+        promise.step_ended(first)   # formed before the run, they end inside it
+        if run.queued is not None and k > 2:
+            promise.step_ended(run.queued)
+        if pool.tracks_ids and (promise.lead or promise.keys_blocks):
+            processed = [r.num_processed_tokens for r in members]
+            allocations = planned_allocations(promise, members, remaining, k + promise.lead)
+            events = run_events(promise, members, remaining, k, allocations)
+            self._advance_tokens(members, remaining, ends, sim.recorder)
+            steps = replay(promise, pool, members, processed, events, ends, replica, sim.recorder)
+        elif pool.tracks_ids:
+            ordered = _ordered_events(promise, members, remaining, k)
+            self._advance_tokens(members, remaining, ends, sim.recorder)
+            steps = self._record_blocks(replica, run, self._replay(pool, promise.frees_on_completion, members,
+                                                                   ordered))
         else:
-            counts, taken = allocation_counts(promise, members, run.remaining, k)
-            self._advance_tokens(members, run.remaining, run.ends[:k], sim.recorder)
-            changes = self._count(pool, promise.frees_on_completion, members, run.remaining, k, counts, taken)
-        last = promise.resume(first, live_last, k)
-        last.shape = sim.batch_shape(last)
-        last.formed_at = float(run.ends[k - 2])
-        self._record(replica, run, changes, used_before)
-        return last
+            counts, taken = allocation_counts(promise, members, remaining, k)
+            self._advance_tokens(members, remaining, ends, sim.recorder)
+            steps = self._record_blocks(replica, run, self._count(pool, promise.frees_on_completion, members,
+                                                                  remaining, k, counts, taken))
+        last, queued = promise.resume(first, live_last, k)
+        if queued is None:
+            last.shape = sim.batch_shape(last)
+            last.formed_at = float(ends[k - 2])
+        else:
+            if k > 2:   # formed as iteration k-2 began (k = 2: the batch the run started with)
+                last.shape = _decode_shape(len(live_last), int(run.context[k - 1]),
+                                           sim.predictors[replica].needs_context)
+                last.formed_at = float(ends[k - 3])
+            queued.shape = sim.batch_shape(queued)
+            queued.formed_at = float(ends[k - 2])
+        self._record(replica, run, steps, used_before)
+        return last, queued
 
     @staticmethod
     def _advance_tokens(members: list[Request], remaining: list[int], ends: np.ndarray, recorder: Recorder) -> None:
@@ -317,53 +412,64 @@ class FastForward:
         finished.sort()
         return finished, (None, None, None, taken)
 
-    def _record(self, replica: int, run: DecodeRun, changes: Changes, used_before: int) -> None:
-        """The records the stepwise path makes for iterations 0..k-2 and formation k-1."""
-        recorder, k, first = self.sim.recorder, run.num_iterations, run.first
-        members = first.requests
+    def _record_blocks(self, replica: int, run: DecodeRun, changes: Changes) -> Steps:
+        """The block records of bulk-applied changes (full level); returns per slot the blocks
+        taken, the blocks freed and the holders that let go of theirs."""
+        recorder, k, members = self.sim.recorder, run.num_iterations, run.first.requests
         finished, (formations, takers, blocks, per_formation) = changes
-        freed_at, done_at = [0] * (k + 1), [0] * (k + 1)
+        freed, done = np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64)
         for formation, member, released, count in finished:
             if recorder.keeps_blocks:
                 recorder.on_finished_at(float(run.ends[formation - 1]), replica, members[member].id, released)
-            freed_at[formation] += count
-            done_at[formation] += 1 if count else 0
-        freed, done = np.asarray(freed_at, dtype=np.int64), np.asarray(done_at, dtype=np.int64)
-        ends = run.ends[: k - 1]
+            freed[formation] += count
+            done[formation] += 1 if count else 0
         if recorder.keeps_blocks and blocks:
             assert formations is not None and takers is not None, "id pools list their allocations"
-            recorder.on_run_allocations(replica, ends[np.asarray(formations) - 1], [members[m].id for m in takers],
+            recorder.on_run_allocations(replica, run.ends[np.asarray(formations) - 1], [members[m].id for m in takers],
                                         blocks)
+        if per_formation is not None:
+            taken = np.asarray(per_formation, dtype=np.int64)
+        else:
+            taken = np.bincount(formations, minlength=k) if formations else np.zeros(k, np.int64)
+        return taken, freed, done
+
+    def _record(self, replica: int, run: DecodeRun, steps: Steps, used_before: int) -> None:
+        """The records the stepwise path makes for iterations 0..k-2 and their formations but
+        the blocks' (`steps`: per slot, blocks taken and freed and holders done)."""
+        recorder, k, first = self.sim.recorder, run.num_iterations, run.first
+        taken, freed, done = (values[1:k] for values in steps)
+        ends = run.ends[: k - 1]
         if recorder.keeps_batches:
             recorder.on_run_stages(replica, np.arange(first.id, first.id + k - 1),
                                    np.concatenate(([run.started_at], ends[:-1])), ends)
             self._record_batches(replica, run)
-        if per_formation is not None:
-            taken = np.asarray(per_formation[1:k], dtype=np.int64)
-        else:
-            taken = np.bincount(formations, minlength=k)[1:k] if formations else np.zeros(k - 1, np.int64)
-        after = used_before + np.cumsum(taken - freed[1:k])   # after each formation's allocations
+        after = used_before + np.cumsum(taken - freed)   # after each formation's allocations
         used = np.empty(2 * (k - 1), dtype=np.int64)
         used[0::2], used[1::2] = after - taken, after          # after the batch end, after formation
-        holders = self.sim.schedulers[replica].pool.num_holders + int(done[1:k].sum()) - np.cumsum(done[1:k])
-        recorder.on_replica_states(replica, np.repeat(ends, 2), used, run.num_waiting, np.repeat(holders, 2))
+        holders = self.sim.schedulers[replica].pool.num_holders + int(done.sum()) - np.cumsum(done)
+        # async runs are new: their integral is stepwise's to the bit (serial ones keep the
+        # dot product the golden outputs were taken with)
+        recorder.on_replica_states(replica, np.repeat(ends, 2), used, run.num_waiting, np.repeat(holders, 2),
+                                   sequential=run.queued is not None)
 
     def _record_batches(self, replica: int, run: DecodeRun) -> None:
-        """Batch rows of formations 1..k-1, one chunk per set of live members."""
-        k, first, ends = run.num_iterations, run.first, run.ends
+        """Batch rows of formations 1+lead..k-1+lead, one chunk per set of live members."""
+        k, first, ends, lead = run.num_iterations, run.first, run.ends, run.promise.lead
         ids, lefts = [m.id for m in first.requests], run.remaining
         with_context = self.sim.predictors[replica].needs_context  # as BatchShape: decodes counted only then
-        boundaries = sorted({left for left in lefts if 1 < left < k})
-        boundaries.append(k)
-        start = 1
+        stop = k + lead
+        boundaries = sorted({left for left in lefts if 1 + lead < left < stop})
+        boundaries.append(stop)
+        start = 1 + lead
         for boundary in boundaries:
             live = tuple([i for i, left in zip(ids, lefts) if left > start])
+            formations = np.arange(start, boundary, dtype=np.int64)
             self.sim.recorder.on_run_batches(
-                boundary - start, batch_id=np.arange(first.id + start, first.id + boundary), replica_id=replica,
-                formed_at=ends[start - 1: boundary - 1], num_requests=len(live), num_tokens=len(live),
+                boundary - start, batch_id=first.id + formations, replica_id=replica,
+                formed_at=ends[start - 1 - lead: boundary - 1 - lead], num_requests=len(live), num_tokens=len(live),
                 num_prefill_tokens=0, num_decodes=len(live) if with_context else 0,
-                decode_context=run.context[start:boundary], request_ids=live, request_tokens=(1,) * len(live),
-                padded_size=len(live))
+                decode_context=_live(run.order, run.suffix, formations, lead)[1], request_ids=live,
+                request_tokens=(1,) * len(live), padded_size=len(live))
             start = boundary
 
 
@@ -389,21 +495,23 @@ def _ordered_events(promise: SteadyDecode, members: list[Request], remaining: li
 
 def allocation_counts(promise: SteadyDecode, members: list[Request], remaining: list[int],
                       k: int) -> tuple[list[int], list[int]]:
-    """Blocks each member takes at formations 1..k-1 while live, and how many blocks are taken
-    at each formation 0..k-1; the counting pool needs no order, only how many and when."""
+    """Blocks each member takes at formations 1+lead..k-1+lead while live, and how many blocks
+    are taken at each slot 0..k-1 (formation f is made at slot f - lead); the counting pool
+    needs no order, only how many and when."""
+    lead = promise.lead
     if len(members) >= NUMPY_MEMBERS:
-        planned, _, per_member = _growth_plan(promise, members, remaining, k)
-        return per_member.tolist(), np.bincount(planned, minlength=k)[:k].tolist()
+        planned, _, per_member = _growth_plan(promise, members, remaining, k + lead)
+        return per_member.tolist(), np.bincount(planned - lead, minlength=k)[:k].tolist()
     taken = [0] * k
     if promise.growth is None:
         return [0] * len(members), taken
     step = 1 if promise.growth == "per_token" else promise.block_size
     counts: list[int] = []
     for request, left in zip(members, remaining):   # as planned_allocations, unsorted
-        formations = range(_first_growth(promise, request), left if left < k else k, step)
+        formations = range(_first_growth(promise, request), min(left, k + lead), step)
         counts.append(len(formations))
         for formation in formations:
-            taken[formation] += 1
+            taken[formation - lead] += 1
     return counts, taken
 
 
@@ -423,13 +531,29 @@ def _end_times(predictor: Predictor, order: np.ndarray, suffix: np.ndarray | Non
     """End times of iterations start..stop-1 (sequential sums of the stage times from `begin`,
     as stepwise) and the KV context their members hold (zeros when the cost model does not
     read it)."""
-    iterations = np.arange(start, stop, dtype=np.int64)
-    first_live = np.searchsorted(order, iterations, side="right")  # members finished before j
-    counts = len(order) - first_live
-    context = np.zeros(stop - start, dtype=np.int64) if suffix is None else suffix[first_live] + counts * iterations
+    counts, context = _live(order, suffix, np.arange(start, stop, dtype=np.int64), 0)
     durations = predictor.decode_run_times(counts, context, 0)
     durations[0] += begin
     return np.cumsum(durations), context
+
+
+def _live(order: np.ndarray, suffix: np.ndarray | None, iterations: np.ndarray,
+          lead: int) -> tuple[np.ndarray, np.ndarray]:
+    """How many members are live at each of `iterations` and the KV tokens they hold when its
+    batch is formed (zeros when the cost model does not read them): a member gains one per
+    iteration; formed `lead` iterations ahead (async steps), the batch counts `lead` fewer."""
+    first_live = np.searchsorted(order, iterations, side="right")  # members finished before j
+    counts = len(order) - first_live
+    if suffix is None:
+        return counts, np.zeros(len(iterations), dtype=np.int64)
+    return counts, suffix[first_live] + counts * (iterations - lead)
+
+
+def _decode_shape(num_requests: int, context: int, with_context: bool) -> BatchShape:
+    """The shape of a decode batch, as Simulator.batch_shape makes it."""
+    if with_context:
+        return BatchShape(num_requests, num_requests, (), num_requests, context)
+    return BatchShape(num_requests, num_requests)
 
 
 def growth_limit(promise: SteadyDecode, pool: KvPool, requests: list[Request], remaining: list[int],
@@ -447,15 +571,18 @@ def growth_limit(promise: SteadyDecode, pool: KvPool, requests: list[Request], r
         return min(limit, free // n + 1)  # conservative: as if nobody finished
     if n * ((limit - 1) // promise.block_size + 1) <= free - 1:
         return limit  # even if every member grew as often as possible, one block stays spare
+    lead = promise.lead   # formation j is made at slot j - lead (async steps: one ahead)
     if n >= NUMPY_MEMBERS:
-        formations, _, counts = _growth_plan(promise, requests, remaining, limit)
+        formations, _, counts = _growth_plan(promise, requests, remaining, limit + lead)
     else:
-        allocations = planned_allocations(promise, requests, remaining, limit)
+        allocations = planned_allocations(promise, requests, remaining, limit + lead)
         formations = np.asarray([j for j, _ in allocations], dtype=np.int64)
         counts = np.bincount([m for _, m in allocations], minlength=n)
-    taken = np.bincount(formations, minlength=limit + 1)[: limit + 1]
+    taken = np.bincount(formations - lead, minlength=limit + 1)[: limit + 1]
     freed = np.zeros(limit + 1, dtype=np.int64)
-    if promise.frees_on_completion:   # a finished member frees what it held and what it grew
+    # a finished member frees what it held and what it grew; a prefix cache's shared blocks
+    # outlive a finished holder: its frees are not counted on
+    if promise.frees_on_completion and not isinstance(pool, HashedBlockPool):
         left = np.asarray(remaining, dtype=np.int64)
         ending = left < limit
         held = np.array([r.num_blocks for r in requests], dtype=np.int64)

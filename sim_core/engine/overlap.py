@@ -17,8 +17,12 @@ stay on the critical path. The CPU phases are priced for the batch's (padded) si
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 if TYPE_CHECKING:
     from sim_core.predictor.shape import BatchShape, Predictor
@@ -31,7 +35,13 @@ class OverlapClock:
         self.predictors = predictors                 # per replica
         self.hidden = [tuple(f"cpu_{phase}" for phase in phases) for phases in hidden_phases]   # per replica
         self._last = [(-1.0, 0.0)] * len(predictors)  # (end time, GPU seconds) of the last iteration
-        self.hidden_s = 0.0                          # CPU seconds hidden so far (all replicas)
+        self._hidden_s = 0.0                         # CPU seconds hidden so far (all replicas)
+        # While a decode run is under way (fast-forward prices its iterations ahead and adds what
+        # they hid when it ends), additions wait here, as (start time, order, seconds), so that the
+        # total adds them in the order of their iterations' starts, as stepwise simulation does.
+        self._pending: list[tuple[float, int, float]] = []
+        self._runs: dict[int, float] = {}            # replica -> start of its run under way
+        self._order = 0
 
     def iteration_time(self, replica: int, shape: BatchShape, now: float) -> float:
         """Seconds of the iteration of `shape` starting at `now` (remembered for the next)."""
@@ -42,6 +52,65 @@ class OverlapClock:
         end, previous_gpu = self._last[replica]
         hidden = min(sum(cpu[phase] for phase in self.hidden[replica]), previous_gpu) if end == now else 0.0
         duration = full - hidden
-        self.hidden_s += hidden
+        if self._runs or self._pending:
+            self._hold(now, hidden)
+        else:
+            self._hidden_s += hidden
         self._last[replica] = (now + duration, gpu)
         return duration
+
+    @property
+    def hidden_s(self) -> float:
+        """CPU seconds hidden so far, over all replicas."""
+        total = self._hidden_s
+        for _, _, seconds in sorted(self._pending):
+            total += seconds
+        return total
+
+    def _hold(self, start: float, seconds: float) -> None:
+        heapq.heappush(self._pending, (start, self._order, seconds))
+        self._order += 1
+
+    def _flush(self) -> None:
+        """Add the held seconds of iterations that started before every run under way."""
+        before = min(self._runs.values(), default=math.inf)
+        pending, total = self._pending, self._hidden_s
+        while pending and pending[0][0] < before:
+            total += heapq.heappop(pending)[2]
+        self._hidden_s = total
+
+    # ---- decode runs (engine/fast_forward.py) ---------------------------------------------------
+
+    def last_iteration(self, replica: int) -> tuple[float, float]:
+        """(end time, GPU seconds) of the replica's latest priced iteration."""
+        return self._last[replica]
+
+    def run_times(self, replica: int, counts: np.ndarray, context: np.ndarray,
+                  previous_gpu: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Seconds of consecutive back-to-back decode iterations of `counts[j]` requests holding
+        `context[j]` KV tokens, the first following one of `previous_gpu` GPU seconds: bitwise
+        what iteration_time gives each. Returns the durations, the seconds hidden in each and the
+        GPU seconds of each (nothing is remembered: see after_run)."""
+        predictor = self.predictors[replica]
+        full = predictor.decode_run_times(counts, context, 0)
+        cpu = predictor.cpu_times(counts)   # type: ignore[arg-type]   # the cost models take arrays too
+        gpu = np.asarray(full - sum(cpu.values()), dtype=np.float64)
+        hideable = sum(cpu[phase] for phase in self.hidden[replica])
+        hidden = np.minimum(hideable, np.concatenate(([previous_gpu], gpu[:-1])))
+        return full - hidden, hidden, gpu
+
+    def start_run(self, replica: int, start: float) -> None:
+        """A decode run starts on the replica at `start`: later additions wait for its end."""
+        self._runs[replica] = start
+
+    def after_run(self, replica: int, end: float, gpu: float, starts: np.ndarray, hidden: np.ndarray) -> None:
+        """A run's iterations were priced by run_times: the last ended at `end` after `gpu` GPU
+        seconds; `hidden[j]` is what the iteration starting at `starts[j]` hid (added in the order
+        of their starts among every replica's, as iteration by iteration). Also for a run that
+        ended without any (`hidden` empty)."""
+        del self._runs[replica]
+        for start, seconds in zip(starts.tolist(), hidden.tolist()):
+            self._hold(start, seconds)
+        self._flush()
+        if len(hidden):
+            self._last[replica] = (end, gpu)

@@ -287,6 +287,8 @@ class Simulator:
         return self.predictors[replica].stage_time(shape, stage) + batch.cache_seconds
 
     def on_stage_end(self, replica: int, stage: int, batch: Batch) -> None:
+        if self.fast is not None and self.fast.runs and self.fast.absorbs(replica, batch):
+            return   # vllm_v1's async steps: a decode run goes on from this step (fast_forward.py)
         state = self.stages[replica][stage]
         state.finish()
         self.recorder.on_stage(batch.id, replica, stage, state.started_at, self.kernel.now)

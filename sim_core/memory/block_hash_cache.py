@@ -143,6 +143,11 @@ class HashedBlockPool:
         """One new block to each request in order (fast-forward's bulk growth); returns them."""
         return [self.allocate(request, 1)[0] for request in requests]
 
+    def num_keyed(self, request: Request) -> int:
+        """Leading blocks of the request's table known to have keys: cache_blocks for no more
+        than this many full blocks changes nothing."""
+        return self._num_keyed.get(request.id, 0)
+
     def cache_blocks(self, request: Request, keys: list[int], num_tokens: int) -> list[int]:
         """Key the request's blocks that `num_tokens` tokens fill completely (those already
         keyed are skipped); returns the blocks that got a key."""

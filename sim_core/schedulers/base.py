@@ -158,14 +158,26 @@ class ReplicaScheduler:
         the policy cannot promise anything."""
         return None
 
-    def _resume_steady(self, first: Batch, live: list[Request], num_iterations: int) -> Batch:
+    def _resume_steady(self, first: Batch, live: list[Request], num_iterations: int) -> tuple[Batch, Batch | None]:
         """After a fast-forwarded run of `first` (see SteadyDecode.resume): the skipped
-        iterations' batch ids, then the last iteration's batch."""
+        iterations' batch ids, then the last iteration's batch (and no step queued behind it)."""
         self.num_batches += num_iterations - 2
         last = self._make_batch(live, [1] * len(live), 0)
         assert last is not None, "the last iteration has live members"
         self._on_steady_decode(first, last, num_iterations)
-        return last
+        return last, None
+
+    def _step_ended_in_run(self, batch: Batch) -> None:
+        """A batch formed before a decode run ended inside it (SteadyDecode.step_ended)."""
+        return
+
+    def _release_in_run(self, request: Request) -> None:
+        """A member of a decode run finished inside it (SteadyDecode.release)."""
+        self._free_holder(request)
+
+    def _key_blocks(self, request: Request, num_tokens: int) -> None:
+        """Key the blocks `num_tokens` tokens fill (SteadyDecode.key_blocks; prefix caches only)."""
+        raise NotImplementedError("only a policy whose promise keys blocks replays keys")
 
     def _on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
         """Policy bookkeeping after `num_iterations` identical decode iterations ran in one step

@@ -213,7 +213,7 @@ class VllmV1Scheduler(EngineScheduler):
                 self.finish(request)
             elif self.async_steps and self.caching and request.is_prefill_complete:
                 # vLLM keys the blocks its outputs completed once it has them (placeholders before)
-                self._hashed.cache_blocks(request, self.keys(request), self.kv_tokens(request))
+                self._key_blocks(request, self.kv_tokens(request))
 
     def _step(self) -> Step:
         step = Step(self.config.max_num_batched_tokens or V1_BATCHED_TOKENS)
@@ -241,13 +241,15 @@ class VllmV1Scheduler(EngineScheduler):
     # ---- phase 1: running requests -----------------------------------------------------------
 
     def _run(self, step: Step, candidates: list[Request]) -> None:
+        in_flight, kv_tokens = self.in_flight.tokens, self.kv_tokens   # (the hot loop: bound once)
         for request in candidates:
             if step.budget <= 0:
                 return
             if request.status != RequestStatus.RUNNING or request in step:
                 continue  # preempted earlier in this step
-            computed, target = self.computed(request), request.num_known_tokens
-            if computed >= target and self.in_flight.tokens(request):   # its step in flight samples a token
+            flying = in_flight(request)
+            computed, target = kv_tokens(request) + flying, request.num_known_tokens   # as self.computed
+            if computed >= target and flying:   # its step in flight samples a token
                 if computed + 1 >= self._last_token(request):
                     continue   # that token is its last here: nothing more to run
                 target += 1    # a placeholder for it
@@ -273,7 +275,7 @@ class VllmV1Scheduler(EngineScheduler):
         """Find blocks for `n` more tokens of a running request, preempting as needed; False
         when the request itself was preempted."""
         needed = max(0, ceil((computed + n) / self._block_size) - request.num_blocks)
-        while needed > self.pool.num_free:
+        while needed and needed > self.pool.num_free:
             victim = self._victim()
             if victim is request and self.busy:
                 step.blocked = True   # PP > 1: wait for the batch in flight rather than give up
@@ -404,7 +406,7 @@ class VllmV1Scheduler(EngineScheduler):
             if needed or hits:
                 taken = self._hashed.allocate(request, needed, hits)
                 self._recorder.on_allocate(self.replica_id, request.id, taken)
-            self._hashed.cache_blocks(request, self.keys(request), upto)
+            self._key_blocks(request, upto)
         elif needed:
             self._allocate(request, needed)
         request.status = RequestStatus.RUNNING
@@ -414,30 +416,86 @@ class VllmV1Scheduler(EngineScheduler):
     def _steady_decode(self, batch: Batch, preempted: bool) -> SteadyDecode | None:
         # Decodes re-form unchanged while everyone running is in the batch (the budget covers
         # them) and no admission can start: it failed now on budget, slots or memory, none of
-        # which loosens before a completion (KV only shrinks while decoding). With caching the
-        # blocks a run fills get their keys when it ends (_on_steady_decode), before any lookup,
-        # so decisions are the same; the key events would carry the run's end time, so runs
-        # need a record level without block events. With caching a request's blocks are keyed
-        # as it frees them (see _release), so runs end at the first completion.
-        if preempted or batch.num_prefill_tokens or len(batch.requests) != len(self.running) or self.async_steps:
+        # which loosens before a completion (KV only shrinks while decoding). With async steps
+        # the batch is formed while the step before it runs: that step holds everyone running,
+        # and the batch those whose last token is not in it. With caching a run replays the
+        # keys each formation gives (SteadyDecode.keys_blocks) at its instant.
+        if preempted or batch.num_prefill_tokens:
             return None
-        if self.caching and self._recorder.keeps_blocks:
+        in_flight = self._step_ahead_of(batch) if self.async_steps else None
+        members = in_flight.requests if in_flight is not None else batch.requests
+        if (self.async_steps and in_flight is None) or len(members) != len(self.running):
             return None
         # Offload: decodes store nothing (prompt blocks only), unless an earlier offer found the
         # CPU tier full; a load ending cuts the run as an arrival does (Simulator.on_load_done).
-        if self.offload is not None and self.offload.has_unstored(batch.requests):
+        if self.offload is not None and self.offload.has_unstored(members):
             return None
-        return SteadyDecode(self, UNBOUNDED, past_completions=not self.caching and not self.waiting, growth="paged")
+        waiting = bool(self.waiting) or (self.offload is not None and bool(self.offload.ready))
+        if waiting and self.caching and self._head_follows_a_turn():
+            return None
+        return SteadyDecode(self, UNBOUNDED, past_completions=not waiting, growth="paged", keys_blocks=self.caching,
+                            in_flight=in_flight)
 
-    def _on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
-        super()._on_steady_decode(first, last, num_iterations)
-        if self.offload is not None:   # members that finished inside the run
-            for request in first.requests:
-                if request.completed and request not in last.requests:
-                    self.offload.on_finished(request)
-        if self.caching:   # the keys formations 1..k-1 would have given (tokens up to the last one)
-            for request in last.requests:
-                self._hashed.cache_blocks(request, self.keys(request), request.num_processed_tokens)
+    def _step_ahead_of(self, batch: Batch) -> Batch | None:
+        """Async: the step running while `batch` was formed, when it runs one decode token of
+        each member and `batch` holds exactly its members whose last token is not in it (in
+        order; none preempted); else None."""
+        flight = self.in_flight.batches
+        if len(flight) != 2 or flight[1] is not batch or batch.stale is not None:
+            return None
+        first = flight[0]
+        if first.stale is not None or first.id + 1 != batch.id:
+            return None
+        # formed as a placeholder behind a prompt's last chunk, a step counted prompt tokens; by
+        # now that chunk has landed, so it runs a decode of each member as any other
+        if any(t != 1 for t in first.num_tokens) or any(not r.is_prefill_complete for r in first.requests):
+            return None
+        follows = [r for r in first.requests if r.total_tokens - r.num_processed_tokens > 1]
+        if len(follows) != len(batch.requests) or any(a is not b for a, b in zip(follows, batch.requests)):
+            return None
+        return first
+
+    def _head_follows_a_turn(self) -> bool:
+        """Whether the head of the queue is a later session turn: the keys a run gives its
+        earlier turn's output blocks could lengthen its prefix hit, and so admit it."""
+        previous = self.prefix.previous if self.prefix is not None else None
+        return previous is not None and bool(self.waiting) and previous[self.waiting[0].id] >= 0
+
+    def _resume_steady(self, first: Batch, live: list[Request], num_iterations: int) -> tuple[Batch, Batch | None]:
+        if not self.async_steps:
+            return super()._resume_steady(first, live, num_iterations)
+        # formations 2..k ran in bulk: the last of them forms step k, queued behind step k-1
+        flight = self.in_flight.batches
+        assert len(flight) == 2 and flight[0] is first, "an async run starts with two steps in flight"
+        if num_iterations == 2:
+            last = flight[1]
+        else:
+            self.num_batches += num_iterations - 3
+            made = self._make_batch(live, [1] * len(live), 0)
+            assert made is not None, "the last iteration has live members"
+            last = made
+        after = [r for r in live if r.total_tokens - r.num_processed_tokens > 1]   # its last token is not in `last`
+        queued = self._make_batch(after, [1] * len(after), 0)
+        assert queued is not None, "an async run leaves members for the step it queues"
+        self.in_flight = InFlight()
+        self.in_flight.launch(last)
+        self.in_flight.launch(queued)
+        self._on_steady_decode(first, last, num_iterations)
+        return last, queued
+
+    def _step_ended_in_run(self, batch: Batch) -> None:
+        if self.offload is not None:   # the prompt blocks its launch offered become readable
+            self.offload.on_batch_end(batch)
+
+    def _release_in_run(self, request: Request) -> None:
+        self._release(request)
+        if self.offload is not None:
+            self.offload.on_finished(request)
+
+    def _key_blocks(self, request: Request, num_tokens: int) -> None:
+        pool = self._hashed
+        if num_tokens // self._block_size > pool.num_keyed(request):   # else nothing new fills (the hot path)
+            pool.cache_blocks(request, self.keys(request), num_tokens)
 
     def _make_endpoint(self) -> V1Endpoint:
         from sim_core.schedulers.vllm_v1_endpoint import V1Endpoint  # it reads this scheduler
