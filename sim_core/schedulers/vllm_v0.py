@@ -109,6 +109,7 @@ class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
         self._to_waiting: list[Request] = []   # this step's recomputed requests, in preemption order
         self._to_swapped: list[Request] = []   # this step's swapped-out requests
         self.ignored: dict[int, str] = {}   # request id -> why it was dropped while queued
+        self._prefills_tried = True   # whether this step's formation tried the waiting queue (no chunking)
 
     def _make_pool(self) -> RefCountedBlockPool | RefCountedCountingPool:
         return (RefCountedBlockPool if self._recorder.keeps_blocks else RefCountedCountingPool)(self._limits.num_blocks)
@@ -153,6 +154,7 @@ class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
         budget = self._budget()
         for request in self.running:
             budget.add_seqs(request.id, request.num_seqs)
+        self._prefills_tried = not self.swapped
         if not self.swapped:
             prefills = self._schedule_prefills(budget)
             if prefills[0]:
@@ -304,6 +306,10 @@ class VllmV0Scheduler(V0Preemption, ReplicaScheduler):
         if preempted or batch.num_prefill_tokens or batch.cache_ops is not None or self.running:
             return None
         if any(request.num_seqs != 1 for request in batch.requests):
+            return None
+        # without chunking, prompts are tried only while nothing is swapped out: when this step
+        # emptied the swapped queue (swapped its head in, or ignored it), the next one tries them
+        if not self.chunked and self.waiting and not self.swapped and not self._prefills_tried:
             return None
         return SteadyDecode(self, UNBOUNDED, past_completions=not self.waiting and not self.swapped, growth="paged")
 
