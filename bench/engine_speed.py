@@ -7,7 +7,7 @@ Workload and model as bench/sim_speed.py (Poisson chat trace, prompts 64..1536, 
 0.1 ms per token), plus a multi-turn chat case with a 512-token system prompt where prefix
 caching has something to find. Fast-forward applies to vllm and to vllm_v1 (with prefix caching
 only at record levels without block events, and then up to the first completion); sglang runs
-iteration by iteration. Prints the median wall
+iteration by iteration. Prints the median CPU
 time of the repeats, batches per second and the prefix hit rate.
 """
 
@@ -48,9 +48,9 @@ def workloads(num_requests: int, qps: float) -> dict:
 
 
 def timed(config) -> tuple[float, dict]:
-    start = time.perf_counter()
+    start = time.process_time()
     result = run_simulation(config)
-    return time.perf_counter() - start, result.summary
+    return time.process_time() - start, result.summary
 
 
 def main() -> None:

@@ -31,20 +31,21 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import groupby, repeat
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from sim_core.engine.run_pricing import RunPricing
 from sim_core.entities import Batch, Request
 from sim_core.memory.block_hash_cache import HashedBlockPool
 from sim_core.memory.block_pool import BlockPool, CountingBlockPool
+from sim_core.memory.radix_pool import RadixKvPool
 
 if TYPE_CHECKING:
     from sim_core.engine.routing import Queued
     from sim_core.engine.simulator import Simulator
     from sim_core.memory.kv_pool import KvPool
-    from sim_core.predictor.shape import Predictor
     from sim_core.results.record import Recorder
     from sim_core.schedulers.steady import SteadyDecode
 
@@ -76,6 +77,7 @@ class DecodeRun:
     num_iterations: int         # iterations that will run (shrinks when a request arrives)
     token: int
     num_waiting: int            # queue length when the run started (arrivals cut the run)
+    pricing: RunPricing         # prices its iterations (padding, overlap)
     finish_times: list[float] | None = None   # members' last iteration ends, sorted (inf: not planned yet)
 
 
@@ -129,6 +131,8 @@ class FastForward:
         promise = scheduler.steady_decode(batch)
         if promise is None or promise.limit < 2:
             return False
+        if promise.inbox_may_join and self.sim.handoff is not None and self.sim.handoff.has_inbox(replica):
+            return False
         requests = batch.requests
         remaining = [r.total_tokens - r.num_processed_tokens for r in requests]
         through = promise.past_completions and not self._completion_matters(replica, requests)
@@ -140,14 +144,20 @@ class FastForward:
         now = self.sim.kernel.now
         predictor = self.sim.predictors[replica]
         order, suffix = _members(batch, remaining, predictor.needs_context)
-        ends, context = _end_times(predictor, order, suffix, 0, min(limit, FIRST_CHUNK), now)
+        pricing = self._pricing(replica, promise, now)
+        ends, context = _end_times(pricing, order, suffix, 0, min(limit, FIRST_CHUNK), now)
         self._tokens += 1
         run = DecodeRun(batch, promise, now, ends, context, remaining, order, suffix, limit, self._tokens,
-                        scheduler.endpoint.num_waiting)
+                        scheduler.endpoint.num_waiting, pricing)
         self.runs[replica] = run
         self.sim.stages[replica][0].start(now)
         self._schedule_next(replica, run)
         return True
+
+    def _pricing(self, replica: int, promise: SteadyDecode, now: float) -> RunPricing:
+        sim = self.sim
+        overlap = sim.overlap if sim.overlapping[replica] else None
+        return RunPricing(sim.predictors[replica], promise, overlap, replica, now)
 
     def _schedule_next(self, replica: int, run: DecodeRun) -> None:
         """The run's end event if all its iterations are planned, else the event extending it."""
@@ -161,8 +171,7 @@ class FastForward:
             return  # superseded by a cut
         planned = len(run.ends)
         stop = min(run.num_iterations, 3 * planned)
-        ends, context = _end_times(self.sim.predictors[replica], run.order, run.suffix, planned, stop,
-                                   float(run.ends[-1]))
+        ends, context = _end_times(run.pricing, run.order, run.suffix, planned, stop, float(run.ends[-1]))
         run.ends, run.context = np.concatenate((run.ends, ends)), np.concatenate((run.context, context))
         run.finish_times = None
         self._schedule_next(replica, run)
@@ -218,6 +227,7 @@ class FastForward:
         if run is None or run.token != token:
             return  # superseded by a cut
         del self.runs[replica]
+        run.pricing.commit(run.num_iterations, float(run.ends[run.num_iterations - 1]))
         if run.num_iterations > 1:
             last = self._apply(replica, run)
             self.sim.stages[replica][0].begin_iteration(float(run.ends[run.num_iterations - 2]))
@@ -235,7 +245,10 @@ class FastForward:
         if pool.tracks_ids:
             events = _ordered_events(promise, members, run.remaining, k)
             self._advance_tokens(members, run.remaining, run.ends[:k], sim.recorder)
-            changes = self._replay(pool, promise.frees_on_completion, members, events)
+            if isinstance(pool, RadixKvPool):
+                changes = _grow_evicting(pool, sim.recorder, members, events, run.ends)
+            else:
+                changes = self._replay(pool, promise.frees_on_completion, members, events)
         else:
             counts, taken = allocation_counts(promise, members, run.remaining, k)
             self._advance_tokens(members, run.remaining, run.ends[:k], sim.recorder)
@@ -337,7 +350,8 @@ class FastForward:
         used = np.empty(2 * (k - 1), dtype=np.int64)
         used[0::2], used[1::2] = after - taken, after          # after the batch end, after formation
         holders = self.sim.schedulers[replica].pool.num_holders + int(done[1:k].sum()) - np.cumsum(done[1:k])
-        recorder.on_replica_states(replica, np.repeat(ends, 2), used, run.num_waiting, np.repeat(holders, 2))
+        recorder.on_replica_states(replica, np.repeat(ends, 2), used, run.num_waiting, np.repeat(holders, 2),
+                                   run.promise.sequential_sums)
 
     def _record_batches(self, replica: int, run: DecodeRun) -> None:
         """Batch rows of formations 1..k-1, one chunk per set of live members."""
@@ -349,12 +363,13 @@ class FastForward:
         start = 1
         for boundary in boundaries:
             live = tuple([i for i, left in zip(ids, lefts) if left > start])
+            padded = int(run.promise.padded(np.array([len(live)]))[0])   # BatchShape counts padding as decodes
             self.sim.recorder.on_run_batches(
                 boundary - start, batch_id=np.arange(first.id + start, first.id + boundary), replica_id=replica,
                 formed_at=ends[start - 1: boundary - 1], num_requests=len(live), num_tokens=len(live),
-                num_prefill_tokens=0, num_decodes=len(live) if with_context else 0,
+                num_prefill_tokens=0, num_decodes=(len(live) if with_context else 0) + padded - len(live),
                 decode_context=run.context[start:boundary], request_ids=live, request_tokens=(1,) * len(live),
-                padded_size=len(live))
+                padded_size=padded)
             start = boundary
 
 
@@ -409,7 +424,7 @@ def _members(batch: Batch, remaining: list[int], needs_context: bool) -> tuple[n
     return order, np.concatenate((np.cumsum(by_remaining[::-1])[::-1], [0]))
 
 
-def _end_times(predictor: Predictor, order: np.ndarray, suffix: np.ndarray | None, start: int, stop: int,
+def _end_times(pricing: RunPricing, order: np.ndarray, suffix: np.ndarray | None, start: int, stop: int,
                begin: float) -> tuple[np.ndarray, np.ndarray]:
     """End times of iterations start..stop-1 (sequential sums of the stage times from `begin`,
     as stepwise) and the KV context their members hold (zeros when the cost model does not
@@ -418,7 +433,7 @@ def _end_times(predictor: Predictor, order: np.ndarray, suffix: np.ndarray | Non
     first_live = np.searchsorted(order, iterations, side="right")  # members finished before j
     counts = len(order) - first_live
     context = np.zeros(stop - start, dtype=np.int64) if suffix is None else suffix[first_live] + counts * iterations
-    durations = predictor.decode_run_times(counts, context, 0)
+    durations = pricing.durations(counts, context)
     durations[0] += begin
     return np.cumsum(durations), context
 
@@ -500,6 +515,26 @@ def _growth_plan(promise: SteadyDecode, requests: list[Request], remaining: list
     members = np.repeat(np.arange(n, dtype=np.int64), counts)
     within = np.arange(len(members), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
     return np.repeat(first, counts) + step * within, members, counts
+
+
+def _grow_evicting(pool: RadixKvPool, recorder: Recorder, members: list[Request], events: list[tuple[int, int, int]],
+                   ends: np.ndarray) -> Changes:
+    """`_replay` for the radix pool (sglang), whose runs end before any completion: each
+    formation's blocks taken as stepwise, evicting tree leaves first when the free list is
+    short. The pool records its own block events, so the recorder's clock is set to each
+    formation's instant meanwhile; hence no block ids are returned for the bulk records."""
+    assert all(kind == 1 for _, kind, _ in events), "radix runs end at their first completion"
+    if not recorder.keeps_blocks:
+        # the free list is first in, first out, and one eviction toward all the run's blocks
+        # evicts the same leaves as one per formation: the same ids go to the same members
+        pool.allocate_each([members[member] for _, _, member in events])
+    else:
+        now = recorder.now
+        for formation, group in groupby(events, key=lambda event: event[0]):
+            recorder.now = float(ends[formation - 1])
+            pool.allocate_each([members[member] for _, _, member in group])
+        recorder.now = now
+    return [], ([formation for formation, _, _ in events], [member for _, _, member in events], [], None)
 
 
 def _allocate_each(pool: KvPool, requests: list[Request]) -> list[int]:

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:
     from sim_core.predictor.shape import BatchShape, Predictor
 
@@ -45,3 +47,38 @@ class OverlapClock:
         self.hidden_s += hidden
         self._last[replica] = (now + duration, gpu)
         return duration
+
+    # ---- decode runs (engine/fast_forward.py) ------------------------------------------------
+
+    def gpu_before(self, replica: int, now: float) -> float | None:
+        """GPU seconds of the replica's last iteration when it ended exactly at `now` (an
+        iteration starting now hides host time behind it), else None (an idle gap)."""
+        end, gpu = self._last[replica]
+        return gpu if end == now else None
+
+    def run_times(self, replica: int, full: np.ndarray, sizes: np.ndarray,
+                  gpu_before: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`iteration_time` of consecutive back-to-back iterations of a decode run, bitwise: stage
+        times `full` of batches of `sizes` (padded) requests, the first after an iteration of
+        `gpu_before` GPU seconds (None: after an idle gap). Changes nothing (see `on_run`).
+        Returns each iteration's duration, GPU seconds and hidden host seconds."""
+        # every cost model's cpu_times is elementwise (numpy arithmetic; linear: zeros)
+        cpu = self.predictors[replica].cpu_times(sizes)  # type: ignore[arg-type]
+        gpu = full - sum(cpu.values())
+        overlapped = sum(cpu[phase] for phase in self.hidden[replica])
+        before = np.empty_like(full)
+        before[1:] = gpu[:-1]
+        before[0] = 0.0 if gpu_before is None else gpu_before
+        hidden = np.minimum(overlapped, before)
+        if gpu_before is None:
+            hidden[0] = 0.0
+        return full - hidden, gpu, hidden
+
+    def on_run(self, replica: int, end: float, gpu: float, hidden: np.ndarray) -> None:
+        """A decode run's iterations ran (priced by `run_times`): their hidden seconds join the
+        total in iteration order (interleaved with other replicas' iterations stepwise, so with
+        several replicas the total may differ in its last bits); the last one ended at `end`
+        after `gpu` GPU seconds."""
+        if len(hidden):
+            self.hidden_s = float(np.cumsum(np.concatenate(([self.hidden_s], hidden)))[-1])
+        self._last[replica] = (end, gpu)

@@ -125,6 +125,13 @@ class RadixKvPool:
         self._event(request.id, taken, 1)
         return taken
 
+    def allocate_each(self, requests: list[Request]) -> list[int]:
+        """One new block to each request in order, as a decode formation takes them: tree
+        leaves are evicted for all of them first when the free list is short (fast-forward's
+        bulk growth; the caller checked that free + evictable blocks suffice)."""
+        self.evict_until(len(requests))
+        return [self.allocate(request, 1)[0] for request in requests]
+
     def _take_fresh(self, num: int, owner: int) -> list[int]:
         """`num` blocks off the front of the free list: the never-used ids, then returned ones;
         all placed with `owner`."""

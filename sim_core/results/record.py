@@ -254,10 +254,17 @@ class Recorder:
         cols["num_running"].append(running)
 
     def on_replica_states(self, replica: int, times: np.ndarray, used: np.ndarray, waiting: int,
-                          running: np.ndarray) -> None:
-        """Many on_replica_state calls at once (times non-decreasing, after the last one)."""
+                          running: np.ndarray, sequential: bool = False) -> None:
+        """Many on_replica_state calls at once (times non-decreasing, after the last one).
+        `sequential`: the KV area adds each row's term in turn, bitwise as those calls would
+        (else in one dot product, which may round differently in the last bits)."""
         last_time, last_used = self._kv_last[replica]
-        self.kv_area[replica] += last_used * (float(times[0]) - last_time) + float(np.dot(used[:-1], np.diff(times)))
+        if sequential:
+            terms = np.concatenate(([last_used], used[:-1])) * np.diff(times, prepend=last_time)
+            self.kv_area[replica] = float(np.cumsum(np.concatenate(([self.kv_area[replica]], terms)))[-1])
+        else:
+            self.kv_area[replica] += (last_used * (float(times[0]) - last_time)
+                                      + float(np.dot(used[:-1], np.diff(times))))
         self._kv_last[replica] = (float(times[-1]), int(used[-1]))
         self.kv_peak[replica] = max(self.kv_peak[replica], int(used.max()))
         if self.keeps_batches:

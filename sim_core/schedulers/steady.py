@@ -11,7 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from sim_core.schedulers.cuda_graph import padded_sizes
+
 if TYPE_CHECKING:
+    import numpy as np
+
     from sim_core.entities import Batch, Request
     from sim_core.schedulers.base import ReplicaScheduler
 
@@ -28,17 +32,32 @@ class SteadyDecode:
     without it (nobody else could join); False ends a run at the first finish. `growth`: members
     take a block when their tokens outgrow their blocks ("paged"), one per iteration
     ("per_token"), or none. `frees_on_completion`: a finished member's blocks return to the pool
-    at its batch end (else when the whole static batch ends)."""
+    at its batch end (else when the whole static batch ends). `graph_sizes`: the CUDA-graph
+    batch sizes (ascending) the batch is padded up to (and priced at) while it runs (None: no
+    padding).
+    `inbox_may_join`: a hand-off waiting in this decode replica's inbox might be taken at a
+    later formation even without a completion (its room grows as the members decode), so no
+    run starts while one waits. `sequential_sums`: the run's KV-utilization integral is summed
+    term by term, bitwise as stepwise (the policies whose snapshots were taken with the faster
+    bulk sum keep it; the two differ in the last bits only)."""
 
     scheduler: ReplicaScheduler
     limit: int
     past_completions: bool = False
     growth: Growth = None
     frees_on_completion: bool = True
+    graph_sizes: np.ndarray | None = None
+    inbox_may_join: bool = False
+    sequential_sums: bool = False
 
     @property
     def block_size(self) -> int:
         return self.scheduler._block_size
+
+    def padded(self, num_requests: np.ndarray) -> np.ndarray:
+        """The batch size the GPU runs (and the cost model prices) for each count of live
+        members."""
+        return num_requests if self.graph_sizes is None else padded_sizes(num_requests, self.graph_sizes)
 
     def resume(self, first: Batch, live: list[Request], num_iterations: int) -> Batch:
         """Iterations 0..num_iterations-2 of `first` ran in one step (fast-forward applied their
