@@ -246,7 +246,7 @@ class FastForward:
             events = _ordered_events(promise, members, run.remaining, k)
             self._advance_tokens(members, run.remaining, run.ends[:k], sim.recorder)
             if isinstance(pool, RadixKvPool):
-                changes = _grow_evicting(pool, sim.recorder, members, events, run.ends)
+                changes = _grow_evicting(pool, sim.recorder, promise, members, events, run.ends)
             else:
                 changes = self._replay(pool, promise.frees_on_completion, members, events)
         else:
@@ -331,7 +331,7 @@ class FastForward:
             if recorder.keeps_blocks:
                 recorder.on_finished_at(float(run.ends[formation - 1]), replica, members[member].id, released)
             freed_at[formation] += count
-            done_at[formation] += 1 if count else 0
+            done_at[formation] += 1 if run.promise.frees_on_completion else 0   # a holder less
         freed, done = np.asarray(freed_at, dtype=np.int64), np.asarray(done_at, dtype=np.int64)
         ends = run.ends[: k - 1]
         if recorder.keeps_blocks and blocks:
@@ -363,7 +363,7 @@ class FastForward:
         start = 1
         for boundary in boundaries:
             live = tuple([i for i, left in zip(ids, lefts) if left > start])
-            padded = int(run.promise.padded(np.array([len(live)]))[0])   # BatchShape counts padding as decodes
+            padded = run.promise.padded_size(len(live))   # BatchShape counts padding as decodes
             self.sim.recorder.on_run_batches(
                 boundary - start, batch_id=np.arange(first.id + start, first.id + boundary), replica_id=replica,
                 formed_at=ends[start - 1: boundary - 1], num_requests=len(live), num_tokens=len(live),
@@ -461,7 +461,7 @@ def growth_limit(promise: SteadyDecode, pool: KvPool, requests: list[Request], r
         counts = np.bincount([m for _, m in allocations], minlength=n)
     taken = np.bincount(formations, minlength=limit + 1)[: limit + 1]
     freed = np.zeros(limit + 1, dtype=np.int64)
-    if promise.frees_on_completion:   # a finished member frees what it held and what it grew
+    if promise.frees_on_completion and promise.counts_frees:   # a finished member frees what it held and grew
         left = np.asarray(remaining, dtype=np.int64)
         ending = left < limit
         held = np.array([r.num_blocks for r in requests], dtype=np.int64)
@@ -517,24 +517,37 @@ def _growth_plan(promise: SteadyDecode, requests: list[Request], remaining: list
     return np.repeat(first, counts) + step * within, members, counts
 
 
-def _grow_evicting(pool: RadixKvPool, recorder: Recorder, members: list[Request], events: list[tuple[int, int, int]],
-                   ends: np.ndarray) -> Changes:
-    """`_replay` for the radix pool (sglang), whose runs end before any completion: each
-    formation's blocks taken as stepwise, evicting tree leaves first when the free list is
-    short. The pool records its own block events, so the recorder's clock is set to each
-    formation's instant meanwhile; hence no block ids are returned for the bulk records."""
-    assert all(kind == 1 for _, kind, _ in events), "radix runs end at their first completion"
-    if not recorder.keeps_blocks:
+def _grow_evicting(pool: RadixKvPool, recorder: Recorder, promise: SteadyDecode, members: list[Request],
+                   events: list[tuple[int, int, int]], ends: np.ndarray) -> Changes:
+    """`_replay` for the radix pool (sglang): at each formation, the members that finished
+    are booked by the policy (`on_completion`: their tokens join the tree, their blocks are let
+    go), then the formation's blocks are taken as stepwise, evicting tree leaves first when the
+    free list is short. The pool records its own block events, so the recorder's clock is set
+    to each formation's instant meanwhile (hence no block ids for the bulk records); a
+    finished member's count is how many blocks it made spare (free or evictable)."""
+    finished: Finished = []
+    growth = [(formation, member) for formation, kind, member in events if kind == 1]
+    if not recorder.keeps_blocks and len(growth) == len(events):
         # the free list is first in, first out, and one eviction toward all the run's blocks
         # evicts the same leaves as one per formation: the same ids go to the same members
-        pool.allocate_each([members[member] for _, _, member in events])
+        pool.allocate_each([members[member] for _, member in growth])
     else:
-        now = recorder.now
+        now, complete = recorder.now, promise.on_completion
         for formation, group in groupby(events, key=lambda event: event[0]):
             recorder.now = float(ends[formation - 1])
-            pool.allocate_each([members[member] for _, _, member in group])
+            takers = []
+            for _, kind, member in group:
+                if kind == 1:
+                    takers.append(members[member])
+                    continue
+                assert complete is not None, "radix runs go past a completion only when the policy books it"
+                used = pool.num_used
+                complete(members[member])
+                finished.append((formation, member, [], used - pool.num_used))
+            if takers:
+                pool.allocate_each(takers)
         recorder.now = now
-    return [], ([formation for formation, _, _ in events], [member for _, _, member in events], [], None)
+    return finished, ([formation for formation, _ in growth], [member for _, member in growth], [], None)
 
 
 def _allocate_each(pool: KvPool, requests: list[Request]) -> list[int]:

@@ -19,8 +19,6 @@ def padded_size(num_requests: int, sizes: Sequence[int]) -> int:
     return sizes[index] if index < len(sizes) else num_requests
 
 
-def padded_sizes(num_requests: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """`padded_size` of each element (a decode run's live members per iteration; `sizes` sorted
-    ascending, not empty)."""
-    index = np.searchsorted(sizes, num_requests, side="left")
-    return np.where(index < len(sizes), sizes[np.minimum(index, len(sizes) - 1)], num_requests)
+def padding_table(max_requests: int, sizes: Sequence[int]) -> np.ndarray:
+    """`padded_size` of every batch size 0..max_requests, for looking up many at once."""
+    return np.array([padded_size(n, sizes) for n in range(max_requests + 1)], dtype=np.int64)

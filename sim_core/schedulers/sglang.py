@@ -32,7 +32,7 @@ from pydantic import Field, field_validator
 from sim_core.config import PolicyTraits
 from sim_core.entities import Batch, Request
 from sim_core.schedulers.base import UNBOUNDED
-from sim_core.schedulers.cuda_graph import padded_size
+from sim_core.schedulers.cuda_graph import padded_size, padding_table
 from sim_core.schedulers.engine import PrefixCachingConfig
 from sim_core.schedulers.sglang_prefill import SglangPrefill
 from sim_core.schedulers.sglang_retract import (
@@ -99,9 +99,9 @@ class SglangScheduler(SglangPrefill):
     traits = PolicyTraits(SglangConfig, "SGLang (v0.4)", clips_prompts=False, has_prefix_cache=True)
 
     @cached_property
-    def _graph_array(self) -> np.ndarray | None:
-        """The CUDA-graph batch sizes for fast-forward's padding (None: no CUDA graphs)."""
-        return np.asarray(self.graph_sizes, dtype=np.int64) if self.graph_sizes else None
+    def _padded_sizes(self) -> np.ndarray | None:
+        """The padded size of every decode batch size up to max_running (None: no CUDA graphs)."""
+        return padding_table(self.max_running, self.graph_sizes) if self.graph_sizes else None
 
     def _next_batch(self) -> Batch | None:
         while True:   # a decode step that retracted everyone tries the queue again at once
@@ -177,10 +177,19 @@ class SglangScheduler(SglangPrefill):
             return None
         if self.waiting and not self.batch_is_full:
             return None
-        if len(batch.requests) != len(self.running):
+        if len(batch.requests) != len(self.running) or len(batch.requests) > self.max_running:
             return None   # PP > 1 leaves some running requests in flight (no fast-forward there)
-        return SteadyDecode(self, UNBOUNDED, growth="paged", graph_sizes=self._graph_array, inbox_may_join=True,
-                            sequential_sums=True)
+        return SteadyDecode(self, UNBOUNDED, past_completions=not self.waiting, growth="paged",
+                            padded_sizes=self._padded_sizes, inbox_may_join=True, on_completion=self._complete_in_run,
+                            counts_frees=False, sequential_sums=True)
+
+    def _complete_in_run(self, request: Request) -> None:
+        """A member finished inside a fast-forwarded run: booked as its batch end would."""
+        self.busy.discard(request.id)
+        self._finish(request)
+
+    def _on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
+        return   # the run's completions were booked as they came (`_complete_in_run`)
 
     def _resume_steady(self, first: Batch, live: list[Request], num_iterations: int) -> Batch:
         last = super()._resume_steady(first, live, num_iterations)

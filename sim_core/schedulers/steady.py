@@ -8,10 +8,9 @@ then advances those iterations in one step and hands the replica back through `r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
-
-from sim_core.schedulers.cuda_graph import padded_sizes
 
 if TYPE_CHECKING:
     import numpy as np
@@ -32,12 +31,16 @@ class SteadyDecode:
     without it (nobody else could join); False ends a run at the first finish. `growth`: members
     take a block when their tokens outgrow their blocks ("paged"), one per iteration
     ("per_token"), or none. `frees_on_completion`: a finished member's blocks return to the pool
-    at its batch end (else when the whole static batch ends). `graph_sizes`: the CUDA-graph
-    batch sizes (ascending) the batch is padded up to (and priced at) while it runs (None: no
-    padding).
+    at its batch end (else when the whole static batch ends). `padded_sizes[n]`: the
+    batch size the GPU runs (and the cost model prices) for n live members, CUDA-graph padding
+    included, for every n up to the batch's size (None: no padding).
     `inbox_may_join`: a hand-off waiting in this decode replica's inbox might be taken at a
     later formation even without a completion (its room grows as the members decode), so no
-    run starts while one waits. `sequential_sums`: the run's KV-utilization integral is summed
+    run starts while one waits. `on_completion(request)`: the policy books a member's completion
+    inside a run itself (with the pool's own records, at its instant; the radix pool); None:
+    fast-forward frees its blocks. `counts_frees`: growth planning may count a finished
+    member's blocks as spare again (False: some may stay held, e.g. a cached prefix other
+    members lock, so none are counted). `sequential_sums`: the run's KV-utilization integral is summed
     term by term, bitwise as stepwise (the policies whose snapshots were taken with the faster
     bulk sum keep it; the two differ in the last bits only)."""
 
@@ -46,8 +49,10 @@ class SteadyDecode:
     past_completions: bool = False
     growth: Growth = None
     frees_on_completion: bool = True
-    graph_sizes: np.ndarray | None = None
+    padded_sizes: np.ndarray | None = None
     inbox_may_join: bool = False
+    on_completion: Callable[[Request], None] | None = None
+    counts_frees: bool = True
     sequential_sums: bool = False
 
     @property
@@ -57,7 +62,11 @@ class SteadyDecode:
     def padded(self, num_requests: np.ndarray) -> np.ndarray:
         """The batch size the GPU runs (and the cost model prices) for each count of live
         members."""
-        return num_requests if self.graph_sizes is None else padded_sizes(num_requests, self.graph_sizes)
+        return num_requests if self.padded_sizes is None else self.padded_sizes[num_requests]
+
+    def padded_size(self, num_requests: int) -> int:
+        """`padded` of one count."""
+        return num_requests if self.padded_sizes is None else int(self.padded_sizes[num_requests])
 
     def resume(self, first: Batch, live: list[Request], num_iterations: int) -> Batch:
         """Iterations 0..num_iterations-2 of `first` ran in one step (fast-forward applied their
