@@ -1,14 +1,15 @@
 """Speed of the engine schedulers (vllm_v1, sglang) against vllm on the same chat trace.
 
-    python bench/engine_speed.py [--requests 10000] [--qps 2] [--repeats 3]
+    python bench/engine_speed.py [--requests 10000] [--qps 2] [--repeats 3] [--cases vllm,sglang]
 
 Workload and model as bench/sim_speed.py (Poisson chat trace, prompts 64..1536, outputs
 16..768, Llama-2-7B on an 80 GB A100, Vidur's planner: 7424 blocks of 16, linear cost 5 ms +
 0.1 ms per token), plus a multi-turn chat case with a 512-token system prompt where prefix
-caching has something to find. Fast-forward applies to vllm and to vllm_v1 (with prefix caching
-only at record levels without block events, and then up to the first completion); sglang runs
-iteration by iteration. Prints the median CPU
-time of the repeats, batches per second and the prefix hit rate.
+caching has something to find. Fast-forward applies to vllm, to sglang (both cases) and to
+vllm_v1 with `async_scheduling: false` (with prefix caching only at record levels without block
+events, and then up to the first completion); vllm_v1's default async scheduling runs iteration
+by iteration. `--cases` keeps the cases of the given schedulers. Prints
+the median CPU time (seconds) of the repeats, batches per second and the prefix hit rate.
 """
 
 from __future__ import annotations
@@ -58,10 +59,14 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=10_000)
     parser.add_argument("--qps", type=float, default=2.0)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cases", default="", help="comma-separated schedulers, e.g. vllm,sglang (default: all)")
     args = parser.parse_args()
+    schedulers = {word.strip() for word in args.cases.split(",") if word.strip()}
     print(f"{'workload':16s} {'case':28s} {'seconds':>8s} {'batches/s':>10s} {'hit rate':>9s}")
     for label, workload in workloads(args.requests, args.qps).items():
         for name, scheduler in CASES.items():
+            if schedulers and scheduler["type"] not in schedulers:
+                continue
             config = parse_config({**BASE, "scheduler": scheduler, "workload": workload})
             runs = [timed(config) for _ in range(args.repeats)]
             seconds = statistics.median(wall for wall, _ in runs)
