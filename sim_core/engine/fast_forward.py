@@ -525,29 +525,40 @@ def _grow_evicting(pool: RadixKvPool, recorder: Recorder, promise: SteadyDecode,
     free list is short. The pool records its own block events, so the recorder's clock is set
     to each formation's instant meanwhile (hence no block ids for the bulk records); a
     finished member's count is how many blocks it made spare (free or evictable)."""
-    finished: Finished = []
     growth = [(formation, member) for formation, kind, member in events if kind == 1]
-    if not recorder.keeps_blocks and len(growth) == len(events):
-        # the free list is first in, first out, and one eviction toward all the run's blocks
-        # evicts the same leaves as one per formation: the same ids go to the same members
+    blocks: list[int] = []   # the pool recorded them
+    changes = ([formation for formation, _ in growth], [member for _, member in growth], blocks, None)
+    if not recorder.keeps_blocks and (len(growth) <= pool.num_free_list or len(growth) == len(events)):
+        # no records to time. With enough free blocks nothing is evicted and the growth takes
+        # the free list's first blocks whatever completions return behind them (first in, first
+        # out); without completions, one eviction toward all the run's blocks evicts the same
+        # leaves as one per formation. Either way the same ids go to the same members.
         pool.allocate_each([members[member] for _, member in growth])
-    else:
-        now, complete = recorder.now, promise.on_completion
-        for formation, group in groupby(events, key=lambda event: event[0]):
-            recorder.now = float(ends[formation - 1])
-            takers = []
-            for _, kind, member in group:
-                if kind == 1:
-                    takers.append(members[member])
-                    continue
-                assert complete is not None, "radix runs go past a completion only when the policy books it"
-                used = pool.num_used
-                complete(members[member])
-                finished.append((formation, member, [], used - pool.num_used))
-            if takers:
-                pool.allocate_each(takers)
-        recorder.now = now
-    return finished, ([formation for formation, _ in growth], [member for _, member in growth], [], None)
+        return [_complete(pool, promise, members, formation, member)
+                for formation, kind, member in events if kind == 0], changes
+    finished: Finished = []
+    now = recorder.now
+    for formation, group in groupby(events, key=lambda event: event[0]):
+        recorder.now = float(ends[formation - 1])
+        takers = []
+        for _, kind, member in group:
+            if kind == 1:
+                takers.append(members[member])
+            else:
+                finished.append(_complete(pool, promise, members, formation, member))
+        if takers:
+            pool.allocate_each(takers)
+    recorder.now = now
+    return finished, changes
+
+
+def _complete(pool: RadixKvPool, promise: SteadyDecode, members: list[Request], formation: int,
+              member: int) -> tuple[int, int, list[int], int]:
+    """The policy books a member's completion; returns its `Finished` row (blocks made spare)."""
+    assert promise.on_completion is not None, "radix runs go past a completion only when the policy books it"
+    used = pool.num_used
+    promise.on_completion(members[member])
+    return formation, member, [], used - pool.num_used
 
 
 def _allocate_each(pool: KvPool, requests: list[Request]) -> list[int]:
