@@ -14,10 +14,11 @@ Each iteration (`Scheduler.get_next_batch_to_run`):
    the batch is not larger than the largest); the padded size is what the GPU runs and prices.
 
 Fast-forward (`_steady_decode`, docs/design/fast-forward.md): a decode batch that retracted
-nobody re-forms unchanged until its first completion, while no prompt is half done and
-prefill is not tried (nothing waits, or the running batch counts as full: only a completion,
-a retraction or a hand-off clears that). new_token_ratio is read by prefill admission and
-retraction only, neither of which happens inside a run, so its decays are applied at the end.
+nobody re-forms unchanged, while no prompt is half done and prefill is not tried (nothing
+waits, or the running batch counts as full: only a completion, a retraction or a hand-off
+clears that); past completions when nothing waits, else up to the first one. new_token_ratio
+is read by prefill admission and retraction only, neither of which happens inside a run, so
+its decays are applied at the end.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ if TYPE_CHECKING:
 
 # SGLang v0.4's default CUDA-graph capture sizes (cuda_graph_max_bs 160)
 SGLANG_GRAPH_SIZES = (1, 2, 4, 8, *range(16, 161, 8))
+# with requests waiting a run ends at its first completion; one ending sooner than this many
+# iterations costs more to plan and apply than to step through (bench/engine_speed.py's chat)
+SHORT_RUN = 8
 
 
 class SglangConfig(PrefixCachingConfig):
@@ -172,11 +176,14 @@ class SglangScheduler(SglangPrefill):
         # SGLang's page allocation (a request takes a block when its next token outgrows its
         # blocks), evicting tree leaves when the free list is short: fast-forward keeps a block
         # of free + evictable spare at every formation, so nobody is retracted. A completion
-        # inserts the request into the tree and may admit a waiting one: runs end there.
+        # may admit a waiting request: runs end there; with nothing waiting they go past it, the
+        # policy booking it (tree insert, frees) at its instant (`_complete_in_run`).
         if preempted or batch.num_prefill_tokens or self.chunked is not None:
             return None
         if self.waiting and not self.batch_is_full:
             return None
+        if self.waiting and min(r.total_tokens - r.num_processed_tokens for r in batch.requests) < SHORT_RUN:
+            return None   # the run would end at a completion this close: stepping costs less
         if len(batch.requests) != len(self.running) or len(batch.requests) > self.max_running:
             return None   # PP > 1 leaves some running requests in flight (no fast-forward there)
         return SteadyDecode(self, UNBOUNDED, past_completions=not self.waiting, growth="paged",
