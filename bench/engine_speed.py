@@ -1,15 +1,15 @@
 """Speed of the engine schedulers (vllm_v1, sglang) against vllm on the same chat trace.
 
-    python bench/engine_speed.py [--requests 10000] [--qps 2] [--repeats 3] [--cases vllm_v1]
+    python bench/engine_speed.py [--requests 10000] [--qps 2] [--repeats 3] [--cases vllm_v1,sglang]
 
 Workload and model as bench/sim_speed.py (Poisson chat trace, prompts 64..1536, outputs
 16..768, Llama-2-7B on an 80 GB A100, Vidur's planner: 7424 blocks of 16, linear cost 5 ms +
 0.1 ms per token), plus a multi-turn chat case with a 512-token system prompt where prefix
-caching has something to find. Fast-forward applies to vllm and to vllm_v1 (async scheduling,
-its default, or serial; with or without prefix caching); sglang runs iteration by iteration.
-Prints the median CPU seconds of the repeats (time.process_time: sharing the machine does not
-distort them), batches per second and the prefix hit rate; `--cases` keeps the cases whose name
-contains it.
+caching has something to find. Fast-forward applies to vllm, to vllm_v1 (async scheduling,
+its default, or serial; with or without prefix caching) and to sglang (with or without its radix
+cache). Prints the median CPU seconds of the repeats (time.process_time: sharing the machine does
+not distort them), batches per second and the prefix hit rate; `--cases` keeps the cases whose
+name contains one of its comma-separated words.
 """
 
 from __future__ import annotations
@@ -61,12 +61,13 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=10_000)
     parser.add_argument("--qps", type=float, default=2.0)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--cases", default="", help="only the cases whose name contains this")
+    parser.add_argument("--cases", default="", help="comma-separated words: only the cases whose name contains one")
     args = parser.parse_args()
+    words = [word.strip() for word in args.cases.split(",") if word.strip()]
     print(f"{'workload':16s} {'case':28s} {'seconds':>8s} {'batches/s':>10s} {'hit rate':>9s}")
     for label, workload in workloads(args.requests, args.qps).items():
         for name, scheduler in CASES.items():
-            if args.cases not in name:
+            if words and not any(word in name for word in words):
                 continue
             config = parse_config({**BASE, "scheduler": scheduler, "workload": workload})
             runs = [timed(config) for _ in range(args.repeats)]

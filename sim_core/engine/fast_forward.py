@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import groupby, repeat
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -46,13 +46,13 @@ from sim_core.engine.run_replay import replay, run_events
 from sim_core.entities import Batch, Request
 from sim_core.memory.block_hash_cache import HashedBlockPool
 from sim_core.memory.block_pool import BlockPool, CountingBlockPool
+from sim_core.memory.radix_pool import RadixKvPool
 from sim_core.predictor.shape import BatchShape
 
 if TYPE_CHECKING:
     from sim_core.engine.routing import Queued
     from sim_core.engine.simulator import Simulator
     from sim_core.memory.kv_pool import KvPool
-    from sim_core.predictor.shape import Predictor
     from sim_core.results.record import Recorder
     from sim_core.schedulers.steady import SteadyDecode
 
@@ -89,6 +89,7 @@ class DecodeRun:
     # async steps (`promise.in_flight`): `first` was already running when the run started, and
     queued: Batch | None = None       # the batch of iteration 1, formed then, which the run holds
     absorbed: bool = False            # whether `first`'s own stage end has come (and was left to the run)
+    # on a replica that overlaps (None else; async steps always do):
     gpu: np.ndarray | None = None     # GPU seconds of each planned iteration (overlap pricing)
     hidden: np.ndarray | None = None  # host seconds each planned iteration hid behind the one before
 
@@ -144,6 +145,8 @@ class FastForward:
         promise = scheduler.steady_decode(batch)
         if promise is None or promise.limit < 2:
             return False
+        if promise.inbox_may_join and self.sim.handoff is not None and self.sim.handoff.has_inbox(replica):
+            return False
         first = promise.in_flight or batch
         requests = first.requests
         remaining = [r.total_tokens - r.num_processed_tokens for r in requests]
@@ -160,17 +163,26 @@ class FastForward:
         order, suffix = _members(first, remaining, predictor.needs_context)
         self._tokens += 1
         stage = self.sim.stages[replica][0]
+        overlap = self.sim.overlap if self.sim.overlapping[replica] else None
+        stop = min(limit, self._first_chunk(replica))
         if promise.in_flight is None:
-            ends, context = _end_times(predictor, order, suffix, 0, min(limit, self._first_chunk(replica)), now)
-            run = DecodeRun(batch, promise, now, ends, context, remaining, order, suffix, limit, self._tokens,
-                            scheduler.endpoint.num_waiting)
+            priced = None if overlap is None else np.empty(0)   # overlap pricing fills gpu and hidden
+            run = DecodeRun(batch, promise, now, np.empty(0), np.empty(0, dtype=np.int64), remaining, order, suffix,
+                            limit, self._tokens, scheduler.endpoint.num_waiting, gpu=priced, hidden=priced)
+            self._plan(replica, run, stop)
             stage.start(now)
+            if overlap is not None and run.gpu is not None and run.hidden is not None:
+                # iteration 0 is priced, and joins the clock, as iteration_time would have
+                overlap.on_iteration(replica, now, float(run.ends[0]), float(run.gpu[0]), float(run.hidden[0]))
         else:
-            run = DecodeRun(first, promise, stage.started_at, np.empty(0), np.empty(0, dtype=np.int64), remaining,
-                            order, suffix, limit, self._tokens, scheduler.endpoint.num_waiting, queued=batch)
-            self._plan_async(replica, run, min(limit, self._first_chunk(replica)))
-            assert self.sim.overlap is not None, "async scheduling overlaps the host's work"
-            self.sim.overlap.start_run(replica, now)
+            assert overlap is not None, "async scheduling overlaps the host's work"
+            end, first_gpu = overlap.last_iteration(replica)   # iteration 0 is running, priced
+            run = DecodeRun(first, promise, stage.started_at, np.array([end]), np.zeros(1, dtype=np.int64), remaining,
+                            order, suffix, limit, self._tokens, scheduler.endpoint.num_waiting, queued=batch,
+                            gpu=np.array([first_gpu]), hidden=np.zeros(1))
+            self._plan(replica, run, stop)
+        if overlap is not None:
+            overlap.start_run(replica, now)
         self.runs[replica] = run
         self._schedule_next(replica, run)
         return True
@@ -182,24 +194,25 @@ class FastForward:
         not its end times (sequential sums either way)."""
         return max(FIRST_CHUNK, 2 * self._last_length.get(replica, 0))
 
-    def _plan_async(self, replica: int, run: DecodeRun, stop: int) -> None:
-        """Async steps: plan the run's iterations up to `stop` (iteration 0, running when the
-        run started, ends when the overlap clock said)."""
-        overlap = self.sim.overlap
-        assert overlap is not None, "async scheduling overlaps the host's work"
-        if run.gpu is None:
-            end, first_gpu = overlap.last_iteration(replica)
-            run.ends, run.context = np.array([end]), np.zeros(1, dtype=np.int64)
-            run.gpu, run.hidden = np.array([first_gpu]), np.zeros(1)
-        assert run.hidden is not None, "set with gpu"
+    def _plan(self, replica: int, run: DecodeRun, stop: int) -> None:
+        """Price the run's iterations len(run.ends)..stop-1 as the stepwise path does: the cost
+        model's decode time at the batch size the GPU runs (`SteadyDecode.padded`: CUDA-graph
+        padding), less, on a replica that overlaps (`run.gpu` set), the host time each hides
+        behind the one before (`OverlapClock.run_times`); end times are sequential sums from the
+        run's start (async steps: from the end of iteration 0, running when the run started)."""
         planned = len(run.ends)
-        iterations = np.arange(planned, stop, dtype=np.int64)
-        counts, context = _live(run.order, run.suffix, iterations, 1)
-        durations, hidden, gpu = overlap.run_times(replica, counts, context, float(run.gpu[-1]))
-        durations[0] += run.ends[-1]
+        counts, context = _live(run.order, run.suffix, np.arange(planned, stop, dtype=np.int64), run.promise.lead)
+        sizes = run.promise.padded(counts)
+        durations = self.sim.predictors[replica].decode_run_times(sizes, context, 0)
+        if run.gpu is not None:
+            overlap = self.sim.overlap
+            assert overlap is not None and run.hidden is not None, "overlap pricing keeps gpu and hidden"
+            previous = float(run.gpu[-1]) if planned else overlap.gpu_before(replica, run.started_at)
+            durations, hidden, gpu = overlap.run_times(replica, durations, sizes, previous)
+            run.gpu, run.hidden = np.concatenate((run.gpu, gpu)), np.concatenate((run.hidden, hidden))
+        durations[0] += run.ends[-1] if planned else run.started_at
         run.ends = np.concatenate((run.ends, np.cumsum(durations)))
         run.context = np.concatenate((run.context, context))
-        run.gpu, run.hidden = np.concatenate((run.gpu, gpu)), np.concatenate((run.hidden, hidden))
 
     def _schedule_next(self, replica: int, run: DecodeRun) -> None:
         """The run's end event if all its iterations are planned, else the event extending it."""
@@ -213,12 +226,7 @@ class FastForward:
             return  # superseded by a cut
         planned = len(run.ends)
         stop = min(run.num_iterations, 3 * planned)
-        if run.queued is not None:
-            self._plan_async(replica, run, stop)
-        else:
-            ends, context = _end_times(self.sim.predictors[replica], run.order, run.suffix, planned, stop,
-                                       float(run.ends[-1]))
-            run.ends, run.context = np.concatenate((run.ends, ends)), np.concatenate((run.context, context))
+        self._plan(replica, run, stop)
         run.finish_times = None
         self._schedule_next(replica, run)
 
@@ -272,7 +280,7 @@ class FastForward:
         if last == 0 and run.queued is not None and not run.absorbed:
             # async: the new request is seen when the running step ends, as without a run
             del self.runs[replica]
-            self._close_async(replica, run, 1)
+            self._close(replica, run, 1)
             self.sim.stages[replica][0].add(run.queued)
             return
         run.num_iterations = last + 1
@@ -296,17 +304,19 @@ class FastForward:
             stage.begin_iteration(float(run.ends[run.num_iterations - 2]))
         else:
             last, queued = run.first, run.queued
-        if run.queued is not None:
-            self._close_async(replica, run, run.num_iterations)
+        self._close(replica, run, run.num_iterations)
         if queued is not None:
             stage.add(queued)   # async: the step formed as the last one began
         self.sim.on_stage_end(replica, 0, last)
 
-    def _close_async(self, replica: int, run: DecodeRun, k: int) -> None:
-        """An async run ends after k iterations: the overlap clock learns what iterations 1..k-1
-        hid and how the last one ended."""
+    def _close(self, replica: int, run: DecodeRun, k: int) -> None:
+        """A run ends after k iterations: on a replica that overlaps, the clock learns what
+        iterations 1..k-1 hid and how the last one ended (iteration 0 joined it when it began:
+        `iteration_time`, or for a serial run `on_iteration`)."""
+        if run.gpu is None:
+            return
         overlap = self.sim.overlap
-        assert overlap is not None and run.gpu is not None and run.hidden is not None, "async runs overlap"
+        assert overlap is not None and run.hidden is not None, "overlap pricing keeps gpu and hidden"
         overlap.after_run(replica, float(run.ends[k - 1]), float(run.gpu[k - 1]), run.ends[: k - 1], run.hidden[1:k])
 
     def _apply(self, replica: int, run: DecodeRun) -> tuple[Batch, Batch | None]:
@@ -329,8 +339,11 @@ class FastForward:
         elif pool.tracks_ids:
             ordered = _ordered_events(promise, members, remaining, k)
             self._advance_tokens(members, remaining, ends, sim.recorder)
-            steps = self._record_blocks(replica, run, self._replay(pool, promise.frees_on_completion, members,
-                                                                   ordered))
+            if isinstance(pool, RadixKvPool):
+                changes = _grow_evicting(pool, sim.recorder, promise, members, ordered, run.ends)
+            else:
+                changes = self._replay(pool, promise.frees_on_completion, members, ordered)
+            steps = self._record_blocks(replica, run, changes)
         else:
             counts, taken = allocation_counts(promise, members, remaining, k)
             self._advance_tokens(members, remaining, ends, sim.recorder)
@@ -422,7 +435,7 @@ class FastForward:
             if recorder.keeps_blocks:
                 recorder.on_finished_at(float(run.ends[formation - 1]), replica, members[member].id, released)
             freed[formation] += count
-            done[formation] += 1 if count else 0
+            done[formation] += 1 if run.promise.frees_on_completion else 0   # a holder less
         if recorder.keeps_blocks and blocks:
             assert formations is not None and takers is not None, "id pools list their allocations"
             recorder.on_run_allocations(replica, run.ends[np.asarray(formations) - 1], [members[m].id for m in takers],
@@ -447,10 +460,8 @@ class FastForward:
         used = np.empty(2 * (k - 1), dtype=np.int64)
         used[0::2], used[1::2] = after - taken, after          # after the batch end, after formation
         holders = self.sim.schedulers[replica].pool.num_holders + int(done.sum()) - np.cumsum(done)
-        # async runs are new: their integral is stepwise's to the bit (serial ones keep the
-        # dot product the golden outputs were taken with)
         recorder.on_replica_states(replica, np.repeat(ends, 2), used, run.num_waiting, np.repeat(holders, 2),
-                                   sequential=run.queued is not None)
+                                   sequential=run.promise.sequential_sums)
 
     def _record_batches(self, replica: int, run: DecodeRun) -> None:
         """Batch rows of formations 1+lead..k-1+lead, one chunk per set of live members."""
@@ -464,12 +475,13 @@ class FastForward:
         for boundary in boundaries:
             live = tuple([i for i, left in zip(ids, lefts) if left > start])
             formations = np.arange(start, boundary, dtype=np.int64)
+            padded = run.promise.padded_size(len(live))   # BatchShape counts padding as decodes
             self.sim.recorder.on_run_batches(
                 boundary - start, batch_id=first.id + formations, replica_id=replica,
                 formed_at=ends[start - 1 - lead: boundary - 1 - lead], num_requests=len(live), num_tokens=len(live),
-                num_prefill_tokens=0, num_decodes=len(live) if with_context else 0,
+                num_prefill_tokens=0, num_decodes=(len(live) if with_context else 0) + padded - len(live),
                 decode_context=_live(run.order, run.suffix, formations, lead)[1], request_ids=live,
-                request_tokens=(1,) * len(live), padded_size=len(live))
+                request_tokens=(1,) * len(live), padded_size=padded)
             start = boundary
 
 
@@ -526,17 +538,6 @@ def _members(batch: Batch, remaining: list[int], needs_context: bool) -> tuple[n
     return order, np.concatenate((np.cumsum(by_remaining[::-1])[::-1], [0]))
 
 
-def _end_times(predictor: Predictor, order: np.ndarray, suffix: np.ndarray | None, start: int, stop: int,
-               begin: float) -> tuple[np.ndarray, np.ndarray]:
-    """End times of iterations start..stop-1 (sequential sums of the stage times from `begin`,
-    as stepwise) and the KV context their members hold (zeros when the cost model does not
-    read it)."""
-    counts, context = _live(order, suffix, np.arange(start, stop, dtype=np.int64), 0)
-    durations = predictor.decode_run_times(counts, context, 0)
-    durations[0] += begin
-    return np.cumsum(durations), context
-
-
 def _live(order: np.ndarray, suffix: np.ndarray | None, iterations: np.ndarray,
           lead: int) -> tuple[np.ndarray, np.ndarray]:
     """How many members are live at each of `iterations` and the KV tokens they hold when its
@@ -581,8 +582,9 @@ def growth_limit(promise: SteadyDecode, pool: KvPool, requests: list[Request], r
     taken = np.bincount(formations - lead, minlength=limit + 1)[: limit + 1]
     freed = np.zeros(limit + 1, dtype=np.int64)
     # a finished member frees what it held and what it grew; a prefix cache's shared blocks
-    # outlive a finished holder: its frees are not counted on
-    if promise.frees_on_completion and not isinstance(pool, HashedBlockPool):
+    # outlive a finished holder (and `counts_frees` False says the policy's may): their frees
+    # are not counted on
+    if promise.frees_on_completion and promise.counts_frees and not isinstance(pool, HashedBlockPool):
         left = np.asarray(remaining, dtype=np.int64)
         ending = left < limit
         held = np.array([r.num_blocks for r in requests], dtype=np.int64)
@@ -636,6 +638,50 @@ def _growth_plan(promise: SteadyDecode, requests: list[Request], remaining: list
     members = np.repeat(np.arange(n, dtype=np.int64), counts)
     within = np.arange(len(members), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
     return np.repeat(first, counts) + step * within, members, counts
+
+
+def _grow_evicting(pool: RadixKvPool, recorder: Recorder, promise: SteadyDecode, members: list[Request],
+                   events: list[tuple[int, int, int]], ends: np.ndarray) -> Changes:
+    """`_replay` for the radix pool (sglang): at each formation, the members that finished
+    are booked by the policy (`on_completion`: their tokens join the tree, their blocks are let
+    go), then the formation's blocks are taken as stepwise, evicting tree leaves first when the
+    free list is short. The pool records its own block events, so the recorder's clock is set
+    to each formation's instant meanwhile (hence no block ids for the bulk records); a
+    finished member's count is how many blocks it made spare (free or evictable)."""
+    growth = [(formation, member) for formation, kind, member in events if kind == 1]
+    blocks: list[int] = []   # the pool recorded them
+    changes = ([formation for formation, _ in growth], [member for _, member in growth], blocks, None)
+    if not recorder.keeps_blocks and (len(growth) <= pool.num_free_list or len(growth) == len(events)):
+        # no records to time. With enough free blocks nothing is evicted and the growth takes
+        # the free list's first blocks whatever completions return behind them (first in, first
+        # out); without completions, one eviction toward all the run's blocks evicts the same
+        # leaves as one per formation. Either way the same ids go to the same members.
+        pool.allocate_each([members[member] for _, member in growth])
+        return [_complete(pool, promise, members, formation, member)
+                for formation, kind, member in events if kind == 0], changes
+    finished: Finished = []
+    now = recorder.now
+    for formation, group in groupby(events, key=lambda event: event[0]):
+        recorder.now = float(ends[formation - 1])
+        takers = []
+        for _, kind, member in group:
+            if kind == 1:
+                takers.append(members[member])
+            else:
+                finished.append(_complete(pool, promise, members, formation, member))
+        if takers:
+            pool.allocate_each(takers)
+    recorder.now = now
+    return finished, changes
+
+
+def _complete(pool: RadixKvPool, promise: SteadyDecode, members: list[Request], formation: int,
+              member: int) -> tuple[int, int, list[int], int]:
+    """The policy books a member's completion; returns its `Finished` row (blocks made spare)."""
+    assert promise.on_completion is not None, "radix runs go past a completion only when the policy books it"
+    used = pool.num_used
+    promise.on_completion(members[member])
+    return formation, member, [], used - pool.num_used
 
 
 def _allocate_each(pool: KvPool, requests: list[Request]) -> list[int]:

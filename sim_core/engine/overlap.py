@@ -52,12 +52,19 @@ class OverlapClock:
         end, previous_gpu = self._last[replica]
         hidden = min(sum(cpu[phase] for phase in self.hidden[replica]), previous_gpu) if end == now else 0.0
         duration = full - hidden
+        self.on_iteration(replica, now, now + duration, gpu, hidden)
+        return duration
+
+    def on_iteration(self, replica: int, start: float, end: float, gpu: float, hidden: float) -> None:
+        """An iteration of the replica ran from `start` to `end`, `gpu` of it GPU seconds, hiding
+        `hidden` host seconds: the total takes them (held while a run is under way) and the
+        replica's next iteration hides behind it. `iteration_time` prices one; fast-forward's
+        serial runs price their first themselves (`run_times`)."""
         if self._runs or self._pending:
-            self._hold(now, hidden)
+            self._hold(start, hidden)
         else:
             self._hidden_s += hidden
-        self._last[replica] = (now + duration, gpu)
-        return duration
+        self._last[replica] = (end, gpu)
 
     @property
     def hidden_s(self) -> float:
@@ -85,18 +92,26 @@ class OverlapClock:
         """(end time, GPU seconds) of the replica's latest priced iteration."""
         return self._last[replica]
 
-    def run_times(self, replica: int, counts: np.ndarray, context: np.ndarray,
-                  previous_gpu: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Seconds of consecutive back-to-back decode iterations of `counts[j]` requests holding
-        `context[j]` KV tokens, the first following one of `previous_gpu` GPU seconds: bitwise
-        what iteration_time gives each. Returns the durations, the seconds hidden in each and the
-        GPU seconds of each (nothing is remembered: see after_run)."""
-        predictor = self.predictors[replica]
-        full = predictor.decode_run_times(counts, context, 0)
-        cpu = predictor.cpu_times(counts)   # type: ignore[arg-type]   # the cost models take arrays too
+    def gpu_before(self, replica: int, now: float) -> float | None:
+        """GPU seconds of the replica's last iteration when it ended exactly at `now` (an
+        iteration starting now hides host time behind it), else None (an idle gap)."""
+        end, gpu = self._last[replica]
+        return gpu if end == now else None
+
+    def run_times(self, replica: int, full: np.ndarray, sizes: np.ndarray,
+                  previous_gpu: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`iteration_time` of consecutive back-to-back decode iterations, bitwise: stage times
+        `full` of batches of `sizes` requests (CUDA-graph padding included), the first following
+        an iteration of `previous_gpu` GPU seconds (None: an idle gap, nothing hidden). Returns
+        the durations, the seconds hidden in each and the GPU seconds of each (nothing is
+        remembered: see on_iteration, after_run)."""
+        # every cost model's cpu_times is elementwise (numpy arithmetic; linear: zeros)
+        cpu = self.predictors[replica].cpu_times(sizes)   # type: ignore[arg-type]
         gpu = np.asarray(full - sum(cpu.values()), dtype=np.float64)
         hideable = sum(cpu[phase] for phase in self.hidden[replica])
-        hidden = np.minimum(hideable, np.concatenate(([previous_gpu], gpu[:-1])))
+        hidden = np.minimum(hideable, np.concatenate(([0.0 if previous_gpu is None else previous_gpu], gpu[:-1])))
+        if previous_gpu is None:
+            hidden[0] = 0.0
         return full - hidden, hidden, gpu
 
     def start_run(self, replica: int, start: float) -> None:

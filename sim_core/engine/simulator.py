@@ -104,7 +104,7 @@ class Simulator:
 
     def _set_time(self, now: float) -> None:
         """The kernel's clock moved to `now`: records made from here on carry it (the only writer
-        of `Recorder.now`)."""
+        of `Recorder.now`, but for fast-forward replaying a run's radix-pool formations)."""
         self.recorder.now = now
 
     # ---- tier 1: arrivals and routing ------------------------------------------------------

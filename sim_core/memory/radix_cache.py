@@ -38,6 +38,7 @@ class RadixCache:
         self.root.lock_ref = 1
         self.evictable_size = 0   # blocks in unlocked nodes
         self.protected_size = 0   # blocks in locked nodes
+        self._leaves: set[RadixNode] = set()   # nodes without children, the root aside: eviction candidates
 
     def _touch(self, node: RadixNode) -> None:
         self._tick += 1
@@ -74,6 +75,8 @@ class RadixCache:
         if i < len(keys):
             self._tick += 1
             leaf = RadixNode(list(keys[i:]), list(values[i:]), node, self._tick)
+            self._leaves.discard(node)
+            self._leaves.add(leaf)
             node.children[keys[i]] = leaf
             self.evictable_size += len(leaf.value)
         return i
@@ -110,8 +113,9 @@ class RadixCache:
 
     def evict(self, num_blocks: int) -> list:
         """Remove unlocked leaves, least recently used first, until at least `num_blocks`
-        blocks are freed or nothing more can go; returns the freed blocks in eviction order."""
-        leaves = [node for node in self._nodes() if not node.children and node is not self.root]
+        blocks are freed or nothing more can go; returns the freed blocks in eviction order
+        (every node has its own tick, so the order does not depend on how leaves are listed)."""
+        leaves = list(self._leaves)
         heapq.heapify(leaves)
         freed: list = []
         while len(freed) < num_blocks and leaves:
@@ -121,9 +125,11 @@ class RadixCache:
             freed.extend(leaf.value)
             parent = self._parent(leaf)
             del parent.children[leaf.key[0]]
+            self._leaves.discard(leaf)
             self.evictable_size -= len(leaf.value)
             if not parent.children and parent is not self.root:
                 heapq.heappush(leaves, parent)
+                self._leaves.add(parent)
         return freed
 
     @staticmethod
@@ -157,6 +163,8 @@ class RadixCache:
             else:
                 evictable += len(node.value)
         assert (evictable, protected) == (self.evictable_size, self.protected_size), "sizes drifted"
+        leaves = {node for node in self._nodes() if not node.children and node is not self.root}
+        assert leaves == self._leaves, "leaf set out of step"
 
 
 def _common_length(edge: list, keys: list, start: int) -> int:

@@ -125,6 +125,26 @@ class RadixKvPool:
         self._event(request.id, taken, 1)
         return taken
 
+    def allocate_each(self, requests: list[Request]) -> list[int]:
+        """One new block to each request in order, as a decode formation takes them: tree
+        leaves are evicted for all of them first when the free list is short (fast-forward's
+        bulk growth; the caller checked that free + evictable blocks suffice)."""
+        num = len(requests)
+        self.evict_until(num)
+        assert self.num_free_list >= num, "eviction did not free enough blocks"
+        start = self.next_fresh
+        end = min(self.num_blocks, start + num)
+        self.next_fresh = end
+        place, free, event = self._place, self._free, self._event
+        place.extend([FREE] * (end - start))   # owners set below
+        taken = list(range(start, end)) + [free.popleft() for _ in range(num - (end - start))]
+        for request, block in zip(requests, taken):   # the order allocate() takes them one by one
+            place[block] = request.id
+            request.blocks.append(block)
+            request.num_blocks += 1
+            event(request.id, [block], 1)
+        return taken
+
     def _take_fresh(self, num: int, owner: int) -> list[int]:
         """`num` blocks off the front of the free list: the never-used ids, then returned ones;
         all placed with `owner`."""

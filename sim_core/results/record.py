@@ -69,7 +69,8 @@ def _chunk_column(values: list, lengths: np.ndarray, dtype: DTypeLike) -> np.nda
 
 class Recorder:
     """Collects records; `now` is set before each handler runs, by the simulator's clock only
-    (records of an earlier time pass it explicitly: `on_finished_at`)."""
+    (records of an earlier time pass it explicitly: `on_finished_at`; fast-forward sets it to
+    each formation's instant while the radix pool, which records itself, replays a run)."""
 
     def __init__(self, level: str, num_replicas: int, gap_window: tuple[float, float] | None = None) -> None:
         self.now = 0.0

@@ -12,33 +12,48 @@ Each iteration (`Scheduler.get_next_batch_to_run`):
    left; otherwise it decays from 0.7 to 0.098 over 600 decode batches (reset when idle).
 3. A decode batch is padded to the next CUDA-graph batch size (cuda_graph_batch_sizes, when
    the batch is not larger than the largest); the padded size is what the GPU runs and prices.
+
+Fast-forward (`_steady_decode`, docs/design/fast-forward.md): a decode batch that retracted
+nobody re-forms unchanged, while no prompt is half done and prefill is not tried (nothing
+waits, or the running batch counts as full: only a completion, a retraction or a hand-off
+clears that); past completions when nothing waits, else up to the first one. new_token_ratio
+is read by prefill admission and retraction only, neither of which happens inside a run, so
+its decays are applied at the end.
 """
 
 from __future__ import annotations
 
+from functools import cached_property
 from math import ceil
 from typing import TYPE_CHECKING, Literal
 
+import numpy as np
 from pydantic import Field, field_validator
 
 from sim_core.config import PolicyTraits
 from sim_core.entities import Batch, Request
-from sim_core.schedulers.cuda_graph import padded_size
+from sim_core.schedulers.base import UNBOUNDED
+from sim_core.schedulers.cuda_graph import padded_size, padding_table
 from sim_core.schedulers.engine import PrefixCachingConfig
 from sim_core.schedulers.sglang_prefill import SglangPrefill
 from sim_core.schedulers.sglang_retract import (
     INIT_NEW_TOKEN_RATIO,
     RETRACT_DECODE_STEPS,
     decayed,
+    decayed_times,
     ratio_after_retract,
     retract_order,
 )
+from sim_core.schedulers.steady import SteadyDecode
 
 if TYPE_CHECKING:
     from sim_core.config import SimulationConfig
 
 # SGLang v0.4's default CUDA-graph capture sizes (cuda_graph_max_bs 160)
 SGLANG_GRAPH_SIZES = (1, 2, 4, 8, *range(16, 161, 8))
+# with requests waiting a run ends at its first completion; one ending sooner than this many
+# iterations costs more to plan and apply than to step through (bench/engine_speed.py's chat)
+SHORT_RUN = 8
 
 
 class SglangConfig(PrefixCachingConfig):
@@ -86,6 +101,11 @@ class SglangConfig(PrefixCachingConfig):
 class SglangScheduler(SglangPrefill):
     # a request over max_model_len keeps its prompt: its output is cut where it reaches the limit
     traits = PolicyTraits(SglangConfig, "SGLang (v0.4)", clips_prompts=False, has_prefix_cache=True)
+
+    @cached_property
+    def _padded_sizes(self) -> np.ndarray | None:
+        """The padded size of every decode batch size up to max_running (None: no CUDA graphs)."""
+        return padding_table(self.max_running, self.graph_sizes) if self.graph_sizes else None
 
     def _next_batch(self) -> Batch | None:
         while True:   # a decode step that retracted everyone tries the queue again at once
@@ -146,3 +166,41 @@ class SglangScheduler(SglangPrefill):
     def _retract_one(self, request: Request) -> None:
         self.requeue(request, front=False)
         self.batch_is_full = False
+
+    # ---- fast-forward -----------------------------------------------------------------------------
+
+    def _steady_decode(self, batch: Batch, preempted: bool) -> SteadyDecode | None:
+        # The next formations skip prefill while no prompt is half done and either nothing waits
+        # or the running batch is full (cleared only by a completion, a retraction or a hand-off;
+        # an arrival cuts the run); the decode batch is then every running request. Growth is
+        # SGLang's page allocation (a request takes a block when its next token outgrows its
+        # blocks), evicting tree leaves when the free list is short: fast-forward keeps a block
+        # of free + evictable spare at every formation, so nobody is retracted. A completion
+        # may admit a waiting request: runs end there; with nothing waiting they go past it, the
+        # policy booking it (tree insert, frees) at its instant (`_complete_in_run`).
+        if preempted or batch.num_prefill_tokens or self.chunked is not None:
+            return None
+        if self.waiting and not self.batch_is_full:
+            return None
+        if self.waiting and min(r.total_tokens - r.num_processed_tokens for r in batch.requests) < SHORT_RUN:
+            return None   # the run would end at a completion this close: stepping costs less
+        if len(batch.requests) != len(self.running) or len(batch.requests) > self.max_running:
+            return None   # PP > 1 leaves some running requests in flight (no fast-forward there)
+        return SteadyDecode(self, UNBOUNDED, past_completions=not self.waiting, growth="paged",
+                            padded_sizes=self._padded_sizes, inbox_may_join=True, on_completion=self._complete_in_run,
+                            counts_frees=False, sequential_sums=True)
+
+    def _complete_in_run(self, request: Request) -> None:
+        """A member finished inside a fast-forwarded run: booked as its batch end would."""
+        self.busy.discard(request.id)
+        self._finish(request)
+
+    def _on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
+        return   # the run's completions were booked as they came (`_complete_in_run`)
+
+    def _resume_steady(self, first: Batch, live: list[Request], num_iterations: int) -> tuple[Batch, Batch | None]:
+        last, queued = super()._resume_steady(first, live, num_iterations)
+        last.num_padding = padded_size(len(live), self.graph_sizes) - len(live)
+        # formations 1..num_iterations-1 each decayed the ratio once (formation 0 did already)
+        self.new_token_ratio = decayed_times(self.new_token_ratio, num_iterations - 1)
+        return last, queued

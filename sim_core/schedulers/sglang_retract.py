@@ -32,3 +32,13 @@ def ratio_after_retract(kept: list[Request]) -> float:
 def decayed(ratio: float) -> float:
     """new_token_ratio after a decode batch that retracted nobody."""
     return max(ratio - NEW_TOKEN_RATIO_DECAY, MIN_NEW_TOKEN_RATIO)
+
+
+def decayed_times(ratio: float, num_batches: int) -> float:
+    """new_token_ratio after `num_batches` decode batches that retracted nobody: `decayed`
+    applied that many times (the same float steps; it stays put once at the floor)."""
+    for _ in range(num_batches):
+        if ratio == MIN_NEW_TOKEN_RATIO:
+            break
+        ratio = decayed(ratio)
+    return ratio

@@ -8,10 +8,13 @@ then advances those iterations in one step and hands the replica back through `r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from sim_core.entities import Batch, Request
     from sim_core.schedulers.base import ReplicaScheduler
 
@@ -31,7 +34,18 @@ class SteadyDecode:
     at its batch end (else when the whole static batch ends). `keys_blocks`: each formation keys
     the blocks its members' tokens fill (vllm_v1's prefix cache), so a run replays those keys at
     their instants. `in_flight` (vllm_v1's async scheduling): the batch was formed while this
-    step runs, one iteration ahead; it is the run's iteration 0 (see docs/design/fast-forward.md)."""
+    step runs, one iteration ahead; it is the run's iteration 0 (see docs/design/fast-forward.md).
+    `padded_sizes[n]`: the batch size the GPU runs (and the cost model prices) for n live
+    members, CUDA-graph padding included, for every n up to the batch's size (None: no padding).
+    `inbox_may_join`: a hand-off waiting in this decode replica's inbox might be taken at a
+    later formation even without a completion (its room grows as the members decode), so no
+    run starts while one waits. `on_completion(request)`: the policy books a member's completion
+    inside a run itself (with the pool's own records, at its instant; the radix pool); None:
+    fast-forward frees its blocks. `counts_frees`: growth planning may count a finished
+    member's blocks as spare again (False: some may stay held, e.g. a cached prefix other
+    members lock, so none are counted). `sequential_sums`: the run's KV-utilization integral is
+    summed term by term, bitwise as stepwise (the policies whose snapshots were taken with the
+    faster bulk sum keep it; the two differ in the last bits only)."""
 
     scheduler: ReplicaScheduler
     limit: int
@@ -40,10 +54,24 @@ class SteadyDecode:
     frees_on_completion: bool = True
     keys_blocks: bool = False
     in_flight: Batch | None = None
+    padded_sizes: np.ndarray | None = None
+    inbox_may_join: bool = False
+    on_completion: Callable[[Request], None] | None = None
+    counts_frees: bool = True
+    sequential_sums: bool = False
 
     @property
     def block_size(self) -> int:
         return self.scheduler._block_size
+
+    def padded(self, num_requests: np.ndarray) -> np.ndarray:
+        """The batch size the GPU runs (and the cost model prices) for each count of live
+        members."""
+        return num_requests if self.padded_sizes is None else self.padded_sizes[num_requests]
+
+    def padded_size(self, num_requests: int) -> int:
+        """`padded` of one count."""
+        return num_requests if self.padded_sizes is None else int(self.padded_sizes[num_requests])
 
     @property
     def lead(self) -> int:

@@ -434,7 +434,7 @@ class VllmV1Scheduler(EngineScheduler):
         if waiting and self.caching and self._head_follows_a_turn():
             return None
         return SteadyDecode(self, UNBOUNDED, past_completions=not waiting, growth="paged", keys_blocks=self.caching,
-                            in_flight=in_flight)
+                            in_flight=in_flight, sequential_sums=in_flight is not None)
 
     def _step_ahead_of(self, batch: Batch) -> Batch | None:
         """Async: the step running while `batch` was formed, when it runs one decode token of
