@@ -3,13 +3,18 @@ evicts cached prefixes at the instants stepwise would, leaves new_token_ratio wh
 decays leave it and stops before a retraction could be needed; every table equals the stepwise
 run's. Costs are linear: 10 ms + 1 ms per token (conftest)."""
 
+import json
+
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import cost, scenario, workload
 from run_agreement import TABLES
 
 from sim_core import parse_config, run_simulation
+from sim_core.engine.fast_forward import FastForward
 from sim_core.schedulers.sglang_retract import MIN_NEW_TOKEN_RATIO
+from sim_core.workload import Workload
 
 NO_GRAPHS = {"cuda_graph_batch_sizes": []}
 DECAY = (0.7 - 0.7 * 0.14) / 600   # SGLang: from 0.7 down to 0.098 over 600 decode batches
@@ -97,3 +102,34 @@ def test_a_run_stops_before_the_formation_that_would_retract():
     inside = [time for time, _ in seen if joint + 1e-9 < time < shortage - 1e-9]
     assert len(inside) <= 4
     assert len([time for time, _ in runs[False][1] if joint + 1e-9 < time < shortage - 1e-9]) > 40
+
+
+def test_host_time_hidden_by_overlap_over_several_replicas_equals_stepwise_to_the_bit(monkeypatch):
+    """Three sglang replicas with overlap scheduling and host time (roofline): a run prices its
+    iterations as stepwise would, its first hiding host time behind the replica's last iteration
+    when back to back, and hands what they hid to the clock in the order of their starts among
+    every replica's iterations (the first at once, as iteration_time would). So the
+    `cpu_hidden_by_overlap` row, a float sum over all iterations in start order, and the summary
+    equal the stepwise run's to the last bit, while runs of several iterations did happen."""
+    made = []
+    original = FastForward.on_run_end
+
+    def spy(self, replica, token):
+        current = self.runs.get(replica)
+        if current is not None and current.token == token:
+            made.append(current.num_iterations)
+        original(self, replica, token)
+
+    monkeypatch.setattr(FastForward, "on_run_end", spy)
+    rng = np.random.default_rng(5)
+    load = Workload(np.sort(rng.uniform(0, 5, 60)), rng.integers(16, 300, 60), rng.integers(16, 200, 60), "test")
+    config = {"model": "llama-2-7b", "device": "a100-80gb", "max_model_len": 1024, "predictor": {"type": "roofline"},
+              "cluster": {"num_replicas": 3, "global_scheduler": "round_robin"},
+              "scheduler": {"type": "sglang", "enable_overlap_schedule": True}}
+    stepwise, fast = (run_simulation(parse_config({**config, "engine": {"fast_forward": fast, "record": "batches"}}),
+                                     load) for fast in (False, True))
+    assert max(made) > 2
+    hidden = stepwise.operator_times.set_index("operator").loc["cpu_hidden_by_overlap", "seconds"]
+    assert hidden < 0
+    assert stepwise.operator_times.equals(fast.operator_times)
+    assert json.dumps(stepwise.summary, sort_keys=True) == json.dumps(fast.summary, sort_keys=True)
