@@ -581,10 +581,9 @@ def growth_limit(promise: SteadyDecode, pool: KvPool, requests: list[Request], r
         counts = np.bincount([m for _, m in allocations], minlength=n)
     taken = np.bincount(formations - lead, minlength=limit + 1)[: limit + 1]
     freed = np.zeros(limit + 1, dtype=np.int64)
-    # a finished member frees what it held and what it grew; a prefix cache's shared blocks
-    # outlive a finished holder (and `counts_frees` False says the policy's may): their frees
-    # are not counted on
-    if promise.frees_on_completion and promise.counts_frees and not isinstance(pool, HashedBlockPool):
+    # a finished member frees what it held and what it grew, unless the policy says its blocks
+    # may stay held (`counts_frees` False: a prefix cache's shared blocks outlive their holder)
+    if promise.frees_on_completion and promise.counts_frees:
         left = np.asarray(remaining, dtype=np.int64)
         ending = left < limit
         held = np.array([r.num_blocks for r in requests], dtype=np.int64)

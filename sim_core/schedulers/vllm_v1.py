@@ -433,8 +433,10 @@ class VllmV1Scheduler(EngineScheduler):
         waiting = bool(self.waiting) or (self.offload is not None and bool(self.offload.ready))
         if waiting and self.caching and self._head_follows_a_turn():
             return None
+        # with caching a finished member's blocks stay cached (shared, or kept for later hits):
+        # growth planning does not count them as spare
         return SteadyDecode(self, UNBOUNDED, past_completions=not waiting, growth="paged", keys_blocks=self.caching,
-                            in_flight=in_flight, sequential_sums=in_flight is not None)
+                            in_flight=in_flight, counts_frees=not self.caching, sequential_sums=in_flight is not None)
 
     def _step_ahead_of(self, batch: Batch) -> Batch | None:
         """Async: the step running while `batch` was formed, when it runs one decode token of
