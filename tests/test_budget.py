@@ -3,22 +3,26 @@ with one line naming the field, and runs stopped by their caller or their wall-c
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sim_core import SimCoreError, parse_config, run_simulation
 from sim_core.engine.budget import (
     BLOCK_EVENT_BYTES,
+    BLOCK_ROW_BYTES,
     GAP_BYTES,
     GIB,
     POOL_BLOCK_BYTES,
     REPLICA_BYTES,
     REQUEST_BYTES,
     RUN_BYTES,
+    RUN_STEP_BYTES,
     STAGE_ROW_BYTES,
     STEP_BYTES,
     TRACE_ROW_BYTES,
     BudgetError,
     Limits,
+    MemoryWatch,
     RunCancelled,
     RunTimeLimit,
     StopCheck,
@@ -27,6 +31,7 @@ from sim_core.engine.budget import (
     estimate_cost,
 )
 from sim_core.memory import plan_memory
+from sim_core.results.record import Recorder
 from sim_core.scenarios.defaults import DEFAULT_SCENARIO
 from sim_core.scenarios.presets import PRESETS
 from sim_core.workload import build_workload
@@ -67,13 +72,18 @@ def trace(tmp_path: Path, rows: list[tuple], newline_at_end: bool = True) -> str
 def test_figures_of_a_small_scenario_are_those_computed_by_hand():
     """Each request is 1 prompt step + 20 decode steps = 21 and takes ceil(100/16) + ceil(20/16)
     = 7 + 2 = 9 blocks: 210 steps, 90 blocks taken of the 200 configured (so at most 90 ids
-    are ever handed out); events 3 x 210 + 2 x 10; rows: 10 request rows + 4 x 210 batch rows."""
+    are ever handed out); events 3 x 210 + 2 x 10; rows: 10 request rows + 4 x 210 batch rows.
+    Two replicas at 2 req/s (the sample's arrivals) see about 1 req/s each; a request's 21 steps
+    take at least 21 x 5.1 ms (linear: 5 ms + 0.1 ms a token), so Little's law gives about 0.1
+    requests at once: each batch likely holds one request, 210 batches, decode runs recording
+    them in bulk (RUN_STEP_BYTES each)."""
     estimate = estimate_cost(scenario())
     assert (estimate.num_replicas, estimate.num_blocks_per_replica, estimate.num_kv_blocks) == (2, 100, 200)
     assert (estimate.num_requests, estimate.num_prompt_tokens, estimate.num_output_tokens) == (10, 1000, 200)
     assert (estimate.num_request_steps, estimate.num_block_allocations) == (210, 90)
     assert (estimate.num_events, estimate.num_recorded_rows, estimate.num_trace_rows) == (650, 850, 0)
-    assert estimate.peak_bytes == (RUN_BYTES + 2 * REPLICA_BYTES + 10 * REQUEST_BYTES + 210 * STEP_BYTES["batches"]
+    assert estimate.num_batches == 210
+    assert estimate.peak_bytes == (RUN_BYTES + 2 * REPLICA_BYTES + 10 * REQUEST_BYTES + 210 * RUN_STEP_BYTES
                                    + 200 * GAP_BYTES + 90 * POOL_BLOCK_BYTES)
     assert not estimate.exact and estimate.record == "batches"
 
@@ -85,8 +95,9 @@ def test_record_full_adds_the_block_rows_and_record_requests_keeps_only_token_ga
     requests = estimate_cost(scenario(engine={"record": "requests"}))
     assert full.num_recorded_rows == 850 + 2 * 90 + 4 * 10
     assert full.parts["block_events"] == 90 * BLOCK_EVENT_BYTES
-    assert full.parts["request_steps"] == 210 * STEP_BYTES["full"] + 200 * GAP_BYTES
-    assert requests.num_recorded_rows == 10 and requests.parts["request_steps"] == 200 * GAP_BYTES
+    assert full.parts["request_steps"] == 210 * RUN_STEP_BYTES and full.parts["token_gaps"] == 200 * GAP_BYTES
+    assert requests.num_recorded_rows == 10 and requests.parts["request_steps"] == 0
+    assert requests.parts["token_gaps"] == 200 * GAP_BYTES
 
 
 def test_chunked_prompts_count_one_step_per_chunk():
@@ -124,10 +135,71 @@ def test_disaggregated_pools_count_both_pools_and_the_prompt_blocks_twice():
 
 def test_pipeline_stages_add_stage_rows_and_events_per_step():
     """PP = 2: each batch records 2 stage rows (rows 10 + 5 x 210) and costs 2 + 4 x 2 = 10
-    events (stage arrivals, schedules and ends on both stages) instead of 3."""
+    events (stage arrivals, schedules and ends on both stages) instead of 3; batches are recorded
+    one by one (no decode runs with pipeline stages)."""
     estimate = estimate_cost(scenario(cluster={"pipeline_parallel_size": 2}))
     assert (estimate.num_recorded_rows, estimate.num_events) == (10 + 5 * 210, 10 * 210 + 2 * 10)
-    assert estimate.parts["request_steps"] == 210 * (STEP_BYTES["batches"] + STAGE_ROW_BYTES) + 200 * GAP_BYTES
+    assert estimate.parts["request_steps"] == 210 * (STEP_BYTES["batches"] + STAGE_ROW_BYTES)
+
+
+def test_busy_replicas_likely_batch_requests_together():
+    """One replica, 10 requests of 21 steps arriving evenly at 100 or 20 req/s (9 gaps over 0.09
+    or 0.45 s). Each request spends at least 21 x 5.1 ms in the replica, so Little's law gives
+    100 x 21 x 0.0051 = 10.71 requests at once, capped at the 10 requests there are (the KV
+    cache holds 100 x 16 / 120 = 13.3): 210 / 10 = 21 batches; at 20 req/s 2.142 at once:
+    ceil(210 / 2.142) = ceil(98.04) = 99 batches. Arriving all at once (no rate), the cap: 21."""
+    def batches(arrival: dict) -> int | None:
+        config = scenario(cluster={"num_replicas": 1}, workload={"arrival": arrival})
+        return estimate_cost(config, build_workload(config)).num_batches
+
+    assert batches({"process": "constant", "qps": 100}) == 21
+    assert batches({"process": "constant", "qps": 20}) == 99
+    assert batches({"process": "constant", "qps": 1e6}) == 21
+
+
+def test_the_memory_watch_prices_the_rows_the_recorder_holds():
+    """record full: the scenario commits RUN + 2 replicas + 10 requests + 200 gaps + 90 block ids
+    (its 90 x BLOCK_EVENT_BYTES of block rows are counted as they come instead). The recorder
+    then holds 3 batch rows made one by one, 5 made in bulk and 4 block rows."""
+    config = scenario(engine={"record": "full"})
+    estimate = estimate_cost(config)
+    recorder = Recorder("full", 2)
+    for batch in range(3):
+        recorder.on_batch_row(batch, 0, (0,), (1,), 0, 1, 100)
+    recorder.on_run_batches(5, batch_id=np.arange(3, 8), replica_id=0, formed_at=np.zeros(5), num_requests=1,
+                            num_tokens=1, num_prefill_tokens=0, num_decodes=1, decode_context=100,
+                            request_ids=(0,), request_tokens=(1,), padded_size=1)
+    recorder.on_allocate(0, 0, [0, 1, 2, 3])
+    committed = RUN_BYTES + 2 * REPLICA_BYTES + 10 * REQUEST_BYTES + 200 * GAP_BYTES + 90 * POOL_BLOCK_BYTES
+    rows = 3 * STEP_BYTES["full"] + 5 * RUN_STEP_BYTES + 4 * BLOCK_ROW_BYTES
+    watch = MemoryWatch(config, estimate, Limits(max_peak_bytes=committed + rows), recorder.held_rows)
+    assert recorder.held_rows() == (3, 5, 4)
+    assert watch.held_bytes() == (committed + rows, 3 * STEP_BYTES["full"] + 5 * RUN_STEP_BYTES, 4 * BLOCK_ROW_BYTES)
+    watch(" at simulated time 1.000 s")          # at the limit: goes on
+    recorder.on_allocate(0, 1, [4])
+    with pytest.raises(BudgetError) as error:
+        watch(" at simulated time 2.000 s")
+    assert str(error.value).startswith("workload.num_requests x workload.output_tokens: run stopped at simulated "
+                                       "time 2.000 s: its records (8 batches, 5 block rows) need about 4 MiB")
+
+
+def test_a_run_whose_records_outgrow_the_estimate_is_stopped_by_the_memory_watch():
+    """10 requests of 100 + 100 tokens at once (1,000 req/s) on one replica of 30 blocks: the KV
+    cache holds 30 x 16 / 200 = 2.4 of them, so the estimate counts 10 x 101 / 2.4 = 420.8 ->
+    421 batches. Preempted requests start over and form more batches than that: with the limit
+    at the estimated peak the scenario is accepted, and the run is stopped once its rows pass it."""
+    config = scenario(cluster={"num_replicas": 1}, scheduler={"num_blocks": 30},
+                      workload={"arrival": {"process": "constant", "qps": 1000}, "output_tokens": {"value": 100}})
+    estimate = estimate_cost(config)
+    assert estimate.num_batches == 421
+    limits = Limits(max_peak_bytes=estimate.peak_bytes, how_to_raise="ask")
+    assert check_budget(config, limits) == estimate
+    with pytest.raises(BudgetError, match=r"^workload.num_requests x workload.output_tokens: run stopped: its records "
+                                          r"\([0-9,]+ batches, 0 block rows\) need about 4 MiB, over the limit of 4 "
+                                          r"MiB; fewer requests or shorter outputs, or engine.record 'requests', or "
+                                          r"raise the limit: ask$"):
+        run_simulation(config, limits=limits)
+    assert run_simulation(config, limits=None).summary["num_batches"] > 421
 
 
 def test_without_num_blocks_the_memory_planner_sizes_the_pool():
@@ -260,7 +332,10 @@ def test_the_issue_probes_are_refused_by_the_app_limits_before_anything_is_built
 
 
 def test_the_default_scenario_every_preset_and_every_sample_trace_fit_the_app_limits():
+    """...and the default scenario at 20,000 requests (two replicas at 5 req/s batch about 6
+    requests each: its likely batches, not one per request step, are priced)."""
     app = Limits.app({})
+    check_budget(parse_config(merged(DEFAULT_SCENARIO, {"workload": {"num_requests": 20_000}})), app)
     for spec in [DEFAULT_SCENARIO, *(preset.scenario for preset in PRESETS)]:
         check_budget(parse_config(spec), app)
     from sim_core import load_config

@@ -5,13 +5,19 @@ built, wall-clock time and cancellation watched while it runs.
     check_budget(config, limits, workload=None)            BudgetError naming the field over its limit
     Limits.cli() / Limits.app() / None                     generous / conservative (env) / no limits
     StopCheck(should_stop, deadline_s)                     RunCancelled / RunTimeLimit, polled by the simulator
+    MemoryWatch(config, estimate, limits, rows)           BudgetError once the rows held pass the memory limit
 
-The estimate is an upper bound for the cases that cost the most and a loose one otherwise:
+How many batches a run forms is known only once it runs, so memory is checked twice:
 
-* Each batch holds at least one request, so a run forms at most `num_request_steps` batches
-  (a request in a batch: one per output token, one per prompt chunk). A lightly loaded
-  replica (each request alone) forms about that many; a busy one forms far fewer (a batch of
-  50 decodes is one row). Recorded batch, stage and time-series rows are priced at that bound.
+* Before anything is built, on an estimate. Each batch holds at least one request step (one
+  per output token, one per prompt chunk), so `num_request_steps` bounds the batches; a lightly
+  loaded replica (each request alone) nearly reaches it, a busy one does not (a batch of 50
+  decodes is one row). The estimate divides the steps by the concurrency Little's law gives
+  with a lower bound on each request's time (`_concurrency`): the batches it implies lean
+  high. A scenario whose estimated peak passes the limit is refused.
+* While the run goes, `MemoryWatch` prices the batch and block rows the recorder actually
+  holds and stops the run (BudgetError) as soon as they would pass the limit, before the
+  result is built. That check, not the estimate, guarantees the limit.
 * KV block ids are handed out lazily (sim_core/memory), so a pool holds what the run touches:
   at most min(configured blocks, blocks the requests take), never one entry per configured block.
 
@@ -21,9 +27,11 @@ resident set (allocator overhead included), on light loads (qps 0.05-0.5: each r
 the worst case per step) and heavy ones, for vllm (fast-forwarded and iteration by
 iteration), vllm_v1, sglang and vllm_v0 at every record level, 300-80,000 requests and 1-1,024
 replicas; each constant is rounded up from the largest per-item figure seen. `python
-bench/budget_calibration.py --rss` re-measures and prints measured vs estimated: estimates
-are 1.0-1.9x the growth of the peak RSS on light loads and many short requests, up to 10x on
-heavily loaded runs (large batches), never below it in the cases measured.
+bench/budget_calibration.py --rss` re-measures and prints measured vs estimated: with the
+likely batch count the estimates are 1.1-2.0x the traced peak on light and heavy loads alike
+(stepwise and fast-forwarded, vllm, vllm_v1, sglang, vllm_v0, P/D, PP 4), and the default
+scenario at 20,000 requests is estimated at 856 MiB (record full; measured 422) where pricing
+one batch per request step gave 2.9 GiB.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from sim_core.config.arrival import ReplayArrivalConfig
 from sim_core.config.lengths import EmpiricalLengthConfig
 from sim_core.errors import SimCoreError
 from sim_core.memory import plan_memory
+from sim_core.memory.model_bytes import stage_weight_bytes
 from sim_core.results.record import GAPS_BEFORE_COMPACTING
 from sim_core.workload.formats import is_json_lines
 from sim_core.workload.synthetic import generate_columns
@@ -55,6 +64,8 @@ RUN_BYTES = 4_000_000      # a run of nothing: schedulers, predictor, empty resu
 REPLICA_BYTES = 8_000      # scheduler, stages, pool and recorder state per replica (measured ~3 kB)
 REQUEST_BYTES = 1000       # workload columns, Request object, request log row, result row (measured <= 780; RSS 950)
 STEP_BYTES = {"requests": 0, "batches": 900, "full": 900}   # per request step (measured <= 790; RSS 850)
+RUN_STEP_BYTES = 600       # a batch row a decode run made in bulk, with its stage and series rows (measured <= 560)
+BLOCK_ROW_BYTES = 300      # record full: one block row (taken, let go, keyed or evicted; measured <= 260)
 STAGE_ROW_BYTES = 250      # record batches/full: a stage row per pipeline stage after the first (RSS ~200)
 GAP_BYTES = 64             # a raw token gap until GAPS_BEFORE_COMPACTING are folded (list + fold copies; RSS ~60)
 BLOCK_EVENT_BYTES = 600    # record full: a block taken and let go (and keyed / evicted) (measured <= 520)
@@ -94,13 +105,19 @@ class CostEstimate:
     num_prompt_tokens: int | None      # after max_model_len clipping
     num_output_tokens: int | None
     num_request_steps: int | None      # (request, batch) pairs: an upper bound on batches
+    num_batches: int | None            # batches the run likely forms (_likely_batches): request steps / concurrency
     num_block_allocations: int | None  # KV blocks the requests take over the run
     num_events: int | None             # simulated events (about: 3 per step, 2 + 4 x PP with PP stages)
     num_recorded_rows: int | None      # table rows engine.record keeps, an upper bound
     record: str
-    peak_bytes: int
+    peak_bytes: int                    # estimated: batch rows priced at num_batches
     parts: Mapping[str, int] = field(default_factory=dict)   # peak_bytes by figure
     exact: bool = False
+
+    @property
+    def committed_bytes(self) -> int:
+        """What the run holds however it batches: peak_bytes less the batch rows."""
+        return self.peak_bytes - self.parts.get("request_steps", 0)
 
 
 def estimate_cost(config: SimulationConfig, workload: Workload | None = None) -> CostEstimate:
@@ -137,13 +154,17 @@ def _estimate(config: SimulationConfig, workload: Workload | None, rows: dict[st
         allocations = tokens.blocks + (tokens.prompt_blocks if len(pools) > 1 else 0)  # P/D: prompts in both pools
         events = steps * (3 if stages == 1 else 2 + 4 * stages) + 2 * num_requests
         recorded = _recorded_rows(level, steps, stages, allocations, num_requests)
-        step_bytes = STEP_BYTES[level] + (STAGE_ROW_BYTES * (stages - 1) if level != "requests" else 0)
-        parts["request_steps"] = step_bytes * steps + GAP_BYTES * min(tokens.output, GAPS_BEFORE_COMPACTING)
+        assert tokens.batches is not None, "_totals sets every total"
+        bulk = config.engine.fast_forward and stages == 1     # decode runs record their rows in bulk
+        row_bytes = RUN_STEP_BYTES if bulk and level != "requests" else STEP_BYTES[level]
+        step_bytes = row_bytes + (STAGE_ROW_BYTES * (stages - 1) if level != "requests" else 0)
+        parts["request_steps"] = step_bytes * tokens.batches
+        parts["token_gaps"] = GAP_BYTES * min(tokens.output, GAPS_BEFORE_COMPACTING)
         parts["block_events"] = BLOCK_EVENT_BYTES * allocations if level == "full" else 0
         parts["kv_blocks"] = POOL_BLOCK_BYTES * min(configured, allocations)
     return CostEstimate(num_replicas, max(blocks for blocks, _ in pools), configured, num_requests,
-                        sum(rows.values()), tokens.prompt, tokens.output, steps, allocations, events, recorded,
-                        level, sum(parts.values()), parts, workload is not None)
+                        sum(rows.values()), tokens.prompt, tokens.output, steps, tokens.batches, allocations, events,
+                        recorded, level, sum(parts.values()), parts, workload is not None)
 
 
 def _recorded_rows(level: str, steps: int, stages: int, allocations: int, num_requests: int) -> int:
@@ -208,6 +229,7 @@ class _Tokens:
     prompt: int | None = None
     output: int | None = None
     steps: int | None = None
+    batches: int | None = None         # likely batches (_likely_batches)
     blocks: int | None = None          # blocks a request holds at its end, summed
     prompt_blocks: int | None = None   # of which its prompt's
 
@@ -219,18 +241,19 @@ def _tokens(config: SimulationConfig, workload: Workload | None, blocks_per_repl
     spec = config.workload
     if workload is not None:
         return _totals(config, workload.num_prefill_tokens, workload.num_decode_tokens, workload.n,
-                       blocks_per_replica, 1.0)
+                       workload.arrived_at, blocks_per_replica, 1.0)
     if spec.trace_file:
         rows_kept = round(rows.get("workload.trace_file", 0) * spec.sample_fraction)
         return _Tokens(min(rows_kept, spec.max_trace_requests or rows_kept))
-    prompt, output, n = _sample_lengths(config)
-    return _totals(config, prompt, output, n, blocks_per_replica, spec.num_requests / len(prompt))
+    prompt, output, n, arrivals = _sample_lengths(config)
+    return _totals(config, prompt, output, n, arrivals, blocks_per_replica, spec.num_requests / len(prompt))
 
 
-def _sample_lengths(config: SimulationConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Prompt and output lengths (and the n column) of the first SAMPLE_REQUESTS generated
-    requests, scaled and clipped to max_model_len as the workload builder does (float64: no
-    overflow; rows that the builder would refuse are kept, the run reports them)."""
+def _sample_lengths(config: SimulationConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+    """Prompt and output lengths (and the n column) and arrival times of the first
+    SAMPLE_REQUESTS generated requests, lengths scaled and clipped to max_model_len as the
+    workload builder does (float64: no overflow; rows that the builder would refuse are kept,
+    the run reports them)."""
     spec = config.workload
     sample = spec.model_copy(update={"num_requests": min(spec.num_requests, SAMPLE_REQUESTS)})
     with np.errstate(all="ignore"):        # arrival times may overflow here; the builder refuses them
@@ -239,12 +262,13 @@ def _sample_lengths(config: SimulationConfig) -> tuple[np.ndarray, np.ndarray, n
     output = np.maximum(np.floor(columns["num_decode_tokens"] * spec.decode_scale_factor), 1)
     if config.scheduler.traits.clips_prompts:
         prompt = np.maximum(prompt - np.maximum(prompt + output - config.max_model_len, 0), 1)
-    return prompt, output, columns.get("n")
+    return prompt, output, columns.get("n"), columns["arrived_at"]
 
 
 def _totals(config: SimulationConfig, prompt: np.ndarray, output: np.ndarray, n: np.ndarray | None,
-            blocks_per_replica: int, scale: float) -> _Tokens:
-    """Totals over per-request lengths (clipped to max_model_len as Vidur does), times `scale`."""
+            arrivals: np.ndarray, blocks_per_replica: int, scale: float) -> _Tokens:
+    """Totals over per-request lengths (clipped to max_model_len as Vidur does) and the likely
+    batch count from the arrivals' rate, times `scale`."""
     sched, traits = config.scheduler, config.scheduler.traits
     prompt, output = np.asarray(prompt, dtype=np.float64), np.asarray(output, dtype=np.float64)
     if not traits.clips_prompts:   # (sglang) the output is cut where a request reaches its limit
@@ -254,8 +278,42 @@ def _totals(config: SimulationConfig, prompt: np.ndarray, output: np.ndarray, n:
     steps = np.ceil(prompt / (sched.prefill_chunk() or UNCHUNKED)) + output
     prompt_blocks = np.ceil(prompt / sched.block_size)
     blocks = prompt_blocks + samples * np.ceil(output / sched.block_size)
-    return _Tokens(round(len(prompt) * scale), *(int(ceil(float(values.sum()) * scale))
-                                                 for values in (prompt, output, steps, blocks, prompt_blocks)))
+    total_prompt, total_output, total_steps, total_blocks, total_prompt_blocks = (
+        int(ceil(float(values.sum()) * scale)) for values in (prompt, output, steps, blocks, prompt_blocks))
+    concurrency = _concurrency(config, steps, prompt + output, arrivals, blocks_per_replica, scale)
+    return _Tokens(round(len(prompt) * scale), total_prompt, total_output, total_steps,
+                   int(ceil(total_steps / concurrency)), total_blocks, total_prompt_blocks)
+
+
+def _concurrency(config: SimulationConfig, steps: np.ndarray, tokens: np.ndarray, arrivals: np.ndarray,
+                 blocks_per_replica: int, scale: float) -> float:
+    """Requests a replica likely batches together, from Little's law with a lower bound on each
+    request's time in the replica (its steps, each at least one iteration of at least
+    `_least_iteration_s`): arrival rate per replica x mean steps x that time, at least 1 and
+    at most what the batch cap, the replica's share of the requests and its KV tokens allow.
+    An estimate that leans low (so the batches it implies lean high), not a bound: the run's
+    MemoryWatch enforces the limit."""
+    replicas = sum(view.num_replicas for view in pool_views(config))
+    span = float(np.max(arrivals) - np.min(arrivals)) if len(arrivals) > 1 else 0.0
+    rate = (len(arrivals) - 1) / span / replicas if span > 0 else float("inf")
+    mean_steps, mean_tokens = float(np.mean(steps)), max(float(np.mean(tokens)), 1.0)
+    cap = min(float(config.scheduler.profile_batch(config.max_model_len)[1]), len(steps) * scale / replicas,
+              blocks_per_replica * config.scheduler.block_size / mean_tokens)
+    likely = rate * mean_steps * _least_iteration_s(config) if rate < float("inf") else cap
+    return max(1.0, min(likely, cap))
+
+
+def _least_iteration_s(config: SimulationConfig) -> float:
+    """A lower bound on one iteration's time: the linear predictor's fixed part and one token;
+    for the others, reading the weights one token touches (a MoE model: top_k of its experts)
+    once at the device's memory bandwidth."""
+    predictor = config.predictor
+    if predictor.type == "linear":
+        return float(getattr(predictor, "base_s", 0.0)) + float(getattr(predictor, "per_token_s", 0.0))
+    model = config.model_spec()
+    share = model.num_experts_per_token / model.num_experts if model.is_moe else 1.0
+    weights = stage_weight_bytes(model, config.cluster.tensor_parallel_size, config.cluster.pipeline_parallel_size, 0)
+    return weights * share / (config.device_spec().memory_bandwidth_gbps * 1e9)
 
 
 # ---- limits ---------------------------------------------------------------------------------------
@@ -412,6 +470,10 @@ def _describe(figure: str, config: SimulationConfig, estimate: CostEstimate, mem
         advice = "fewer requests or shorter outputs" + (", or engine.record 'requests'"
                                                          if memory and estimate.record != "requests" else "")
         return where, what, advice
+    if figure == "token_gaps":
+        return ("workload.num_requests x workload.output_tokens",
+                f"the gaps between {estimate.num_output_tokens or 0:,} output tokens",
+                "fewer requests or shorter outputs")
     if figure == "block_events":
         return ("engine.record", f"'full' keeps every KV block allocation ({estimate.num_block_allocations:,})",
                 "use engine.record 'batches'")
@@ -446,24 +508,64 @@ def _size(num_bytes: int) -> str:
 # ---- while the run runs -----------------------------------------------------------------------------
 
 
+class MemoryWatch:
+    """Stops a run whose records would pass the memory limit, as they grow: the bytes the
+    scenario commits however it batches (less its block rows, counted here as they are made),
+    plus the batch and block rows the recorder holds, each priced at its measured cost
+    (`rows()`: batch rows made one by one, batch rows decode runs made in bulk, block rows)."""
+
+    def __init__(self, config: SimulationConfig, estimate: CostEstimate, limits: Limits,
+                 rows: Callable[[], tuple[int, int, int]]) -> None:
+        assert limits.max_peak_bytes is not None, "only made under a memory limit"
+        stages = max(view.config.cluster.pipeline_parallel_size for view in pool_views(config))
+        self.limit, self.rows, self.hint = limits.max_peak_bytes, rows, limits.raise_hint("max_peak_bytes")
+        self.base = estimate.committed_bytes - estimate.parts.get("block_events", 0)
+        self.one_bytes = STEP_BYTES[estimate.record] + STAGE_ROW_BYTES * (stages - 1)
+
+    def held_bytes(self) -> tuple[int, int, int]:
+        """(bytes in all, of which batch rows, of which block rows) the run holds now."""
+        one, bulk, blocks = self.rows()
+        batches, block_rows = one * self.one_bytes + bulk * RUN_STEP_BYTES, blocks * BLOCK_ROW_BYTES
+        return self.base + batches + block_rows, batches, block_rows
+
+    def __call__(self, at: str) -> None:
+        """Raise BudgetError if the rows held pass the limit; `at` says when (for the message)."""
+        held, batches, blocks = self.held_bytes()
+        if held <= self.limit:
+            return
+        one, bulk, block_rows = self.rows()
+        if blocks > batches:
+            where, advice = "engine.record", "use engine.record 'batches'"
+        else:
+            where, advice = "workload.num_requests x workload.output_tokens", \
+                "fewer requests or shorter outputs, or engine.record 'requests'"
+        raise BudgetError(f"{where}: run stopped{at}: its records ({one + bulk:,} batches, {block_rows:,} block "
+                          f"rows) need about {_size(held)}, over the limit of {_size(self.limit)}; {advice}, or "
+                          f"raise the limit: {self.hint}")
+
+
 class StopCheck:
     """Polled by the simulator every few thousand simulated instants and between the phases of
     a run: raises RunCancelled when `should_stop()` returns True, RunTimeLimit once more than
-    `deadline_s` seconds of wall-clock time have passed since it was made."""
+    `deadline_s` seconds of wall-clock time have passed since it was made, BudgetError once
+    `memory` (set when the recorder exists) finds the records over the memory limit."""
 
     def __init__(self, should_stop: Callable[[], bool] | None = None, deadline_s: float | None = None,
                  how_to_raise: str = "", clock: Callable[[], float] = time.monotonic) -> None:
         self.should_stop, self.deadline_s, self.how_to_raise = should_stop, deadline_s, how_to_raise
         self._clock = clock
         self.started = clock()
+        self.memory: MemoryWatch | None = None
 
     @property
     def active(self) -> bool:
-        return self.should_stop is not None or self.deadline_s is not None
+        return self.should_stop is not None or self.deadline_s is not None or self.memory is not None
 
     def __call__(self, now: float | None = None) -> None:
         """Raise if the run must stop; `now` is the simulated time reached (for the message)."""
         at = "" if now is None else f" at simulated time {now:,.3f} s"
+        if self.memory is not None:
+            self.memory(at)
         if self.should_stop is not None and self.should_stop():
             raise RunCancelled(f"run cancelled{at}: its caller asked it to stop (Stop pressed or the session ended)")
         if self.deadline_s is not None and self._clock() - self.started > self.deadline_s:

@@ -11,7 +11,7 @@ from sim_core.cluster.pools import PoolView, pool_views
 from sim_core.cluster.sessions import build_chains, session_notes
 from sim_core.config import SimulationConfig
 from sim_core.config.policies import policy_names, policy_traits
-from sim_core.engine.budget import Limits, StopCheck, check_budget
+from sim_core.engine.budget import CostEstimate, Limits, MemoryWatch, StopCheck, check_budget
 from sim_core.engine.routing import ROUTERS
 from sim_core.engine.simulator import Simulator
 from sim_core.entities import Request
@@ -54,16 +54,19 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
 
     Raises:
         ConfigError, TraceError: bad scenario or trace (one-line message).
-        BudgetError: the run would cost more than `limits` allow (nothing was built).
+        BudgetError: the run would cost more than `limits` allow (nothing was built), or its
+            records passed the memory limit while it ran (stopped there, nothing returned).
         RunCancelled, RunTimeLimit: `should_stop` said so, or `deadline_s` passed.
         SimulationError: the policy hit a state it cannot handle (e.g. LightLLM out of KV).
     """
     stop = _stop_check(limits, should_stop, deadline_s)
-    workload = _budgeted_workload(config, workload, limits)
+    workload, estimate = _budgeted_workload(config, workload, limits)
     stop()
     views = pool_views(config)
     sized = [(view, *_limits(view.config)) for view in views]   # (view, plan, limits) per pool
     recorder = Recorder(config.engine.record, sum(v.num_replicas for v in views), gap_window)
+    if limits is not None and limits.max_peak_bytes is not None and estimate is not None:
+        stop.memory = MemoryWatch(config, estimate, limits, recorder.held_rows)
     schedulers, predictors = _replicas(config, sized, recorder, workload)
     rejected = _rejections(views, schedulers, workload)
     stop()
@@ -102,16 +105,15 @@ def _reads_load(routers: list, views: list[PoolView]) -> bool:
                for k, (router, view) in enumerate(zip(routers, views)))
 
 
-def _budgeted_workload(config: SimulationConfig, workload: Workload | None, limits: Limits | None) -> Workload:
-    """The run's workload, built only once the scenario fits `limits`, and checked again on its
+def _budgeted_workload(config: SimulationConfig, workload: Workload | None,
+                       limits: Limits | None) -> tuple[Workload, CostEstimate | None]:
+    """The run's workload, built only once the scenario fits `limits`, and its estimate on the
     exact figures (None: no limits)."""
     if workload is None:
         if limits is not None:
             check_budget(config, limits)   # from the scenario alone: before generating or reading
         workload = build_workload(config)
-    if limits is not None:
-        check_budget(config, limits, workload)
-    return workload
+    return workload, None if limits is None else check_budget(config, limits, workload)
 
 
 def _replicas(config: SimulationConfig, sized: list, recorder: Recorder,

@@ -35,17 +35,24 @@ class Table:
     Row order is not kept across the two: tables are sorted by time when the result is built.
     """
 
-    __slots__ = ("dtypes", "columns", "chunks")
+    __slots__ = ("dtypes", "columns", "chunks", "chunk_rows")
 
     def __init__(self, dtypes: dict[str, DTypeLike]) -> None:
         self.dtypes = dtypes
         self.columns: dict[str, list] = {name: [] for name in dtypes}
         self.chunks: list[tuple[int, dict]] = []
+        self.chunk_rows = 0
 
     def add_chunk(self, length: int, **values: object) -> None:
         """`length` rows; each value is an array of that length or one value for all rows."""
         if length > 0:
             self.chunks.append((length, values))
+            self.chunk_rows += length
+
+    @property
+    def list_rows(self) -> int:
+        """Rows held in the per-column lists (every column has as many)."""
+        return len(next(iter(self.columns.values())))
 
     def arrays(self) -> dict[str, np.ndarray]:
         lengths = np.array([length for length, _ in self.chunks], dtype=np.int64)
@@ -120,6 +127,11 @@ class Recorder:
     @staticmethod
     def _skip(*args: object) -> None:
         return None
+
+    def held_rows(self) -> tuple[int, int, int]:
+        """(batch rows made one by one, batch rows made in bulk by decode runs, block rows): what
+        the run's memory grows with (engine/budget.py prices them while the run goes)."""
+        return self.batches.list_rows, self.batches.chunk_rows, self.blocks.list_rows + self.blocks.chunk_rows
 
     # ---- blocks and states ---------------------------------------------------------------
 
