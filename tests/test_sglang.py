@@ -42,6 +42,28 @@ def test_the_prefill_token_budget_splits_a_queue_but_the_first_request_may_excee
     assert batches_of(alone)[0] == (0.0, [0], [30])
 
 
+@pytest.mark.parametrize("fast_forward", [False, True])
+def test_the_last_chunk_of_a_prompt_is_billed_a_whole_block(fast_forward):
+    """4 blocks of 16, no radix cache, max_prefill_tokens 17, chunked_prefill_size 48; prompts
+    of 1, 49 and 1 tokens with one output each, all at t=0. Each admission is billed in whole
+    blocks (SGLang's PrefillAdder._update_prefill_budget rounds every extend up to pages, the
+    last chunk of a chunked prompt included):
+      t=0      request 0 (1 token, billed 16 + 1 output) runs; request 1 needs 49 + 1 = 50 of the
+               64 - 17 = 47 left: NO_TOKEN. Request 0 ends with its prefill (10 + 1 = 11 ms).
+      t=0.011  request 1 alone: 49 tokens pass chunked_prefill_size 48, so its first 48 run
+               (3 blocks; 10 + 48 = 58 ms).
+      t=0.069  its last token takes the 4th block: billed 16 + 1 output of the 16 free tokens,
+               leaving -1, so request 2 (1 + 1) is NO_TOKEN and waits (billed as 1 token, it was
+               admitted and found no block: 'eviction did not free enough blocks'). 11 ms.
+      t=0.080  request 1 has finished and freed its blocks: request 2 runs (11 ms)."""
+    result = simulate([(0.0, 1, 1), (0.0, 49, 1), (0.0, 1, 1)], "sglang",
+                      scheduler={"num_blocks": 4, "block_size": 16, "enable_prefix_caching": False,
+                                 "max_prefill_tokens": 17, "chunked_prefill_size": 48,
+                                 "enable_overlap_schedule": False, **NO_GRAPHS},
+                      engine={"fast_forward": fast_forward})
+    assert batches_of(result) == [(0.0, [0], [1]), (0.011, [1], [48]), (0.069, [1], [1]), (0.08, [2], [1])]
+
+
 def test_request_slots_cap_the_running_batch():
     """max_running_requests 2: the third request waits until one of the first two finishes."""
     result = simulate([(0.0, 4, 3)] * 3, "sglang", scheduler={"max_running_requests": 2, **NO_GRAPHS})

@@ -142,3 +142,24 @@ def test_the_planner_is_within_two_percent_of_the_blocks_vllm_reported(model, gp
                            "cluster": {"tensor_parallel_size": tp},
                            "scheduler": {"type": "vllm_v1", "max_num_batched_tokens": tokens, "max_num_seqs": seqs}})
     assert plan_memory(config).num_blocks == pytest.approx(reported, rel=0.02)
+
+
+def test_llama4_scout_fp8_blocks_are_pages_of_all_48_layers_worked_by_hand():
+    """Llama-4-Scout FP8 on two H100s (79.18 GiB as the driver reports it), 2,048 tokens and 128
+    requests in the profile run. vLLM 0.15.1 turns its hybrid KV manager off for chunked local
+    attention, so a block holds all 48 layers: 16 tokens x K and V x 128 x 4 heads x 48 x 2 bytes =
+    1,572,864 (the unit vLLM reported in: that run's 8 GiB CPU tier was 5,461 blocks).
+    requested ceil(79.18 GiB x 0.9) = ceil(76,516,989,861.9) = 76,516,989,862 bytes; weights
+    57,307,310,592 (tests/test_model_import.py) + the rotary cache 10,485,760 positions x 128 x 2
+    = 2,684,354,560; the sampler 128 x 202,048 x 32 + 2,048 x 5,120 x 4 = 869,531,648 beats the
+    forward pass (2,048 x (2 x 5,120 + 128 x 56 / 2 + 3 x 8,192 / 2) x 2 = 106,954,752); non-torch
+    0.7 GiB = 751,619,276.8. KV 14,904,173,785.2 bytes: 9,475 blocks, 1,222 more than vLLM's
+    8,253 (docs/design/vllm-memory-planner.md: the 1.79 GiB the planner does not find)."""
+    config = parse_config({"model": "llama-4-scout-fp8", "device": "gpu", "devices": {"gpu": H100},
+                           "max_model_len": 4096, "cluster": {"tensor_parallel_size": 2},
+                           "scheduler": {"type": "vllm_v1", "max_num_batched_tokens": 2048, "max_num_seqs": 128}})
+    plan = plan_memory(config)
+    assert plan.kv_bytes_per_block == 1_572_864 and 8 * GIB // plan.kv_bytes_per_block == 5_461
+    assert (plan.weight_bytes, plan.activation_bytes) == (57_307_310_592 + 2_684_354_560, 869_531_648)
+    assert plan.kv_bytes == pytest.approx(14_904_173_785.2, abs=1.0)
+    assert plan.num_blocks == 9_475

@@ -9,6 +9,9 @@ Three budgets (v0.4 `schedule_policy.PrefillAdder`):
 * input: max_prefill_tokens of prompt tokens (the first request may exceed it);
 * chunk: chunked_prefill_size; a prompt longer than what is left of it runs its first
   block-aligned chunk now, and its remainder continues in the next prefill batches.
+Prompt tokens are billed in whole blocks (late v0.4 `_update_prefill_budget` rounds every
+extend up to pages, the last chunk of a chunked prompt included), so what the adder admits
+always finds its blocks.
 A request that does not fit ends the batch (no skipping ahead): NO_TOKEN when memory is short
 (the running batch then counts as full until a request leaves it), OTHER for the other budgets.
 """
@@ -60,12 +63,17 @@ class PrefillAdder:
 
     def add_chunked(self, remaining: int, max_new_tokens: int) -> int:
         """The next chunk of the request already in chunked prefill: tokens to run now, at most
-        what free memory holds (SGLang assumes it fits)."""
+        what free memory holds (SGLang assumes it fits). Billed in whole blocks, as every
+        admission is: its last chunk may be one token, and that token takes a block."""
         room = self.pool.num_free * self.block_size
         tokens = min(remaining, self.rem_chunk if self.rem_chunk is not None else remaining, room)
         finishing = tokens == remaining
-        self._reserve(tokens, min(max_new_tokens, CLIP_MAX_NEW_TOKENS) if finishing else 0)
+        self._reserve(self._paged(tokens), min(max_new_tokens, CLIP_MAX_NEW_TOKENS) if finishing else 0)
         return tokens
+
+    def _paged(self, tokens: int) -> int:
+        """`tokens` rounded up to whole blocks (SGLang's `ceil_paged_tokens`)."""
+        return ceil(tokens / self.block_size) * self.block_size
 
     def add_one(self, extend: int, max_new_tokens: int, lock: Callable[[], None],
                 unlock: Callable[[], None]) -> tuple[int, str]:
@@ -73,7 +81,7 @@ class PrefillAdder:
         prefix); `lock()` / `unlock()` protect its prefix. Returns (tokens it runs now, 0 if
         not added; the batch's state after it)."""
         total = extend + min(max_new_tokens, CLIP_MAX_NEW_TOKENS)
-        input_tokens = ceil(extend / self.block_size) * self.block_size
+        input_tokens = self._paged(extend)
         if total >= self.rem_total:
             return 0, NO_TOKEN
         if input_tokens > self.rem_input and self.num_added:
