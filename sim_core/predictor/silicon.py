@@ -42,7 +42,7 @@ from sim_core.predictor.silicon_tables import AttentionTable, DeviceTables, LogG
 
 CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 1024 * 1024   # vLLM's custom all-reduce buffer; NCCL above it
 PREFILL_CACHE_SIZE = 1 << 16                   # remembered (chunk, cached tokens) prices
-ELEMENTWISE = ("attn_rope", "attn_kv_cache_save", "input_layernorm", "post_attention_layernorm", "add")
+ELEMENTWISE = ("attn_rope", "attn_kv_cache_save")   # the roofline's price, one kernel each a layer
 
 
 @dataclass(frozen=True)
@@ -149,6 +149,11 @@ class SiliconPredictor(GridPredictor):
         s, e = self.shape, self.model.embedding_dim
         roof = self.roofline.layer_ops(tokens)   # one kernel per operator, the two adds together
         times = {name: roof[name] for name in ELEMENTWISE}
+        # vLLM adds each residual inside the RMSNorm that follows it (fused_add_rms_norm, or one
+        # Inductor kernel): two kernels a layer that read the input and the residual and write
+        # both, and no separate adds
+        fused_norm = self.roofline.roofs.kernel(ops.streaming(4 * tokens * e))
+        times["input_layernorm"] = times["post_attention_layernorm"] = fused_norm
         times["attn_pre_proj"] = self.linear.grid(tokens, (s.q_heads + 2 * s.kv_heads) * s.head_dim, e)
         times["attn_post_proj"] = self.linear.grid(tokens, e, s.q_heads * s.head_dim)
         if not self.model.is_moe:
