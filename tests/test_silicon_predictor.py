@@ -4,6 +4,8 @@ computable by hand; a few tests read the shipped tables (part of the project).""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -293,3 +295,16 @@ def test_each_residual_add_is_fused_into_the_norm_after_it():
     assert times["input_layernorm"][0] == pytest.approx(expected, rel=1e-12)
     assert times["post_attention_layernorm"][0] == pytest.approx(expected, rel=1e-12)
     assert "add" not in times
+
+
+def test_the_fused_moe_table_is_read_at_the_experts_uniform_routing_touches():
+    """The table's rows route evenly: t tokens read min(2t, 4) of TINY_MOE's 4 experts (top-2).
+    Routed uniformly, 2 tokens touch 4 (1 - (1/2)^2) = 3 experts, which the balanced rows read at
+    1.5 tokens; the table is 30 us at 1 token and 90 at 64, log-log between: 30 x 1.5^a us with
+    a = ln 3 / ln 64. 4 tokens (past the 2 from which the rows read all 4) touch 3.75 experts: the
+    row at 4 less the cost of reading 4 instead of 3.75, 30 (4^a - 2^a + 1.875^a) us. One token
+    reads 2 either way (30 us), and 64 touch all 4 (90 us, the row itself)."""
+    a = math.log(3) / math.log(64)
+    times = predictor(TINY_MOE).layer_ops(np.array([1.0, 2.0, 4.0, 64.0]))["mlp_experts"]
+    assert times.tolist() == pytest.approx([3e-5, 3e-5 * 1.5 ** a, 3e-5 * (4 ** a - 2 ** a + 1.875 ** a), 9e-5],
+                                           rel=1e-12)

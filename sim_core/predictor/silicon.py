@@ -27,6 +27,7 @@ and the decodes add their measured time above that floor.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -162,12 +163,26 @@ class SiliconPredictor(GridPredictor):
             times["mlp_down_proj"] = self.linear.grid(tokens, e, s.ffn)
         elif self.moe is not None:
             times["moe_router"] = self.gemm.grid(tokens, s.num_experts, e)
-            times["mlp_experts"] = self.moe.grid(tokens)
+            times["mlp_experts"] = self.experts(tokens)
         else:   # a MoE shape the table lacks: the roofline's experts and router
             times.update({name: roof[name] for name in ("moe_router", "mlp_up_proj", "mlp_act", "mlp_down_proj")})
         if self.tp > 1:
             times["tp_all_reduce"] = 2 * self.all_reduce(ops.activation_bytes(e, tokens))
         return times
+
+    def experts(self, tokens: np.ndarray) -> np.ndarray:
+        """Seconds of the fused-MoE kernel for `tokens` routed uniformly. The table's rows route
+        evenly (balanced): t tokens read min(t x top_k, E) experts' weights, where uniform routing
+        touches u(t) = E (1 - (1 - top_k / E)^t) (`operators.touched_experts`). Below E / top_k
+        tokens the kernel is priced at the balanced row that reads u(t) experts, u(t) / top_k
+        tokens; above, the row at t less what reading E instead of u(t) experts costs there:
+        table(t) - table(min(t, E / top_k)) + table(u(t) / top_k), which is table(t) once u(t)
+        reaches E."""
+        s = self.shape
+        moe = cast(LogGrid, self.moe)
+        all_read = s.num_experts / s.top_k
+        touched = ops.touched_experts(tokens, s.num_experts, s.top_k, s.num_experts) / s.top_k
+        return moe.grid(tokens) - moe.grid(np.minimum(tokens, all_read)) + moe.grid(touched)
 
     def all_reduce(self, nbytes: np.ndarray) -> np.ndarray:
         """Seconds of one all-reduce of `nbytes` across the TP group (measured where the tables
