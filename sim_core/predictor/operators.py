@@ -227,6 +227,16 @@ def prefill_attention(s: LayerShape, chunk: Amount, context: Amount) -> Cost:
     return _blend(full, local, s.local_share)
 
 
+def prefill_keys(s: LayerShape, chunk: Amount, context: Amount) -> Amount:
+    """Cached and new keys an average layer reads for a chunk of `chunk` tokens over `context`
+    cached ones: all of them in a global layer, the window's min(context, window) + chunk in a
+    local one (the keys prefill_attention moves)."""
+    if not s.local_share:
+        return context + chunk
+    local = np.minimum(context, s.window) + chunk
+    return (1 - s.local_share) * (context + chunk) + s.local_share * local
+
+
 def _prefill(s: LayerShape, chunk: Amount, context: Amount, pairs: Amount, keys: Amount) -> Cost:
     flops = 2 * (s.head_dim + s.value_dim) * s.q_heads * pairs
     moved = chunk * s.q_heads * (s.head_dim + s.value_dim) + keys * s.values_per_token

@@ -189,9 +189,9 @@ class RooflinePredictor(GridPredictor):
         cost = ops.prefill_attention(self.shape, chunk, context)
         if self.kv_cache_dtype in SIXTEEN_BIT:
             return self.roofs.kernel_scalar(cost.flops, cost.bytes)
-        # the chunk reads K and V of all context + chunk tokens from the cache in the KV format
-        # (decode_attention without queries is exactly those reads, 16-bit)
-        kv_reads = ops.decode_attention(self.shape, 0, context + chunk).bytes
+        # the chunk reads K and V of the keys it sees from the cache in the KV format: context +
+        # chunk in a global layer, min(context, window) + chunk in a local one (as _prefill)
+        kv_reads = ops.BYTES * self.shape.values_per_token * ops.prefill_keys(self.shape, chunk, context)
         return self.roofs.kernel_scalar(cost.flops, cost.bytes - (1.0 - self.kv_ratio) * kv_reads)
 
     def decode_attention(self, num_decodes: np.ndarray, context: np.ndarray) -> np.ndarray:
