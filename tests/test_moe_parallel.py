@@ -145,14 +145,18 @@ def test_the_vllm_planner_places_experts_by_the_layout_and_counts_dp_ranks_as_gp
 
 def test_routed_pairs_and_active_experts_on_one_gpu():
     """64 tokens per rank, DP 2, EP 8 (TP 4), top-2, imbalance fixed at 1.25: 64 x 2 x 2 / 8 x 1.25
-    = 40 pairs on one GPU, whose 8 / 8 = 1 expert is read once. Without EP (DP 2 over TP 4): every
-    GPU computes all 64 x 2 x 2 = 256 pairs over a 1/8 slice of all 8 experts, of size 32 / 8 = 4."""
+    = 40 pairs on one GPU, whose 8 / 8 = 1 expert is read once (the group's 128 tokens all miss it
+    with probability 0.75^128 = 1e-16). Without EP (DP 2 over TP 4): every GPU computes all
+    64 x 2 x 2 = 256 pairs over a 1/8 slice of all 8 experts, of size 32 / 8 = 4, all 8 touched.
+    One token per rank under EP 8: the group's 2 tokens touch this GPU's expert with probability
+    1 - (3/4)^2 = 7/16 = 0.4375."""
     ep = ops.LayerShape.of(MODEL, 4, MoeLayout(4, 2, 8), load_imbalance=1.25)
     assert (ep.ffn, ep.dp, ep.ep) == (32, 2, 8)
-    assert ops.expert_pairs(ep, 64) == (40.0, 1.0)
+    assert ops.expert_pairs(ep, 64) == pytest.approx((40.0, 1.0), rel=1e-12)
+    assert ops.expert_pairs(ep, 1)[1] == pytest.approx(0.4375, rel=1e-12)
     flat = ops.LayerShape.of(MODEL, 4, MoeLayout(4, 2, 1))
     assert flat.ffn == 4
-    assert ops.expert_pairs(flat, 64) == (256.0, 8)
+    assert ops.expert_pairs(flat, 64) == pytest.approx((256.0, 8.0), rel=1e-12)
 
 
 def test_all_to_all_exchange_bytes_and_time_per_layer():

@@ -30,15 +30,31 @@ def test_tensor_parallelism_splits_heads_and_ffn_and_replicates_scarce_kv_heads(
     assert (shape.q_heads, shape.kv_heads, shape.ffn) == (4, 1, 28672 / 16)
 
 
-def test_moe_experts_read_only_the_active_experts_weights():
-    """Mixtral: 3 tokens x top-2 = 6 routed pairs touch at most 6 of 8 experts; 100 tokens touch all 8."""
+def test_moe_experts_read_only_the_weights_of_the_experts_their_tokens_touch():
+    """Mixtral, top-2 of 8: an expert misses one token with probability 6/8, all 3 tokens with
+    (3/4)^3 = 27/64, so 3 tokens touch 8 x 37/64 = 4.625 experts on average (not min(6, 8)); 100
+    tokens miss an expert with probability 0.75^100 = 3.2e-13: all 8 are read. FLOPs and
+    activations count every routed pair (3 x 2 = 6, 100 x 2 = 200)."""
     shape = ops.LayerShape.of(MODELS["mixtral-8x7b"], 1)
     few, many = ops.layer_kernels(shape, 3), ops.layer_kernels(shape, 100)
     weights = 4096 * 14336 * 2
-    assert few["mlp_up_proj"].bytes == 2 * (6 * weights + 6 * (4096 + 2 * 14336))
-    assert many["mlp_up_proj"].bytes == 2 * (8 * weights + 200 * (4096 + 2 * 14336))
+    assert few["mlp_up_proj"].bytes == pytest.approx(2 * (4.625 * weights + 6 * (4096 + 2 * 14336)), rel=1e-12)
+    assert many["mlp_up_proj"].bytes == pytest.approx(2 * (8 * weights + 200 * (4096 + 2 * 14336)), rel=1e-12)
     assert many["mlp_up_proj"].flops == 2 * 200 * 4096 * 2 * 14336
     assert many["moe_router"].flops == 2 * 100 * 4096 * 8
+
+
+def test_touched_experts_is_the_expected_count_of_distinct_experts():
+    """16 experts, top-1 (Llama-4-Scout): 2 tokens miss an expert with probability (15/16)^2 =
+    225/256, so 16 x 31/256 = 1.9375 are touched (a repeat is possible); 22 tokens touch
+    16 x (1 - (15/16)^22) = 12.1 of 16, not all 16. Top-2 of 8 with 2 of them on this GPU (EP 4)
+    and 2 tokens: 2 x (1 - (3/4)^2) = 2 x 7/16 = 0.875. No tokens, no experts."""
+    assert ops.touched_experts(2, 16, 1, 16) == pytest.approx(1.9375, rel=1e-12)
+    assert ops.touched_experts(22, 16, 1, 16) == pytest.approx(16 * (1 - (15 / 16) ** 22), rel=1e-12)
+    assert 12.1 < ops.touched_experts(22, 16, 1, 16) < 12.2
+    assert ops.touched_experts(2, 8, 2, 2) == pytest.approx(0.875, rel=1e-12)
+    assert ops.touched_experts(0, 8, 2, 8) == 0
+    assert list(ops.touched_experts(np.array([1.0, 2.0]), 16, 1, 16)) == pytest.approx([1.0, 1.9375], rel=1e-12)
 
 
 def test_causal_prefill_attention_counts_each_query_key_pair_once():

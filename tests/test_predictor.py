@@ -67,3 +67,57 @@ def test_decode_run_times_equal_stage_time_bit_for_bit():
     run = predictor.decode_run_times(counts, context, 0)
     single = [predictor.stage_time(BatchShape(int(n), int(n), (), int(n), int(c)), 0) for n, c in zip(counts, context)]
     assert run.tolist() == single
+
+
+def test_decode_attention_reads_the_local_layers_window_of_cached_tokens():
+    """Decode attention over a sliding window reads the K and V of min(context, decodes x window)
+    cached tokens in a local layer and of all of them in a global one. A 2-layer model (4 KV heads
+    of 16: 2 x 4 x 16 = 128 cached values, 256 bytes a token and layer) on a 1 TB/s, 100 TFLOP/s
+    device at full efficiency, 2 decodes over 1,000 cached tokens: 256 x 1,000 bytes of K and V
+    (0.256 us) plus the 2 queries' 2 x 4 x (16 + 16) values (512 bytes), 256 FLOPs a token
+    (2.56 ns), plus the 5 us launch. A window of 4,096 covers every cached token, so it costs the
+    same; a window of 100 caps each layer at 2 x 100 = 200 tokens; with layer 1 global the average
+    layer reads (1,000 + 200) / 2 = 600. (Before, the per-token unit was taken with no decodes, so
+    the local layers read nothing and an all-local model's decode attention was free.)"""
+    from sim_core.catalog import DeviceSpec, ModelSpec
+    from sim_core.config.predictor import RooflinePredictorConfig
+    from sim_core.predictor.roofline import GEMM_LAUNCH_S, RooflinePredictor
+
+    tiny = {"name": "tiny", "num_layers": 2, "num_q_heads": 4, "num_kv_heads": 4, "head_dim": 16,
+            "embedding_dim": 64, "mlp_hidden_dim": 32, "vocab_size": 100}
+    device = DeviceSpec(name="round", bf16_tflops=100, memory_gib=80, memory_bandwidth_gbps=1000,
+                        link_bandwidth_gbps=100)
+    cfg = RooflinePredictorConfig(compute_efficiency=1.0, memory_efficiency=1.0)
+
+    def decode(context: float, **window) -> float:
+        predictor = RooflinePredictor(ModelSpec(**tiny, **window), device, 1, 1, cfg)
+        return float(predictor.decode_attention(np.array([2.0]), np.array([context]))[0])
+
+    def expected(tokens: float) -> float:
+        return float(np.hypot(256 * tokens / 1e14, (256 * tokens + 512) / 1e12)) + GEMM_LAUNCH_S
+
+    assert decode(1000) == pytest.approx(expected(1000), rel=1e-12)
+    assert decode(1000, attention_window=4096) == pytest.approx(expected(1000), rel=1e-12)
+    assert decode(1000, attention_window=100) == pytest.approx(expected(200), rel=1e-12)
+    assert decode(1000, attention_window=100, full_attention_layers=(1,)) == pytest.approx(expected(600), rel=1e-12)
+
+
+def test_a_prefill_chunk_reads_the_windows_keys_from_an_fp8_cache_at_one_byte():
+    """A 10-token chunk over 1,000 cached tokens in an all-local model (window 100; 4 heads of 16,
+    128 cached values a token) sees min(1,000, 100) + 10 = 110 keys: 2 x (10 x 4 x 32 + 110 x
+    128) = 30,720 bytes at 16 bits, of which the 2 x 128 x 110 = 28,160 of K and V come from an
+    fp8 cache at half that: 16,640 bytes (before, the window zeroed the cache reads and all
+    30,720 were charged). Each query sees 100 keys: 1,000 pairs x 2 x 32 x 4 = 256,000 FLOPs.
+    On 1 TB/s and 100 TFLOP/s: hypot(2.56 ns, 16.64 ns) + the 5 us launch."""
+    from sim_core.catalog import DeviceSpec, ModelSpec
+    from sim_core.config.predictor import RooflinePredictorConfig
+    from sim_core.predictor.roofline import GEMM_LAUNCH_S, RooflinePredictor
+
+    model = ModelSpec(name="tiny", num_layers=2, num_q_heads=4, num_kv_heads=4, head_dim=16, embedding_dim=64,
+                      mlp_hidden_dim=32, vocab_size=100, attention_window=100)
+    device = DeviceSpec(name="round", bf16_tflops=100, memory_gib=80, memory_bandwidth_gbps=1000,
+                        link_bandwidth_gbps=100)
+    cfg = RooflinePredictorConfig(compute_efficiency=1.0, memory_efficiency=1.0)
+    predictor = RooflinePredictor(model, device, 1, 1, cfg, kv_cache_dtype="fp8")
+    assert predictor.prefill_attention(10, 1000) == pytest.approx(float(np.hypot(2.56e-9, 1.664e-8)) + GEMM_LAUNCH_S,
+                                                                   rel=1e-12)

@@ -159,14 +159,25 @@ def expert_pairs(s: LayerShape, t: Amount) -> tuple[Amount, Amount]:
     """(token-expert pairs one GPU computes, experts whose weights it reads) for `t` tokens per
     DP rank. TP only: t x top_k pairs over every expert's slice. With DP the experts see the
     tokens of all DP ranks (each priced at this rank's t: a synchronized step of equal ranks);
-    with EP one GPU gets 1 / EP of them, times the load imbalance, over its num_experts / EP."""
+    with EP one GPU gets 1 / EP of them, times the load imbalance, over its num_experts / EP.
+    The experts read are those at least one of the group's tokens is routed to (`touched_experts`)."""
     if s.dp == 1 and s.ep == 1:
         routed = t * s.top_k                                   # token-expert pairs
-        return routed, np.minimum(routed, s.num_experts)       # experts whose weights are read
+        return routed, touched_experts(t, s.num_experts, s.top_k, s.num_experts)
     group_tokens = t * s.dp
     imbalance = s.load_imbalance or expert_load_imbalance(group_tokens, s.num_experts, s.top_k, s.ep)
     routed = group_tokens * s.top_k / s.ep * imbalance
-    return routed, np.minimum(routed, s.num_experts / s.ep)
+    return routed, touched_experts(group_tokens, s.num_experts, s.top_k, s.num_experts / s.ep)
+
+
+def touched_experts(tokens: Amount, num_experts: int, top_k: int, held: float) -> Amount:
+    """Expected number of the `held` experts (of `num_experts`) that at least one of `tokens`
+    tokens is routed to, each token picking `top_k` distinct experts uniformly: an expert misses
+    one token with probability 1 - top_k / num_experts, all of them with that to the `tokens`,
+    so held x (1 - (1 - top_k / num_experts) ^ tokens). Below min(tokens x top_k, held): small
+    batches repeat experts (16 experts, top-1: 22 tokens touch 12.1 experts on average, not 16)."""
+    miss = max(0.0, 1.0 - top_k / num_experts)
+    return held * (1.0 - np.power(miss, tokens))
 
 
 def moe_exchange_bytes(s: LayerShape, layout: MoeLayout, t: Amount) -> Amount:
@@ -214,6 +225,16 @@ def prefill_attention(s: LayerShape, chunk: Amount, context: Amount) -> Cost:
     local = _prefill(s, chunk, context, _window_pairs(chunk, context, s.window),
                      np.minimum(context, s.window) + chunk)
     return _blend(full, local, s.local_share)
+
+
+def prefill_keys(s: LayerShape, chunk: Amount, context: Amount) -> Amount:
+    """Cached and new keys an average layer reads for a chunk of `chunk` tokens over `context`
+    cached ones: all of them in a global layer, the window's min(context, window) + chunk in a
+    local one (the keys prefill_attention moves)."""
+    if not s.local_share:
+        return context + chunk
+    local = np.minimum(context, s.window) + chunk
+    return (1 - s.local_share) * (context + chunk) + s.local_share * local
 
 
 def _prefill(s: LayerShape, chunk: Amount, context: Amount, pairs: Amount, keys: Amount) -> Cost:

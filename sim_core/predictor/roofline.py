@@ -24,6 +24,7 @@ cache format's bytes (its arithmetic stays 16-bit). A 16-bit model and cache tak
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -123,10 +124,11 @@ class RooflinePredictor(GridPredictor):
         self.shape = ops.LayerShape.of(model, tp, layout, cfg.expert_load_imbalance)
         self.kv_cache_dtype = kv_cache_dtype or kv_dtype("auto", model.weight_dtype)
         self.kv_ratio = DTYPE_BYTES[self.kv_cache_dtype] / ops.BYTES   # 1 for a 16-bit cache
-        # decode attention = sqrt((a C)^2 + (b C + c n)^2) + launch for n decodes over C cached
+        # decode attention = sqrt((a C)^2 + (b C + c n)^2) + launch for n decodes over C attended
         # tokens (operators.decode_attention's FLOPs and bytes over the roofs, factored; the
-        # cached K and V at the KV format's bytes)
-        unit = ops.decode_attention(self.shape, 0.0, 1.0)
+        # cached K and V at the KV format's bytes). C is attended_context's, the local layers'
+        # window cap already applied, so the per-token unit is a layer's without one.
+        unit = ops.decode_attention(replace(self.shape, local_share=0.0), 0.0, 1.0)
         self._decode_compute = unit.flops / self.roofs.flops
         self._decode_kv = unit.bytes * self.kv_ratio / self.roofs.bandwidth
         self._decode_query = ops.decode_attention(self.shape, 1.0, 0.0).bytes / self.roofs.bandwidth
@@ -187,9 +189,9 @@ class RooflinePredictor(GridPredictor):
         cost = ops.prefill_attention(self.shape, chunk, context)
         if self.kv_cache_dtype in SIXTEEN_BIT:
             return self.roofs.kernel_scalar(cost.flops, cost.bytes)
-        # the chunk reads K and V of all context + chunk tokens from the cache in the KV format
-        # (decode_attention without queries is exactly those reads, 16-bit)
-        kv_reads = ops.decode_attention(self.shape, 0, context + chunk).bytes
+        # the chunk reads K and V of the keys it sees from the cache in the KV format: context +
+        # chunk in a global layer, min(context, window) + chunk in a local one (as _prefill)
+        kv_reads = ops.BYTES * self.shape.values_per_token * ops.prefill_keys(self.shape, chunk, context)
         return self.roofs.kernel_scalar(cost.flops, cost.bytes - (1.0 - self.kv_ratio) * kv_reads)
 
     def decode_attention(self, num_decodes: np.ndarray, context: np.ndarray) -> np.ndarray:

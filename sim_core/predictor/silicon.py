@@ -16,8 +16,9 @@ are interpolated in log space (LogGrid). Per layer, on the model's per-GPU shape
     attention        see `AttentionLookup`, `prefill_attention` and `decode_attention`; the
                      tables measured with the scenario's KV-cache format (bf16 or fp8)
 
-Norms, residual adds, RoPE, the activation, the KV-cache write, the embedding, PP send/recv and
-the host's CPU phases are priced exactly as the roofline prices them (the same knobs).
+RoPE, the activation, the KV-cache write, the embedding, PP send/recv and the host's CPU phases
+are priced exactly as the roofline prices them (the same knobs); the norms too, each with the
+residual add vLLM fuses into it (no separate adds).
 
 Attention of one step is one varlen kernel in vLLM: its launch-bound floor (the measured time of
 a one-token decode) is charged once per layer and step (`attn_launch`), and each prefill chunk
@@ -42,7 +43,7 @@ from sim_core.predictor.silicon_tables import AttentionTable, DeviceTables, LogG
 
 CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 1024 * 1024   # vLLM's custom all-reduce buffer; NCCL above it
 PREFILL_CACHE_SIZE = 1 << 16                   # remembered (chunk, cached tokens) prices
-ELEMENTWISE = ("attn_rope", "attn_kv_cache_save", "input_layernorm", "post_attention_layernorm", "add")
+ELEMENTWISE = ("attn_rope", "attn_kv_cache_save")   # the roofline's price, one kernel each a layer
 
 
 @dataclass(frozen=True)
@@ -147,8 +148,13 @@ class SiliconPredictor(GridPredictor):
 
     def layer_ops(self, tokens: np.ndarray) -> dict[str, np.ndarray]:
         s, e = self.shape, self.model.embedding_dim
-        roof = self.roofline.layer_ops(tokens)   # one kernel per operator, the two adds together
+        roof = self.roofline.layer_ops(tokens)   # the roofline's times, for what the tables lack
         times = {name: roof[name] for name in ELEMENTWISE}
+        # vLLM adds each residual inside the RMSNorm that follows it (fused_add_rms_norm, or one
+        # Inductor kernel): two kernels a layer that read the input and the residual and write
+        # both, and no separate adds
+        fused_norm = self.roofline.roofs.kernel(ops.streaming(4 * tokens * e))
+        times["input_layernorm"] = times["post_attention_layernorm"] = fused_norm
         times["attn_pre_proj"] = self.linear.grid(tokens, (s.q_heads + 2 * s.kv_heads) * s.head_dim, e)
         times["attn_post_proj"] = self.linear.grid(tokens, e, s.q_heads * s.head_dim)
         if not self.model.is_moe:
@@ -157,12 +163,25 @@ class SiliconPredictor(GridPredictor):
             times["mlp_down_proj"] = self.linear.grid(tokens, e, s.ffn)
         elif self.moe is not None:
             times["moe_router"] = self.gemm.grid(tokens, s.num_experts, e)
-            times["mlp_experts"] = self.moe.grid(tokens)
+            times["mlp_experts"] = self.experts(self.moe, tokens)
         else:   # a MoE shape the table lacks: the roofline's experts and router
             times.update({name: roof[name] for name in ("moe_router", "mlp_up_proj", "mlp_act", "mlp_down_proj")})
         if self.tp > 1:
             times["tp_all_reduce"] = 2 * self.all_reduce(ops.activation_bytes(e, tokens))
         return times
+
+    def experts(self, moe: LogGrid, tokens: np.ndarray) -> np.ndarray:
+        """Seconds of the fused-MoE kernel (table `moe`) for `tokens` routed uniformly. Its rows route
+        evenly (balanced): t tokens read min(t x top_k, E) experts' weights, where uniform routing
+        touches u(t) = E (1 - (1 - top_k / E)^t) (`operators.touched_experts`). Below E / top_k
+        tokens the kernel is priced at the balanced row that reads u(t) experts, u(t) / top_k
+        tokens; above, the row at t less what reading E instead of u(t) experts costs there:
+        table(t) - table(min(t, E / top_k)) + table(u(t) / top_k), which is table(t) once u(t)
+        reaches E."""
+        s = self.shape
+        all_read = s.num_experts / s.top_k
+        touched = ops.touched_experts(tokens, s.num_experts, s.top_k, s.num_experts) / s.top_k
+        return moe.grid(tokens) - moe.grid(np.minimum(tokens, all_read)) + moe.grid(touched)
 
     def all_reduce(self, nbytes: np.ndarray) -> np.ndarray:
         """Seconds of one all-reduce of `nbytes` across the TP group (measured where the tables
