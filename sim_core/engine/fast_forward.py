@@ -71,6 +71,26 @@ NUMPY_MEMBERS = 8
 
 
 @dataclass(slots=True, eq=False)
+class MemberArrays:
+    """A run's members as numpy arrays, read once when the run starts (a member's tokens and
+    blocks do not change until the run's end applies it), for the numpy growth plan."""
+
+    left: np.ndarray       # iterations left (`DecodeRun.remaining`)
+    held: np.ndarray       # KV blocks held
+    first: np.ndarray      # the first formation at which each takes a block (`_first_growth`)
+
+    @staticmethod
+    def of(promise: SteadyDecode, requests: list[Request], remaining: list[int]) -> MemberArrays:
+        held = np.array([r.num_blocks for r in requests], dtype=np.int64)
+        if promise.growth == "paged":   # _first_growth, vectorised
+            processed = np.array([r.num_processed_tokens for r in requests], dtype=np.int64)
+            first = promise.block_size * held + 1 - processed
+        else:
+            first = np.ones(len(requests), dtype=np.int64)
+        return MemberArrays(np.array(remaining, dtype=np.int64), held, first)
+
+
+@dataclass(slots=True, eq=False)
 class DecodeRun:
     """A planned run: iteration j of the batch's live members ends at `ends[j]`."""
 
@@ -82,10 +102,29 @@ class DecodeRun:
     remaining: list[int]        # per member: iterations left; it finishes after iteration remaining-1
     order: np.ndarray           # `remaining` sorted
     suffix: np.ndarray | None   # KV tokens held by the members in `order` from position i on
-    num_iterations: int         # iterations that will run (shrinks when a request arrives)
+    num_iterations: int         # iterations that will run, as far as checked (shrinks when a request arrives)
     token: int
     num_waiting: int            # queue length when the run started (arrivals cut the run)
+    limit: int                  # iterations the policy and the members' completions allow
+    growth_to: int              # KV growth is checked for iterations before this (num_iterations <= it <= limit)
+    free: int                   # free KV blocks when the run started
+    arrays: MemberArrays | None = None   # the members' figures as arrays (runs of NUMPY_MEMBERS or more)
     finish_times: list[float] | None = None   # members' last iteration ends, sorted (inf: not planned yet)
+
+    @property
+    def final(self) -> bool:
+        """Whether `num_iterations` is the run's length: KV growth ended it, or is checked up to its limit."""
+        return self.num_iterations < self.growth_to or self.growth_to >= self.limit
+
+    def check_growth(self, bound: int) -> None:
+        """Check KV growth for iterations before `bound` (<= limit); `num_iterations` becomes
+        the run's length as far as that (the same as checking all at once: a formation's spare
+        blocks do not depend on how far the check reaches)."""
+        requests = self.first.requests
+        if self.arrays is None:
+            self.arrays = _arrays_if_needed(self.promise, requests, self.remaining, self.free, bound)
+        self.num_iterations = growth_limit(self.promise, self.free, requests, self.remaining, bound, self.arrays)
+        self.growth_to = bound
     # async steps (`promise.in_flight`): `first` was already running when the run started, and
     queued: Batch | None = None       # the batch of iteration 1, formed then, which the run holds
     absorbed: bool = False            # whether `first`'s own stage end has come (and was left to the run)
@@ -149,14 +188,19 @@ class FastForward:
             return False
         first = promise.in_flight or batch
         requests = first.requests
-        remaining = [r.total_tokens - r.num_processed_tokens for r in requests]
+        remaining = [r.num_prefill_tokens + r.num_decode_tokens - r.num_processed_tokens for r in requests]
         through = promise.past_completions and not self._completion_matters(replica, requests)
         # async steps: a member leaves the batches one formation before it finishes (its last
         # token in flight), and the step the run leaves queued needs a live member
         limit = min(promise.limit, MAX_RUN, (max(remaining) if through else min(remaining)) - promise.lead)
-        if limit >= 2:
-            limit = growth_limit(promise, scheduler.pool, requests, remaining, limit)
         if limit < 2:
+            return False
+        # KV growth is checked only as far as the run is planned (its first chunk), and further
+        # when it is extended: most runs are cut by an arrival long before `limit`
+        free, bound = scheduler.pool.num_free, min(limit, self._first_chunk(replica))
+        arrays = _arrays_if_needed(promise, requests, remaining, free, bound)
+        stop = growth_limit(promise, free, requests, remaining, bound, arrays)
+        if stop < 2:
             return False
         now = self.sim.kernel.now
         predictor = self.sim.predictors[replica]
@@ -164,11 +208,11 @@ class FastForward:
         self._tokens += 1
         stage = self.sim.stages[replica][0]
         overlap = self.sim.overlap if self.sim.overlapping[replica] else None
-        stop = min(limit, self._first_chunk(replica))
         if promise.in_flight is None:
             priced = None if overlap is None else np.empty(0)   # overlap pricing fills gpu and hidden
             run = DecodeRun(batch, promise, now, np.empty(0), np.empty(0, dtype=np.int64), remaining, order, suffix,
-                            limit, self._tokens, scheduler.endpoint.num_waiting, gpu=priced, hidden=priced)
+                            stop, self._tokens, scheduler.endpoint.num_waiting, limit, bound, free, arrays, gpu=priced,
+                            hidden=priced)
             self._plan(replica, run, stop)
             stage.start(now)
             if overlap is not None and run.gpu is not None and run.hidden is not None:
@@ -178,7 +222,8 @@ class FastForward:
             assert overlap is not None, "async scheduling overlaps the host's work"
             end, first_gpu = overlap.last_iteration(replica)   # iteration 0 is running, priced
             run = DecodeRun(first, promise, stage.started_at, np.array([end]), np.zeros(1, dtype=np.int64), remaining,
-                            order, suffix, limit, self._tokens, scheduler.endpoint.num_waiting, queued=batch,
+                            order, suffix, stop, self._tokens, scheduler.endpoint.num_waiting, limit, bound, free,
+                            arrays, queued=batch,
                             gpu=np.array([first_gpu]), hidden=np.zeros(1))
             self._plan(replica, run, stop)
         if overlap is not None:
@@ -216,7 +261,7 @@ class FastForward:
 
     def _schedule_next(self, replica: int, run: DecodeRun) -> None:
         """The run's end event if all its iterations are planned, else the event extending it."""
-        handler = self.on_run_end if len(run.ends) >= run.num_iterations else self.on_extend
+        handler = self.on_run_end if len(run.ends) >= run.num_iterations and run.final else self.on_extend
         self.sim.kernel.at(float(run.ends[-1]), handler, replica, run.token)
 
     def on_extend(self, replica: int, token: int) -> None:
@@ -225,6 +270,11 @@ class FastForward:
         if run is None or run.token != token:
             return  # superseded by a cut
         planned = len(run.ends)
+        if not run.final:
+            run.check_growth(min(run.limit, 3 * planned))
+        if run.num_iterations <= planned:   # KV growth ends the run here after all (its end event, as planned)
+            self.on_run_end(replica, token)
+            return
         stop = min(run.num_iterations, 3 * planned)
         self._plan(replica, run, stop)
         run.finish_times = None
@@ -276,14 +326,20 @@ class FastForward:
         # arrivals and before the instant's late phase), so the planned ends suffice
         last = int(np.searchsorted(run.ends[: run.num_iterations], now, side=side))
         if last + 1 >= run.num_iterations:
-            return
+            if run.final:
+                return
+            # the arrival falls in the last planned iteration: cut there unless KV growth ends
+            # the run there anyway (then its pending event ends it, as it would have)
+            run.check_growth(min(run.limit, run.num_iterations + 1))
+            if last + 1 >= run.num_iterations:
+                return
         if last == 0 and run.queued is not None and not run.absorbed:
             # async: the new request is seen when the running step ends, as without a run
             del self.runs[replica]
             self._close(replica, run, 1)
             self.sim.stages[replica][0].add(run.queued)
             return
-        run.num_iterations = last + 1
+        run.num_iterations = run.limit = run.growth_to = last + 1
         self._tokens += 1
         run.token = self._tokens
         end = float(run.ends[last])
@@ -337,7 +393,7 @@ class FastForward:
             self._advance_tokens(members, remaining, ends, sim.recorder)
             steps = replay(promise, pool, members, processed, events, ends, replica, sim.recorder)
         elif pool.tracks_ids:
-            ordered = _ordered_events(promise, members, remaining, k)
+            ordered = _ordered_events(promise, members, remaining, k, run.arrays)
             self._advance_tokens(members, remaining, ends, sim.recorder)
             if isinstance(pool, RadixKvPool):
                 changes = _grow_evicting(pool, sim.recorder, promise, members, ordered, run.ends)
@@ -345,7 +401,7 @@ class FastForward:
                 changes = self._replay(pool, promise.frees_on_completion, members, ordered)
             steps = self._record_blocks(replica, run, changes)
         else:
-            counts, taken = allocation_counts(promise, members, remaining, k)
+            counts, taken = allocation_counts(promise, members, remaining, k, run.arrays)
             self._advance_tokens(members, remaining, ends, sim.recorder)
             steps = self._record_blocks(replica, run, self._count(pool, promise.frees_on_completion, members,
                                                                   remaining, k, counts, taken))
@@ -486,7 +542,7 @@ class FastForward:
 
 
 def _ordered_events(promise: SteadyDecode, members: list[Request], remaining: list[int],
-                    k: int) -> list[tuple[int, int, int]]:
+                    k: int, arrays: MemberArrays | None = None) -> list[tuple[int, int, int]]:
     """(formation, kind, member) of formations 1..k-1 in stepwise order: at each formation the
     members that finished at the end of the previous iteration go first (kind 0, batch order),
     then block allocations (kind 1, batch order)."""
@@ -497,7 +553,7 @@ def _ordered_events(promise: SteadyDecode, members: list[Request], remaining: li
         return events
     left = np.asarray(remaining, dtype=np.int64)
     done = np.flatnonzero(left <= k - 1)
-    formations, takers, _ = _growth_plan(promise, members, remaining, k)
+    formations, takers, _ = _growth_plan(promise, members, remaining, k, arrays)
     formation = np.concatenate((left[done], formations))
     kind = np.concatenate((np.zeros(len(done), np.int64), np.ones(len(formations), np.int64)))
     member = np.concatenate((done, takers))
@@ -506,13 +562,13 @@ def _ordered_events(promise: SteadyDecode, members: list[Request], remaining: li
 
 
 def allocation_counts(promise: SteadyDecode, members: list[Request], remaining: list[int],
-                      k: int) -> tuple[list[int], list[int]]:
+                      k: int, arrays: MemberArrays | None = None) -> tuple[list[int], list[int]]:
     """Blocks each member takes at formations 1+lead..k-1+lead while live, and how many blocks
     are taken at each slot 0..k-1 (formation f is made at slot f - lead); the counting pool
     needs no order, only how many and when."""
     lead = promise.lead
     if len(members) >= NUMPY_MEMBERS:
-        planned, _, per_member = _growth_plan(promise, members, remaining, k + lead)
+        planned, _, per_member = _growth_plan(promise, members, remaining, k + lead, arrays)
         return per_member.tolist(), np.bincount(planned - lead, minlength=k)[:k].tolist()
     taken = [0] * k
     if promise.growth is None:
@@ -557,24 +613,38 @@ def _decode_shape(num_requests: int, context: int, with_context: bool) -> BatchS
     return BatchShape(num_requests, num_requests)
 
 
-def growth_limit(promise: SteadyDecode, pool: KvPool, requests: list[Request], remaining: list[int],
-                 limit: int) -> int:
-    """Shorten `limit` so that every formation keeps one KV block spare in `pool` (each
-    member's check needs a free block even when it takes none); blocks of finished members count
-    as free."""
+def _surely_spare(promise: SteadyDecode, free: int, n: int, limit: int) -> bool:
+    """Whether one of `free` KV blocks stays spare over `limit` iterations of `n` members even
+    if each grew as often as possible."""
+    return promise.growth == "paged" and n * ((limit - 1) // promise.block_size + 1) <= free - 1
+
+
+def _arrays_if_needed(promise: SteadyDecode, requests: list[Request], remaining: list[int], free: int,
+                      limit: int) -> MemberArrays | None:
+    """The members' figures as arrays when `growth_limit` will plan their growth with numpy."""
+    if promise.growth != "paged" or len(requests) < NUMPY_MEMBERS or free < 1 or \
+            _surely_spare(promise, free, len(requests), limit):
+        return None
+    return MemberArrays.of(promise, requests, remaining)
+
+
+def growth_limit(promise: SteadyDecode, free: int, requests: list[Request], remaining: list[int],
+                 limit: int, arrays: MemberArrays | None = None) -> int:
+    """Shorten `limit` so that every formation keeps one of the pool's `free` KV blocks spare
+    (each member's check needs a free block even when it takes none); blocks of finished members
+    count as free. `arrays`: the members' figures, read already (`MemberArrays.of`)."""
     n = len(requests)
-    free = pool.num_free
     if promise.growth is None:
         return limit
     if free < 1:
         return 1
     if promise.growth == "per_token":
         return min(limit, free // n + 1)  # conservative: as if nobody finished
-    if n * ((limit - 1) // promise.block_size + 1) <= free - 1:
-        return limit  # even if every member grew as often as possible, one block stays spare
+    if _surely_spare(promise, free, n, limit):
+        return limit
     lead = promise.lead   # formation j is made at slot j - lead (async steps: one ahead)
     if n >= NUMPY_MEMBERS:
-        formations, _, counts = _growth_plan(promise, requests, remaining, limit + lead)
+        formations, _, counts = _growth_plan(promise, requests, remaining, limit + lead, arrays)
     else:
         allocations = planned_allocations(promise, requests, remaining, limit + lead)
         formations = np.asarray([j for j, _ in allocations], dtype=np.int64)
@@ -584,9 +654,9 @@ def growth_limit(promise: SteadyDecode, pool: KvPool, requests: list[Request], r
     # a finished member frees what it held and what it grew, unless the policy says its blocks
     # may stay held (`counts_frees` False: a prefix cache's shared blocks outlive their holder)
     if promise.frees_on_completion and promise.counts_frees:
-        left = np.asarray(remaining, dtype=np.int64)
+        left = np.asarray(remaining, dtype=np.int64) if arrays is None else arrays.left
         ending = left < limit
-        held = np.array([r.num_blocks for r in requests], dtype=np.int64)
+        held = np.array([r.num_blocks for r in requests], dtype=np.int64) if arrays is None else arrays.held
         np.add.at(freed, left[ending], held[ending] + counts[ending])
     spare = free + np.cumsum(freed) - np.cumsum(taken)
     short = np.flatnonzero(spare[1:limit] < 1)
@@ -618,16 +688,18 @@ def _first_growth(promise: SteadyDecode, request: Request) -> int:
 
 
 def _growth_plan(promise: SteadyDecode, requests: list[Request], remaining: list[int],
-                 num_iterations: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                 num_iterations: int, arrays: MemberArrays | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The blocks members take at formations 1..num_iterations-1 while they are live: each
     block's formation and member index (grouped by member, formations ascending) and the number
-    per member (see `_first_growth`)."""
+    per member (see `_first_growth`). `arrays`: the members' figures, read already."""
     n = len(requests)
     if promise.growth is None:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, np.zeros(n, dtype=np.int64)
-    end = np.minimum(np.asarray(remaining, dtype=np.int64), num_iterations)
-    if promise.growth == "per_token":
+    end = np.minimum(np.asarray(remaining, dtype=np.int64) if arrays is None else arrays.left, num_iterations)
+    if arrays is not None:
+        step, first = (1 if promise.growth == "per_token" else promise.block_size), arrays.first
+    elif promise.growth == "per_token":
         step, first = 1, np.ones(n, dtype=np.int64)
     else:
         step = promise.block_size
