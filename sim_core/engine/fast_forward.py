@@ -121,8 +121,6 @@ class DecodeRun:
         the run's length as far as that (the same as checking all at once: a formation's spare
         blocks do not depend on how far the check reaches)."""
         requests = self.first.requests
-        if self.arrays is None:
-            self.arrays = _arrays_if_needed(self.promise, requests, self.remaining, self.free, bound)
         self.num_iterations = growth_limit(self.promise, self.free, requests, self.remaining, bound, self.arrays)
         self.growth_to = bound
     # async steps (`promise.in_flight`): `first` was already running when the run started, and
@@ -198,7 +196,8 @@ class FastForward:
         # KV growth is checked only as far as the run is planned (its first chunk), and further
         # when it is extended: most runs are cut by an arrival long before `limit`
         free, bound = scheduler.pool.num_free, min(limit, self._first_chunk(replica))
-        arrays = _arrays_if_needed(promise, requests, remaining, free, bound)
+        # the numpy growth plan reads the members' figures once (the run's end plans them too)
+        arrays = MemberArrays.of(promise, requests, remaining) if _numpy_growth(promise, requests) else None
         stop = growth_limit(promise, free, requests, remaining, bound, arrays)
         if stop < 2:
             return False
@@ -390,19 +389,23 @@ class FastForward:
             processed = [r.num_processed_tokens for r in members]
             allocations = planned_allocations(promise, members, remaining, k + promise.lead)
             events = run_events(promise, members, remaining, k, allocations)
-            self._advance_tokens(members, remaining, ends, sim.recorder)
+            self._advance_tokens(members, remaining, ends, sim.recorder, run.order)
             steps = replay(promise, pool, members, processed, events, ends, replica, sim.recorder)
         elif pool.tracks_ids:
             ordered = _ordered_events(promise, members, remaining, k, run.arrays)
-            self._advance_tokens(members, remaining, ends, sim.recorder)
+            self._advance_tokens(members, remaining, ends, sim.recorder, run.order)
             if isinstance(pool, RadixKvPool):
                 changes = _grow_evicting(pool, sim.recorder, promise, members, ordered, run.ends)
             else:
                 changes = self._replay(pool, promise.frees_on_completion, members, ordered)
             steps = self._record_blocks(replica, run, changes)
+        elif run.arrays is not None and not sim.recorder.keeps_blocks:
+            plan = _growth_plan(promise, members, remaining, k + promise.lead, run.arrays)
+            self._advance_tokens(members, remaining, ends, sim.recorder, run.order)
+            steps = _count_bulk(pool, promise, members, run.arrays, plan, k)
         else:
             counts, taken = allocation_counts(promise, members, remaining, k, run.arrays)
-            self._advance_tokens(members, remaining, ends, sim.recorder)
+            self._advance_tokens(members, remaining, ends, sim.recorder, run.order)
             steps = self._record_blocks(replica, run, self._count(pool, promise.frees_on_completion, members,
                                                                   remaining, k, counts, taken))
         last, queued = promise.resume(first, live_last, k)
@@ -420,9 +423,11 @@ class FastForward:
         return last, queued
 
     @staticmethod
-    def _advance_tokens(members: list[Request], remaining: list[int], ends: np.ndarray, recorder: Recorder) -> None:
+    def _advance_tokens(members: list[Request], remaining: list[int], ends: np.ndarray, recorder: Recorder,
+                        order: np.ndarray) -> None:
         """Each live member gains a token per skipped iteration; those whose last token falls in
-        the skipped iterations finish. Records the gaps between tokens (TBT)."""
+        the skipped iterations finish. Records the gaps between tokens (TBT). `order`: `remaining`
+        sorted."""
         k = len(ends)
         steps = np.diff(ends[: k - 1])                    # steps[j-1] = end_j - end_(j-1), j = 1..k-2
         running_max = np.maximum.accumulate(steps).tolist() if len(steps) else []
@@ -434,7 +439,7 @@ class FastForward:
             last = left - 1 if left < k else k - 2     # last skipped iteration it takes part in
             widest = running_max[last - 1] if last >= 1 and running_max[last - 1] > gap else gap
             request.on_decode_run(last + 1, end_list[last], widest, left < k)
-        alive = len(remaining) - np.searchsorted(np.sort(remaining), np.arange(1, k - 1), side="right")
+        alive = len(remaining) - np.searchsorted(order, np.arange(1, k - 1), side="right")
         recorder.on_run_gaps(first_gaps, steps, alive, first_end, ends[1: k - 1])
 
     @staticmethod
@@ -515,8 +520,10 @@ class FastForward:
         after = used_before + np.cumsum(taken - freed)   # after each formation's allocations
         used = np.empty(2 * (k - 1), dtype=np.int64)
         used[0::2], used[1::2] = after - taken, after          # after the batch end, after formation
-        holders = self.sim.schedulers[replica].pool.num_holders + int(done.sum()) - np.cumsum(done)
-        recorder.on_replica_states(replica, np.repeat(ends, 2), used, run.num_waiting, np.repeat(holders, 2),
+        holders = None   # the time series' running column, only when it is kept
+        if recorder.keeps_batches:
+            holders = np.repeat(self.sim.schedulers[replica].pool.num_holders + int(done.sum()) - np.cumsum(done), 2)
+        recorder.on_replica_states(replica, np.repeat(ends, 2), used, run.num_waiting, holders,
                                    sequential=run.promise.sequential_sums)
 
     def _record_batches(self, replica: int, run: DecodeRun) -> None:
@@ -583,6 +590,29 @@ def allocation_counts(promise: SteadyDecode, members: list[Request], remaining: 
     return counts, taken
 
 
+def _count_bulk(pool: KvPool, promise: SteadyDecode, members: list[Request], arrays: MemberArrays,
+                plan: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> Steps:
+    """`FastForward._count` and `_record_blocks` of a counting pool for a run whose growth is
+    planned with numpy (`plan`: `_growth_plan` for its k slots), without block records: each
+    member's blocks are added, then finished members free theirs. Returns per slot the blocks
+    taken, the blocks freed and the holders that let go of theirs."""
+    assert isinstance(pool, CountingBlockPool), "only counting pools are bulk-counted"
+    formations, _, counts = plan
+    growing = np.flatnonzero(counts)
+    for member, count in zip(growing.tolist(), counts[growing].tolist()):
+        pool.add(members[member], count)
+    taken = np.bincount(formations - promise.lead, minlength=k)[:k]
+    freed, done = np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64)
+    ending = np.flatnonzero(arrays.left <= k - 1)
+    if promise.frees_on_completion and len(ending):
+        for member in ending.tolist():
+            pool.free(members[member])
+        at = arrays.left[ending]   # a member finishing after iteration left-1 frees at formation left
+        freed = np.bincount(at, weights=arrays.held[ending] + counts[ending], minlength=k).astype(np.int64)
+        done = np.bincount(at, minlength=k)
+    return taken, freed, done
+
+
 def _members(batch: Batch, remaining: list[int], needs_context: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """The members' iterations left, sorted, and (when the cost model reads KV context) the
     tokens held by the members from each position of that order on (suffix sums)."""
@@ -619,13 +649,9 @@ def _surely_spare(promise: SteadyDecode, free: int, n: int, limit: int) -> bool:
     return promise.growth == "paged" and n * ((limit - 1) // promise.block_size + 1) <= free - 1
 
 
-def _arrays_if_needed(promise: SteadyDecode, requests: list[Request], remaining: list[int], free: int,
-                      limit: int) -> MemberArrays | None:
-    """The members' figures as arrays when `growth_limit` will plan their growth with numpy."""
-    if promise.growth != "paged" or len(requests) < NUMPY_MEMBERS or free < 1 or \
-            _surely_spare(promise, free, len(requests), limit):
-        return None
-    return MemberArrays.of(promise, requests, remaining)
+def _numpy_growth(promise: SteadyDecode, requests: list[Request]) -> bool:
+    """Whether the run's KV growth is planned with numpy (`_growth_plan`)."""
+    return promise.growth == "paged" and len(requests) >= NUMPY_MEMBERS
 
 
 def growth_limit(promise: SteadyDecode, free: int, requests: list[Request], remaining: list[int],
