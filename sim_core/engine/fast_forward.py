@@ -255,7 +255,7 @@ class FastForward:
             durations, hidden, gpu = overlap.run_times(replica, durations, sizes, previous)
             run.gpu, run.hidden = np.concatenate((run.gpu, gpu)), np.concatenate((run.hidden, hidden))
         durations[0] += run.ends[-1] if planned else run.started_at
-        run.ends = np.concatenate((run.ends, np.cumsum(durations)))
+        run.ends = np.concatenate((run.ends, durations.cumsum()))
         run.context = np.concatenate((run.context, context))
 
     def _schedule_next(self, replica: int, run: DecodeRun) -> None:
@@ -323,7 +323,7 @@ class FastForward:
         side: Literal["left", "right"] = "right" if kernel.late_phase else "left"
         # now <= the last planned end (an extension event at that end runs before later
         # arrivals and before the instant's late phase), so the planned ends suffice
-        last = int(np.searchsorted(run.ends[: run.num_iterations], now, side=side))
+        last = int(run.ends[: run.num_iterations].searchsorted(now, side=side))
         if last + 1 >= run.num_iterations:
             if run.final:
                 return
@@ -429,7 +429,7 @@ class FastForward:
         the skipped iterations finish. Records the gaps between tokens (TBT). `order`: `remaining`
         sorted."""
         k = len(ends)
-        steps = np.diff(ends[: k - 1])                    # steps[j-1] = end_j - end_(j-1), j = 1..k-2
+        steps = ends[1: k - 1] - ends[: k - 2]            # steps[j-1] = end_j - end_(j-1), j = 1..k-2
         running_max = np.maximum.accumulate(steps).tolist() if len(steps) else []
         end_list, first_end = ends.tolist(), float(ends[0])
         first_gaps = []
@@ -439,7 +439,7 @@ class FastForward:
             last = left - 1 if left < k else k - 2     # last skipped iteration it takes part in
             widest = running_max[last - 1] if last >= 1 and running_max[last - 1] > gap else gap
             request.on_decode_run(last + 1, end_list[last], widest, left < k)
-        alive = len(remaining) - np.searchsorted(order, np.arange(1, k - 1), side="right")
+        alive = len(remaining) - order.searchsorted(np.arange(1, k - 1), side="right")
         recorder.on_run_gaps(first_gaps, steps, alive, first_end, ends[1: k - 1])
 
     @staticmethod
@@ -517,13 +517,13 @@ class FastForward:
             recorder.on_run_stages(replica, np.arange(first.id, first.id + k - 1),
                                    np.concatenate(([run.started_at], ends[:-1])), ends)
             self._record_batches(replica, run)
-        after = used_before + np.cumsum(taken - freed)   # after each formation's allocations
+        after = used_before + (taken - freed).cumsum()   # after each formation's allocations
         used = np.empty(2 * (k - 1), dtype=np.int64)
         used[0::2], used[1::2] = after - taken, after          # after the batch end, after formation
         holders = None   # the time series' running column, only when it is kept
         if recorder.keeps_batches:
-            holders = np.repeat(self.sim.schedulers[replica].pool.num_holders + int(done.sum()) - np.cumsum(done), 2)
-        recorder.on_replica_states(replica, np.repeat(ends, 2), used, run.num_waiting, holders,
+            holders = (self.sim.schedulers[replica].pool.num_holders + int(done.sum()) - done.cumsum()).repeat(2)
+        recorder.on_replica_states(replica, ends.repeat(2), used, run.num_waiting, holders,
                                    sequential=run.promise.sequential_sums)
 
     def _record_batches(self, replica: int, run: DecodeRun) -> None:
@@ -559,7 +559,7 @@ def _ordered_events(promise: SteadyDecode, members: list[Request], remaining: li
         events.sort()
         return events
     left = np.asarray(remaining, dtype=np.int64)
-    done = np.flatnonzero(left <= k - 1)
+    done = (left <= k - 1).nonzero()[0]
     formations, takers, _ = _growth_plan(promise, members, remaining, k, arrays)
     formation = np.concatenate((left[done], formations))
     kind = np.concatenate((np.zeros(len(done), np.int64), np.ones(len(formations), np.int64)))
@@ -598,12 +598,12 @@ def _count_bulk(pool: KvPool, promise: SteadyDecode, members: list[Request], arr
     taken, the blocks freed and the holders that let go of theirs."""
     assert isinstance(pool, CountingBlockPool), "only counting pools are bulk-counted"
     formations, _, counts = plan
-    growing = np.flatnonzero(counts)
+    growing = counts.nonzero()[0]
     for member, count in zip(growing.tolist(), counts[growing].tolist()):
         pool.add(members[member], count)
     taken = np.bincount(formations - promise.lead, minlength=k)[:k]
     freed, done = np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64)
-    ending = np.flatnonzero(arrays.left <= k - 1)
+    ending = (arrays.left <= k - 1).nonzero()[0]
     if promise.frees_on_completion and len(ending):
         for member in ending.tolist():
             pool.free(members[member])
@@ -616,12 +616,13 @@ def _count_bulk(pool: KvPool, promise: SteadyDecode, members: list[Request], arr
 def _members(batch: Batch, remaining: list[int], needs_context: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """The members' iterations left, sorted, and (when the cost model reads KV context) the
     tokens held by the members from each position of that order on (suffix sums)."""
-    order = np.sort(np.asarray(remaining, dtype=np.int64))
+    order = np.array(remaining, dtype=np.int64)
+    order.sort()
     if not needs_context:
         return order, None
     processed = np.array([r.num_processed_tokens for r in batch.requests], dtype=np.int64)
     by_remaining = processed[np.argsort(remaining, kind="stable")]
-    return order, np.concatenate((np.cumsum(by_remaining[::-1])[::-1], [0]))
+    return order, np.concatenate((by_remaining[::-1].cumsum()[::-1], [0]))
 
 
 def _live(order: np.ndarray, suffix: np.ndarray | None, iterations: np.ndarray,
@@ -629,7 +630,7 @@ def _live(order: np.ndarray, suffix: np.ndarray | None, iterations: np.ndarray,
     """How many members are live at each of `iterations` and the KV tokens they hold when its
     batch is formed (zeros when the cost model does not read them): a member gains one per
     iteration; formed `lead` iterations ahead (async steps), the batch counts `lead` fewer."""
-    first_live = np.searchsorted(order, iterations, side="right")  # members finished before j
+    first_live = order.searchsorted(iterations, side="right")  # members finished before j
     counts = len(order) - first_live
     if suffix is None:
         return counts, np.zeros(len(iterations), dtype=np.int64)
@@ -684,8 +685,8 @@ def growth_limit(promise: SteadyDecode, free: int, requests: list[Request], rema
         ending = left < limit
         held = np.array([r.num_blocks for r in requests], dtype=np.int64) if arrays is None else arrays.held
         np.add.at(freed, left[ending], held[ending] + counts[ending])
-    spare = free + np.cumsum(freed) - np.cumsum(taken)
-    short = np.flatnonzero(spare[1:limit] < 1)
+    spare = free + freed.cumsum() - taken.cumsum()
+    short = (spare[1:limit] < 1).nonzero()[0]
     return min(limit, int(short[0]) + 1) if len(short) else limit
 
 
@@ -732,9 +733,9 @@ def _growth_plan(promise: SteadyDecode, requests: list[Request], remaining: list
         held = np.array([r.num_blocks for r in requests], dtype=np.int64)      # _first_growth, vectorised
         first = step * held + 1 - np.array([r.num_processed_tokens for r in requests], dtype=np.int64)
     counts = np.maximum(end - first + step - 1, 0) // step
-    members = np.repeat(np.arange(n, dtype=np.int64), counts)
-    within = np.arange(len(members), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    return np.repeat(first, counts) + step * within, members, counts
+    members = np.arange(n, dtype=np.int64).repeat(counts)
+    within = np.arange(len(members), dtype=np.int64) - (counts.cumsum() - counts).repeat(counts)
+    return first.repeat(counts) + step * within, members, counts
 
 
 def _grow_evicting(pool: RadixKvPool, recorder: Recorder, promise: SteadyDecode, members: list[Request],

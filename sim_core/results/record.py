@@ -264,11 +264,11 @@ class Recorder:
         if sequential:
             areas = np.empty(len(times) + 1)
             areas[0], areas[1] = self.kv_area[replica], last_used * (float(times[0]) - last_time)
-            areas[2:] = used[:-1] * np.diff(times)
-            self.kv_area[replica] = float(np.cumsum(areas)[-1])
+            areas[2:] = used[:-1] * (times[1:] - times[:-1])
+            self.kv_area[replica] = float(areas.cumsum()[-1])
         else:
             self.kv_area[replica] += (last_used * (float(times[0]) - last_time)
-                                      + float(np.dot(used[:-1], np.diff(times))))
+                                      + float(np.dot(used[:-1], times[1:] - times[:-1])))
         self._kv_last[replica] = (float(times[-1]), int(used[-1]))
         self.kv_peak[replica] = max(self.kv_peak[replica], int(used.max()))
         if self.keeps_batches:
