@@ -534,16 +534,17 @@ class FastForward:
         stop = k + lead
         boundaries = sorted({left for left in lefts if 1 + lead < left < stop})
         boundaries.append(stop)
-        start = 1 + lead
+        start = origin = 1 + lead
+        formations = np.arange(origin, stop, dtype=np.int64)   # all the rows' formations, sliced per chunk
+        batch_ids, contexts = first.id + formations, _live(run.order, run.suffix, formations, lead)[1]
         for boundary in boundaries:
             live = tuple([i for i, left in zip(ids, lefts) if left > start])
-            formations = np.arange(start, boundary, dtype=np.int64)
             padded = run.promise.padded_size(len(live))   # BatchShape counts padding as decodes
             self.sim.recorder.on_run_batches(
-                boundary - start, batch_id=first.id + formations, replica_id=replica,
+                boundary - start, batch_id=batch_ids[start - origin: boundary - origin], replica_id=replica,
                 formed_at=ends[start - 1 - lead: boundary - 1 - lead], num_requests=len(live), num_tokens=len(live),
                 num_prefill_tokens=0, num_decodes=(len(live) if with_context else 0) + padded - len(live),
-                decode_context=_live(run.order, run.suffix, formations, lead)[1], request_ids=live,
+                decode_context=contexts[start - origin: boundary - origin], request_ids=live,
                 request_tokens=(1,) * len(live), padded_size=padded)
             start = boundary
 
