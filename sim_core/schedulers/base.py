@@ -123,11 +123,12 @@ class ReplicaScheduler:
     def on_batch_end(self, batch: Batch) -> None:
         """Finished requests free their blocks; the others wait for their next batch."""
         self._num_running_batches -= 1
+        wait = self.running.append
         for request in batch.requests:
             if request.completed:
                 self._release(request)
             else:
-                self.running.append(request)
+                wait(request)
 
 
     def check_integrity(self, holders: list[Request] | None = None) -> None:
