@@ -671,6 +671,8 @@ def growth_limit(promise: SteadyDecode, free: int, requests: list[Request], rema
     if _surely_spare(promise, free, n, limit):
         return limit
     lead = promise.lead   # formation j is made at slot j - lead (async steps: one ahead)
+    if arrays is not None and int(_growth_counts(promise, arrays, limit + lead).sum()) <= free - 1:
+        return limit   # even if nobody finished, the blocks the members take leave one spare
     if n >= NUMPY_MEMBERS:
         formations, _, counts = _growth_plan(promise, requests, remaining, limit + lead, arrays)
     else:
@@ -713,6 +715,13 @@ def _first_growth(promise: SteadyDecode, request: Request) -> int:
     if promise.growth == "per_token":
         return 1
     return promise.block_size * request.num_blocks + 1 - request.num_processed_tokens
+
+
+def _growth_counts(promise: SteadyDecode, arrays: MemberArrays, num_iterations: int) -> np.ndarray:
+    """How many blocks each member takes at formations 1..num_iterations-1 while live (the
+    counts of `_growth_plan`, without the blocks)."""
+    step = 1 if promise.growth == "per_token" else promise.block_size
+    return np.maximum(np.minimum(arrays.left, num_iterations) - arrays.first + step - 1, 0) // step
 
 
 def _growth_plan(promise: SteadyDecode, requests: list[Request], remaining: list[int],
