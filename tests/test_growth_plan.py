@@ -10,7 +10,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim_core.engine.fast_forward import _growth_plan, allocation_counts, planned_allocations
+from sim_core.engine.fast_forward import (
+    MemberArrays,
+    _growth_plan,
+    allocation_counts,
+    growth_limit,
+    planned_allocations,
+)
 
 BLOCK = 16
 
@@ -50,3 +56,34 @@ def test_numpy_and_python_plans_name_the_same_blocks(growth, members, iterations
     expected = planned_allocations(promise, requests, remaining, iterations)
     assert list(zip(formations[order].tolist(), who[order].tolist())) == expected
     assert counts.tolist() == [sum(1 for _, m in expected if m == i) for i in range(len(requests))]
+
+
+def _spare_reference(free, requests, remaining, limit):
+    """growth_limit by brute force: the first slot j in 1..limit-1 whose formation would find no
+    spare block (free, plus what members finished by j held and grew, less every block taken
+    at formations 1..j), else limit."""
+    promise = SimpleNamespace(growth="paged", block_size=BLOCK, lead=0)
+    plan = planned_allocations(promise, requests, remaining, limit)
+    for j in range(1, limit):
+        taken = sum(1 for formation, _ in plan if formation <= j)
+        freed = sum(request.num_blocks + sum(1 for _, who in plan if who == m)
+                    for m, (request, left) in enumerate(zip(requests, remaining)) if left <= j)
+        if free + freed - taken < 1:
+            return j
+    return limit
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3000), st.integers(1, 300)), min_size=1, max_size=24),
+       st.integers(1, 200), st.integers(2, 300))
+def test_growth_limit_with_and_without_the_members_arrays(members, free, limit):
+    """The run's limit is the same whether the members' figures were read into arrays when the
+    run started (`MemberArrays`, which also lets a count of every block the members could take
+    settle it early) or are read from the requests, and equals a brute-force count."""
+    promise = SimpleNamespace(growth="paged", block_size=BLOCK, lead=0, frees_on_completion=True, counts_frees=True)
+    requests = _members([processed for processed, _ in members])
+    remaining = [left for _, left in members]
+    arrays = MemberArrays.of(promise, requests, remaining)
+    expected = _spare_reference(free, requests, remaining, limit)
+    assert growth_limit(promise, free, requests, remaining, limit, arrays) == expected
+    assert growth_limit(promise, free, requests, remaining, limit) == expected

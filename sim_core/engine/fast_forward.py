@@ -71,6 +71,26 @@ NUMPY_MEMBERS = 8
 
 
 @dataclass(slots=True, eq=False)
+class MemberArrays:
+    """A run's members as numpy arrays, read once when the run starts (a member's tokens and
+    blocks do not change until the run's end applies it), for the numpy growth plan."""
+
+    left: np.ndarray       # iterations left (`DecodeRun.remaining`)
+    held: np.ndarray       # KV blocks held
+    first: np.ndarray      # the first formation at which each takes a block (`_first_growth`)
+
+    @staticmethod
+    def of(promise: SteadyDecode, requests: list[Request], remaining: list[int]) -> MemberArrays:
+        held = np.array([r.num_blocks for r in requests], dtype=np.int64)
+        if promise.growth == "paged":   # _first_growth, vectorised
+            processed = np.array([r.num_processed_tokens for r in requests], dtype=np.int64)
+            first = promise.block_size * held + 1 - processed
+        else:
+            first = np.ones(len(requests), dtype=np.int64)
+        return MemberArrays(np.array(remaining, dtype=np.int64), held, first)
+
+
+@dataclass(slots=True, eq=False)
 class DecodeRun:
     """A planned run: iteration j of the batch's live members ends at `ends[j]`."""
 
@@ -82,10 +102,27 @@ class DecodeRun:
     remaining: list[int]        # per member: iterations left; it finishes after iteration remaining-1
     order: np.ndarray           # `remaining` sorted
     suffix: np.ndarray | None   # KV tokens held by the members in `order` from position i on
-    num_iterations: int         # iterations that will run (shrinks when a request arrives)
+    num_iterations: int         # iterations that will run, as far as checked (shrinks when a request arrives)
     token: int
     num_waiting: int            # queue length when the run started (arrivals cut the run)
+    limit: int                  # iterations the policy and the members' completions allow
+    growth_to: int              # KV growth is checked for iterations before this (num_iterations <= it <= limit)
+    free: int                   # free KV blocks when the run started
+    arrays: MemberArrays | None = None   # the members' figures as arrays (runs of NUMPY_MEMBERS or more)
     finish_times: list[float] | None = None   # members' last iteration ends, sorted (inf: not planned yet)
+
+    @property
+    def final(self) -> bool:
+        """Whether `num_iterations` is the run's length: KV growth ended it, or is checked up to its limit."""
+        return self.num_iterations < self.growth_to or self.growth_to >= self.limit
+
+    def check_growth(self, bound: int) -> None:
+        """Check KV growth for iterations before `bound` (<= limit); `num_iterations` becomes
+        the run's length as far as that (the same as checking all at once: a formation's spare
+        blocks do not depend on how far the check reaches)."""
+        requests = self.first.requests
+        self.num_iterations = growth_limit(self.promise, self.free, requests, self.remaining, bound, self.arrays)
+        self.growth_to = bound
     # async steps (`promise.in_flight`): `first` was already running when the run started, and
     queued: Batch | None = None       # the batch of iteration 1, formed then, which the run holds
     absorbed: bool = False            # whether `first`'s own stage end has come (and was left to the run)
@@ -149,14 +186,20 @@ class FastForward:
             return False
         first = promise.in_flight or batch
         requests = first.requests
-        remaining = [r.total_tokens - r.num_processed_tokens for r in requests]
+        remaining = [r.num_prefill_tokens + r.num_decode_tokens - r.num_processed_tokens for r in requests]
         through = promise.past_completions and not self._completion_matters(replica, requests)
         # async steps: a member leaves the batches one formation before it finishes (its last
         # token in flight), and the step the run leaves queued needs a live member
         limit = min(promise.limit, MAX_RUN, (max(remaining) if through else min(remaining)) - promise.lead)
-        if limit >= 2:
-            limit = growth_limit(promise, scheduler.pool, requests, remaining, limit)
         if limit < 2:
+            return False
+        # KV growth is checked only as far as the run is planned (its first chunk), and further
+        # when it is extended: most runs are cut by an arrival long before `limit`
+        free, bound = scheduler.pool.num_free, min(limit, self._first_chunk(replica))
+        # the numpy growth plan reads the members' figures once (the run's end plans them too)
+        arrays = MemberArrays.of(promise, requests, remaining) if _numpy_growth(promise, requests) else None
+        stop = growth_limit(promise, free, requests, remaining, bound, arrays)
+        if stop < 2:
             return False
         now = self.sim.kernel.now
         predictor = self.sim.predictors[replica]
@@ -164,11 +207,11 @@ class FastForward:
         self._tokens += 1
         stage = self.sim.stages[replica][0]
         overlap = self.sim.overlap if self.sim.overlapping[replica] else None
-        stop = min(limit, self._first_chunk(replica))
         if promise.in_flight is None:
             priced = None if overlap is None else np.empty(0)   # overlap pricing fills gpu and hidden
             run = DecodeRun(batch, promise, now, np.empty(0), np.empty(0, dtype=np.int64), remaining, order, suffix,
-                            limit, self._tokens, scheduler.endpoint.num_waiting, gpu=priced, hidden=priced)
+                            stop, self._tokens, scheduler.endpoint.num_waiting, limit, bound, free, arrays, gpu=priced,
+                            hidden=priced)
             self._plan(replica, run, stop)
             stage.start(now)
             if overlap is not None and run.gpu is not None and run.hidden is not None:
@@ -178,7 +221,8 @@ class FastForward:
             assert overlap is not None, "async scheduling overlaps the host's work"
             end, first_gpu = overlap.last_iteration(replica)   # iteration 0 is running, priced
             run = DecodeRun(first, promise, stage.started_at, np.array([end]), np.zeros(1, dtype=np.int64), remaining,
-                            order, suffix, limit, self._tokens, scheduler.endpoint.num_waiting, queued=batch,
+                            order, suffix, stop, self._tokens, scheduler.endpoint.num_waiting, limit, bound, free,
+                            arrays, queued=batch,
                             gpu=np.array([first_gpu]), hidden=np.zeros(1))
             self._plan(replica, run, stop)
         if overlap is not None:
@@ -211,12 +255,12 @@ class FastForward:
             durations, hidden, gpu = overlap.run_times(replica, durations, sizes, previous)
             run.gpu, run.hidden = np.concatenate((run.gpu, gpu)), np.concatenate((run.hidden, hidden))
         durations[0] += run.ends[-1] if planned else run.started_at
-        run.ends = np.concatenate((run.ends, np.cumsum(durations)))
+        run.ends = np.concatenate((run.ends, durations.cumsum()))
         run.context = np.concatenate((run.context, context))
 
     def _schedule_next(self, replica: int, run: DecodeRun) -> None:
         """The run's end event if all its iterations are planned, else the event extending it."""
-        handler = self.on_run_end if len(run.ends) >= run.num_iterations else self.on_extend
+        handler = self.on_run_end if len(run.ends) >= run.num_iterations and run.final else self.on_extend
         self.sim.kernel.at(float(run.ends[-1]), handler, replica, run.token)
 
     def on_extend(self, replica: int, token: int) -> None:
@@ -225,6 +269,11 @@ class FastForward:
         if run is None or run.token != token:
             return  # superseded by a cut
         planned = len(run.ends)
+        if not run.final:
+            run.check_growth(min(run.limit, 3 * planned))
+        if run.num_iterations <= planned:   # KV growth ends the run here after all (its end event, as planned)
+            self.on_run_end(replica, token)
+            return
         stop = min(run.num_iterations, 3 * planned)
         self._plan(replica, run, stop)
         run.finish_times = None
@@ -274,16 +323,22 @@ class FastForward:
         side: Literal["left", "right"] = "right" if kernel.late_phase else "left"
         # now <= the last planned end (an extension event at that end runs before later
         # arrivals and before the instant's late phase), so the planned ends suffice
-        last = int(np.searchsorted(run.ends[: run.num_iterations], now, side=side))
+        last = int(run.ends[: run.num_iterations].searchsorted(now, side=side))
         if last + 1 >= run.num_iterations:
-            return
+            if run.final:
+                return
+            # the arrival falls in the last planned iteration: cut there unless KV growth ends
+            # the run there anyway (then its pending event ends it, as it would have)
+            run.check_growth(min(run.limit, run.num_iterations + 1))
+            if last + 1 >= run.num_iterations:
+                return
         if last == 0 and run.queued is not None and not run.absorbed:
             # async: the new request is seen when the running step ends, as without a run
             del self.runs[replica]
             self._close(replica, run, 1)
             self.sim.stages[replica][0].add(run.queued)
             return
-        run.num_iterations = last + 1
+        run.num_iterations = run.limit = run.growth_to = last + 1
         self._tokens += 1
         run.token = self._tokens
         end = float(run.ends[last])
@@ -334,19 +389,23 @@ class FastForward:
             processed = [r.num_processed_tokens for r in members]
             allocations = planned_allocations(promise, members, remaining, k + promise.lead)
             events = run_events(promise, members, remaining, k, allocations)
-            self._advance_tokens(members, remaining, ends, sim.recorder)
+            self._advance_tokens(members, remaining, ends, sim.recorder, run.order)
             steps = replay(promise, pool, members, processed, events, ends, replica, sim.recorder)
         elif pool.tracks_ids:
-            ordered = _ordered_events(promise, members, remaining, k)
-            self._advance_tokens(members, remaining, ends, sim.recorder)
+            ordered = _ordered_events(promise, members, remaining, k, run.arrays)
+            self._advance_tokens(members, remaining, ends, sim.recorder, run.order)
             if isinstance(pool, RadixKvPool):
                 changes = _grow_evicting(pool, sim.recorder, promise, members, ordered, run.ends)
             else:
                 changes = self._replay(pool, promise.frees_on_completion, members, ordered)
             steps = self._record_blocks(replica, run, changes)
+        elif run.arrays is not None and not sim.recorder.keeps_blocks:
+            plan = _growth_plan(promise, members, remaining, k + promise.lead, run.arrays)
+            self._advance_tokens(members, remaining, ends, sim.recorder, run.order)
+            steps = _count_bulk(pool, promise, members, run.arrays, plan, k)
         else:
-            counts, taken = allocation_counts(promise, members, remaining, k)
-            self._advance_tokens(members, remaining, ends, sim.recorder)
+            counts, taken = allocation_counts(promise, members, remaining, k, run.arrays)
+            self._advance_tokens(members, remaining, ends, sim.recorder, run.order)
             steps = self._record_blocks(replica, run, self._count(pool, promise.frees_on_completion, members,
                                                                   remaining, k, counts, taken))
         last, queued = promise.resume(first, live_last, k)
@@ -364,11 +423,13 @@ class FastForward:
         return last, queued
 
     @staticmethod
-    def _advance_tokens(members: list[Request], remaining: list[int], ends: np.ndarray, recorder: Recorder) -> None:
+    def _advance_tokens(members: list[Request], remaining: list[int], ends: np.ndarray, recorder: Recorder,
+                        order: np.ndarray) -> None:
         """Each live member gains a token per skipped iteration; those whose last token falls in
-        the skipped iterations finish. Records the gaps between tokens (TBT)."""
+        the skipped iterations finish. Records the gaps between tokens (TBT). `order`: `remaining`
+        sorted."""
         k = len(ends)
-        steps = np.diff(ends[: k - 1])                    # steps[j-1] = end_j - end_(j-1), j = 1..k-2
+        steps = ends[1: k - 1] - ends[: k - 2]            # steps[j-1] = end_j - end_(j-1), j = 1..k-2
         running_max = np.maximum.accumulate(steps).tolist() if len(steps) else []
         end_list, first_end = ends.tolist(), float(ends[0])
         first_gaps = []
@@ -378,7 +439,7 @@ class FastForward:
             last = left - 1 if left < k else k - 2     # last skipped iteration it takes part in
             widest = running_max[last - 1] if last >= 1 and running_max[last - 1] > gap else gap
             request.on_decode_run(last + 1, end_list[last], widest, left < k)
-        alive = len(remaining) - np.searchsorted(np.sort(remaining), np.arange(1, k - 1), side="right")
+        alive = len(remaining) - order.searchsorted(np.arange(1, k - 1), side="right")
         recorder.on_run_gaps(first_gaps, steps, alive, first_end, ends[1: k - 1])
 
     @staticmethod
@@ -456,11 +517,13 @@ class FastForward:
             recorder.on_run_stages(replica, np.arange(first.id, first.id + k - 1),
                                    np.concatenate(([run.started_at], ends[:-1])), ends)
             self._record_batches(replica, run)
-        after = used_before + np.cumsum(taken - freed)   # after each formation's allocations
+        after = used_before + (taken - freed).cumsum()   # after each formation's allocations
         used = np.empty(2 * (k - 1), dtype=np.int64)
         used[0::2], used[1::2] = after - taken, after          # after the batch end, after formation
-        holders = self.sim.schedulers[replica].pool.num_holders + int(done.sum()) - np.cumsum(done)
-        recorder.on_replica_states(replica, np.repeat(ends, 2), used, run.num_waiting, np.repeat(holders, 2),
+        holders = None   # the time series' running column, only when it is kept
+        if recorder.keeps_batches:
+            holders = (self.sim.schedulers[replica].pool.num_holders + int(done.sum()) - done.cumsum()).repeat(2)
+        recorder.on_replica_states(replica, ends.repeat(2), used, run.num_waiting, holders,
                                    sequential=run.promise.sequential_sums)
 
     def _record_batches(self, replica: int, run: DecodeRun) -> None:
@@ -471,22 +534,23 @@ class FastForward:
         stop = k + lead
         boundaries = sorted({left for left in lefts if 1 + lead < left < stop})
         boundaries.append(stop)
-        start = 1 + lead
+        start = origin = 1 + lead
+        formations = np.arange(origin, stop, dtype=np.int64)   # all the rows' formations, sliced per chunk
+        batch_ids, contexts = first.id + formations, _live(run.order, run.suffix, formations, lead)[1]
         for boundary in boundaries:
             live = tuple([i for i, left in zip(ids, lefts) if left > start])
-            formations = np.arange(start, boundary, dtype=np.int64)
             padded = run.promise.padded_size(len(live))   # BatchShape counts padding as decodes
             self.sim.recorder.on_run_batches(
-                boundary - start, batch_id=first.id + formations, replica_id=replica,
+                boundary - start, batch_id=batch_ids[start - origin: boundary - origin], replica_id=replica,
                 formed_at=ends[start - 1 - lead: boundary - 1 - lead], num_requests=len(live), num_tokens=len(live),
                 num_prefill_tokens=0, num_decodes=(len(live) if with_context else 0) + padded - len(live),
-                decode_context=_live(run.order, run.suffix, formations, lead)[1], request_ids=live,
+                decode_context=contexts[start - origin: boundary - origin], request_ids=live,
                 request_tokens=(1,) * len(live), padded_size=padded)
             start = boundary
 
 
 def _ordered_events(promise: SteadyDecode, members: list[Request], remaining: list[int],
-                    k: int) -> list[tuple[int, int, int]]:
+                    k: int, arrays: MemberArrays | None = None) -> list[tuple[int, int, int]]:
     """(formation, kind, member) of formations 1..k-1 in stepwise order: at each formation the
     members that finished at the end of the previous iteration go first (kind 0, batch order),
     then block allocations (kind 1, batch order)."""
@@ -496,8 +560,8 @@ def _ordered_events(promise: SteadyDecode, members: list[Request], remaining: li
         events.sort()
         return events
     left = np.asarray(remaining, dtype=np.int64)
-    done = np.flatnonzero(left <= k - 1)
-    formations, takers, _ = _growth_plan(promise, members, remaining, k)
+    done = (left <= k - 1).nonzero()[0]
+    formations, takers, _ = _growth_plan(promise, members, remaining, k, arrays)
     formation = np.concatenate((left[done], formations))
     kind = np.concatenate((np.zeros(len(done), np.int64), np.ones(len(formations), np.int64)))
     member = np.concatenate((done, takers))
@@ -506,13 +570,13 @@ def _ordered_events(promise: SteadyDecode, members: list[Request], remaining: li
 
 
 def allocation_counts(promise: SteadyDecode, members: list[Request], remaining: list[int],
-                      k: int) -> tuple[list[int], list[int]]:
+                      k: int, arrays: MemberArrays | None = None) -> tuple[list[int], list[int]]:
     """Blocks each member takes at formations 1+lead..k-1+lead while live, and how many blocks
     are taken at each slot 0..k-1 (formation f is made at slot f - lead); the counting pool
     needs no order, only how many and when."""
     lead = promise.lead
     if len(members) >= NUMPY_MEMBERS:
-        planned, _, per_member = _growth_plan(promise, members, remaining, k + lead)
+        planned, _, per_member = _growth_plan(promise, members, remaining, k + lead, arrays)
         return per_member.tolist(), np.bincount(planned - lead, minlength=k)[:k].tolist()
     taken = [0] * k
     if promise.growth is None:
@@ -527,15 +591,39 @@ def allocation_counts(promise: SteadyDecode, members: list[Request], remaining: 
     return counts, taken
 
 
+def _count_bulk(pool: KvPool, promise: SteadyDecode, members: list[Request], arrays: MemberArrays,
+                plan: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> Steps:
+    """`FastForward._count` and `_record_blocks` of a counting pool for a run whose growth is
+    planned with numpy (`plan`: `_growth_plan` for its k slots), without block records: each
+    member's blocks are added, then finished members free theirs. Returns per slot the blocks
+    taken, the blocks freed and the holders that let go of theirs."""
+    assert isinstance(pool, CountingBlockPool), "only counting pools are bulk-counted"
+    formations, _, counts = plan
+    growing = counts.nonzero()[0]
+    for member, count in zip(growing.tolist(), counts[growing].tolist()):
+        pool.add(members[member], count)
+    taken = np.bincount(formations - promise.lead, minlength=k)[:k]
+    freed, done = np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64)
+    ending = (arrays.left <= k - 1).nonzero()[0]
+    if promise.frees_on_completion and len(ending):
+        for member in ending.tolist():
+            pool.free(members[member])
+        at = arrays.left[ending]   # a member finishing after iteration left-1 frees at formation left
+        freed = np.bincount(at, weights=arrays.held[ending] + counts[ending], minlength=k).astype(np.int64)
+        done = np.bincount(at, minlength=k)
+    return taken, freed, done
+
+
 def _members(batch: Batch, remaining: list[int], needs_context: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """The members' iterations left, sorted, and (when the cost model reads KV context) the
     tokens held by the members from each position of that order on (suffix sums)."""
-    order = np.sort(np.asarray(remaining, dtype=np.int64))
+    order = np.array(remaining, dtype=np.int64)
+    order.sort()
     if not needs_context:
         return order, None
     processed = np.array([r.num_processed_tokens for r in batch.requests], dtype=np.int64)
     by_remaining = processed[np.argsort(remaining, kind="stable")]
-    return order, np.concatenate((np.cumsum(by_remaining[::-1])[::-1], [0]))
+    return order, np.concatenate((by_remaining[::-1].cumsum()[::-1], [0]))
 
 
 def _live(order: np.ndarray, suffix: np.ndarray | None, iterations: np.ndarray,
@@ -543,7 +631,7 @@ def _live(order: np.ndarray, suffix: np.ndarray | None, iterations: np.ndarray,
     """How many members are live at each of `iterations` and the KV tokens they hold when its
     batch is formed (zeros when the cost model does not read them): a member gains one per
     iteration; formed `lead` iterations ahead (async steps), the batch counts `lead` fewer."""
-    first_live = np.searchsorted(order, iterations, side="right")  # members finished before j
+    first_live = order.searchsorted(iterations, side="right")  # members finished before j
     counts = len(order) - first_live
     if suffix is None:
         return counts, np.zeros(len(iterations), dtype=np.int64)
@@ -557,24 +645,36 @@ def _decode_shape(num_requests: int, context: int, with_context: bool) -> BatchS
     return BatchShape(num_requests, num_requests)
 
 
-def growth_limit(promise: SteadyDecode, pool: KvPool, requests: list[Request], remaining: list[int],
-                 limit: int) -> int:
-    """Shorten `limit` so that every formation keeps one KV block spare in `pool` (each
-    member's check needs a free block even when it takes none); blocks of finished members count
-    as free."""
+def _surely_spare(promise: SteadyDecode, free: int, n: int, limit: int) -> bool:
+    """Whether one of `free` KV blocks stays spare over `limit` iterations of `n` members even
+    if each grew as often as possible."""
+    return promise.growth == "paged" and n * ((limit - 1) // promise.block_size + 1) <= free - 1
+
+
+def _numpy_growth(promise: SteadyDecode, requests: list[Request]) -> bool:
+    """Whether the run's KV growth is planned with numpy (`_growth_plan`)."""
+    return promise.growth == "paged" and len(requests) >= NUMPY_MEMBERS
+
+
+def growth_limit(promise: SteadyDecode, free: int, requests: list[Request], remaining: list[int],
+                 limit: int, arrays: MemberArrays | None = None) -> int:
+    """Shorten `limit` so that every formation keeps one of the pool's `free` KV blocks spare
+    (each member's check needs a free block even when it takes none); blocks of finished members
+    count as free. `arrays`: the members' figures, read already (`MemberArrays.of`)."""
     n = len(requests)
-    free = pool.num_free
     if promise.growth is None:
         return limit
     if free < 1:
         return 1
     if promise.growth == "per_token":
         return min(limit, free // n + 1)  # conservative: as if nobody finished
-    if n * ((limit - 1) // promise.block_size + 1) <= free - 1:
-        return limit  # even if every member grew as often as possible, one block stays spare
+    if _surely_spare(promise, free, n, limit):
+        return limit
     lead = promise.lead   # formation j is made at slot j - lead (async steps: one ahead)
+    if arrays is not None and int(_growth_counts(promise, arrays, limit + lead).sum()) <= free - 1:
+        return limit   # even if nobody finished, the blocks the members take leave one spare
     if n >= NUMPY_MEMBERS:
-        formations, _, counts = _growth_plan(promise, requests, remaining, limit + lead)
+        formations, _, counts = _growth_plan(promise, requests, remaining, limit + lead, arrays)
     else:
         allocations = planned_allocations(promise, requests, remaining, limit + lead)
         formations = np.asarray([j for j, _ in allocations], dtype=np.int64)
@@ -584,12 +684,12 @@ def growth_limit(promise: SteadyDecode, pool: KvPool, requests: list[Request], r
     # a finished member frees what it held and what it grew, unless the policy says its blocks
     # may stay held (`counts_frees` False: a prefix cache's shared blocks outlive their holder)
     if promise.frees_on_completion and promise.counts_frees:
-        left = np.asarray(remaining, dtype=np.int64)
+        left = np.asarray(remaining, dtype=np.int64) if arrays is None else arrays.left
         ending = left < limit
-        held = np.array([r.num_blocks for r in requests], dtype=np.int64)
+        held = np.array([r.num_blocks for r in requests], dtype=np.int64) if arrays is None else arrays.held
         np.add.at(freed, left[ending], held[ending] + counts[ending])
-    spare = free + np.cumsum(freed) - np.cumsum(taken)
-    short = np.flatnonzero(spare[1:limit] < 1)
+    spare = free + freed.cumsum() - taken.cumsum()
+    short = (spare[1:limit] < 1).nonzero()[0]
     return min(limit, int(short[0]) + 1) if len(short) else limit
 
 
@@ -617,26 +717,35 @@ def _first_growth(promise: SteadyDecode, request: Request) -> int:
     return promise.block_size * request.num_blocks + 1 - request.num_processed_tokens
 
 
+def _growth_counts(promise: SteadyDecode, arrays: MemberArrays, num_iterations: int) -> np.ndarray:
+    """How many blocks each member takes at formations 1..num_iterations-1 while live (the
+    counts of `_growth_plan`, without the blocks)."""
+    step = 1 if promise.growth == "per_token" else promise.block_size
+    return np.maximum(np.minimum(arrays.left, num_iterations) - arrays.first + step - 1, 0) // step
+
+
 def _growth_plan(promise: SteadyDecode, requests: list[Request], remaining: list[int],
-                 num_iterations: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                 num_iterations: int, arrays: MemberArrays | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The blocks members take at formations 1..num_iterations-1 while they are live: each
     block's formation and member index (grouped by member, formations ascending) and the number
-    per member (see `_first_growth`)."""
+    per member (see `_first_growth`). `arrays`: the members' figures, read already."""
     n = len(requests)
     if promise.growth is None:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, np.zeros(n, dtype=np.int64)
-    end = np.minimum(np.asarray(remaining, dtype=np.int64), num_iterations)
-    if promise.growth == "per_token":
+    end = np.minimum(np.asarray(remaining, dtype=np.int64) if arrays is None else arrays.left, num_iterations)
+    if arrays is not None:
+        step, first = (1 if promise.growth == "per_token" else promise.block_size), arrays.first
+    elif promise.growth == "per_token":
         step, first = 1, np.ones(n, dtype=np.int64)
     else:
         step = promise.block_size
         held = np.array([r.num_blocks for r in requests], dtype=np.int64)      # _first_growth, vectorised
         first = step * held + 1 - np.array([r.num_processed_tokens for r in requests], dtype=np.int64)
     counts = np.maximum(end - first + step - 1, 0) // step
-    members = np.repeat(np.arange(n, dtype=np.int64), counts)
-    within = np.arange(len(members), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    return np.repeat(first, counts) + step * within, members, counts
+    members = np.arange(n, dtype=np.int64).repeat(counts)
+    within = np.arange(len(members), dtype=np.int64) - (counts.cumsum() - counts).repeat(counts)
+    return first.repeat(counts) + step * within, members, counts
 
 
 def _grow_evicting(pool: RadixKvPool, recorder: Recorder, promise: SteadyDecode, members: list[Request],

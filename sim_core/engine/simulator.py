@@ -202,9 +202,9 @@ class Simulator:
             if stale is not None and request.id in stale:   # preempted before the step started
                 request.on_preempted_step_start(now)
                 continue
-            if not request.scheduled:
+            if not request.scheduled:   # (on_batch_schedule changes nothing for a scheduled request)
                 record.on_state(replica, request.id, ADMITTED)
-            request.on_batch_schedule(now)
+                request.on_batch_schedule(now)
 
     def _price_cache_ops(self, replica: int, batch: Batch) -> None:
         """Price and record the KV swaps / copies the batch runs before its model; their time
@@ -228,7 +228,9 @@ class Simulator:
     def on_batch_end(self, replica: int, batch: Batch) -> None:
         now, on_gap, stale = self.kernel.now, self.recorder.on_token_gap, batch.stale
         for request, tokens in zip(batch.requests, batch.num_tokens):
-            if stale is not None and request.id in stale:   # preempted while the batch ran
+            if stale is None:
+                gap = request.on_batch_end(now, tokens)
+            elif request.id in stale:   # preempted while the batch ran
                 if not stale[request.id]:
                     continue
                 gap = request.on_stale_token(now)

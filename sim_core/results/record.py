@@ -267,22 +267,24 @@ class Recorder:
         cols["num_running"].append(running)
 
     def on_replica_states(self, replica: int, times: np.ndarray, used: np.ndarray, waiting: int,
-                          running: np.ndarray, sequential: bool = False) -> None:
-        """Many on_replica_state calls at once (times non-decreasing, after the last one).
+                          running: np.ndarray | None, sequential: bool = False) -> None:
+        """Many on_replica_state calls at once (times non-decreasing, after the last one);
+        `running` may be None at a level that keeps no time series.
         `sequential`: the utilization integral adds each interval in turn, bitwise as those
         calls would (else one dot product, which rounds differently in the last bits)."""
         last_time, last_used = self._kv_last[replica]
         if sequential:
             areas = np.empty(len(times) + 1)
             areas[0], areas[1] = self.kv_area[replica], last_used * (float(times[0]) - last_time)
-            areas[2:] = used[:-1] * np.diff(times)
-            self.kv_area[replica] = float(np.cumsum(areas)[-1])
+            areas[2:] = used[:-1] * (times[1:] - times[:-1])
+            self.kv_area[replica] = float(areas.cumsum()[-1])
         else:
             self.kv_area[replica] += (last_used * (float(times[0]) - last_time)
-                                      + float(np.dot(used[:-1], np.diff(times))))
+                                      + float(np.dot(used[:-1], times[1:] - times[:-1])))
         self._kv_last[replica] = (float(times[-1]), int(used[-1]))
         self.kv_peak[replica] = max(self.kv_peak[replica], int(used.max()))
         if self.keeps_batches:
+            assert running is not None, "the time series needs the running column"
             self.series.add_chunk(len(times), time=times, replica_id=replica, kv_blocks_used=used,
                                   num_waiting=waiting, num_running=running)
 

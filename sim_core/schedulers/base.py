@@ -14,8 +14,9 @@ replica as the cluster sees it (the run's entry point, the routers, the P/D hand
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import MutableSequence
+from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from sim_core.config import PolicyTraits, SchedulerConfig
@@ -57,8 +58,8 @@ class SchedulerFactory(Protocol):
                  recorder: Recorder) -> ReplicaScheduler: ...
 
 
-def arrival_time(request: Request) -> float:
-    return request.arrived_at
+# a request's arrival time: the sort key of several policies (attrgetter: no Python frame per call)
+arrival_time: Callable[[Request], float] = attrgetter("arrived_at")
 
 
 class ReplicaScheduler:
@@ -122,11 +123,12 @@ class ReplicaScheduler:
     def on_batch_end(self, batch: Batch) -> None:
         """Finished requests free their blocks; the others wait for their next batch."""
         self._num_running_batches -= 1
+        wait = self.running.append
         for request in batch.requests:
             if request.completed:
                 self._release(request)
             else:
-                self.running.append(request)
+                wait(request)
 
 
     def check_integrity(self, holders: list[Request] | None = None) -> None:

@@ -69,7 +69,8 @@ class PagedScheduler(ReplicaScheduler):
         record, replica = self._recorder.on_allocate_one, self.replica_id
         free = pool.num_free
         request: Request | None   # None once the candidate restarted itself
-        while i < end and len(taken) < limit:
+        num_taken = 0   # len(taken)
+        while i < end and num_taken < limit:
             request = order[i]
             i += 1
             if not request.is_prefill_complete:
@@ -91,6 +92,7 @@ class PagedScheduler(ReplicaScheduler):
                 record(replica, request.id, pool.allocate_one(request))
                 free -= 1
             taken.append(request)
+            num_taken += 1
         return taken, partial, order[i:end]
 
     def _rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
