@@ -8,6 +8,7 @@ assets/ that the README shows. Without a chromium on PATH the test skips, except
 (CI=true), where a missing browser fails it.
 """
 
+import gzip
 import json
 import os
 from pathlib import Path
@@ -87,8 +88,12 @@ def test_a_user_session_end_to_end(server, tmp_path):
         go_to(page, "Pipeline")
         shoot(page, shots, "pipeline")
         with page.expect_download(timeout=60_000) as download:
-            page.get_by_test_id("stDownloadButton").filter(has_text="Chrome trace").click()
+            page.get_by_test_id("stDownloadButton").filter(has_text="Chrome trace (Perfetto)").click()
         trace = json.loads(Path(download.value.path()).read_text())
+        with page.expect_download(timeout=60_000) as packed:      # the gzip'd one: the same trace
+            page.get_by_test_id("stDownloadButton").filter(has_text="Chrome trace, gzip").click()
+        assert packed.value.suggested_filename.endswith(".trace.json.gz")
+        assert json.loads(gzip.decompress(Path(packed.value.path()).read_bytes())) == trace
         events = trace["traceEvents"]
         names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
         assert names == {"Replica 0", "Replica 1", "Replica 2", "Requests"}

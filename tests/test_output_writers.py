@@ -194,6 +194,7 @@ def test_a_gzipped_trace_holds_the_same_json_and_a_rerun_as_json_removes_it(tmp_
     paths = write_outputs(run, tmp_path / "gz", formats=OutputFormats(trace="json.gz"))
     packed = (tmp_path / "gz" / "chrome_trace.json.gz").read_bytes()
     assert packed[:2] == b"\x1f\x8b" and gzip.decompress(packed) == chrome_trace_bytes(run)
+    assert chrome_trace_bytes(run, gzip=True) == packed          # the app's download: the same bytes
     assert tmp_path / "gz" / "chrome_trace.json.gz" in paths and not (tmp_path / "gz" / "chrome_trace.json").exists()
     assert read_manifest(tmp_path / "gz")["files"]["chrome_trace.json.gz"]["bytes"] == len(packed)
     write_outputs(run, tmp_path / "gz")

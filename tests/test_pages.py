@@ -51,7 +51,7 @@ def test_requests_page_sorts_filters_and_selects_a_request_for_the_other_views()
     assert any(SELECTED in _codes(frame["data"][0]["z"]) for frame in kv_map["frames"])
 
 
-def test_pipeline_page_has_the_gantt_busy_shares_operator_times_and_three_downloads():
+def test_pipeline_page_has_the_gantt_busy_shares_operator_times_and_four_downloads():
     app = open_app("pages/pipeline.py")
     gantt, operators = (json.loads(spec) for spec in chart_specs(app))
     # TINY uses the linear cost model: its two parts, the larger (per-iteration base) on top
@@ -60,7 +60,7 @@ def test_pipeline_page_has_the_gantt_busy_shares_operator_times_and_three_downlo
     assert gantt["layout"]["xaxis"]["title"]["text"] == "time (s)"
     assert app.caption[0].value.startswith("Busy share per stage in the window")
     labels = [button.proto.label for button in app.get("download_button")]
-    assert labels == ["Chrome trace (Perfetto)", "Per-request CSV", "Scenario YAML"]
+    assert labels == ["Chrome trace (Perfetto)", "Chrome trace, gzip", "Per-request CSV", "Scenario YAML"]
 
 
 def test_memory_page_shows_the_plan_of_the_deciding_gpu():

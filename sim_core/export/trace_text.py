@@ -51,9 +51,11 @@ def chrome_trace_pieces(result: SimulationResult, lists: BatchLists | None = Non
     yield f'],"displayTimeUnit":"ms","otherData":{json.dumps(other, separators=(",", ":"))}}}'.encode()
 
 
-def chrome_trace_bytes(result: SimulationResult) -> bytes:
-    """The whole trace as one bytes object (for a download)."""
-    return b"".join(chrome_trace_pieces(result))
+def chrome_trace_bytes(result: SimulationResult, gzip: bool = False) -> bytes:
+    """The whole trace as one bytes object (for a download); gzip'd when `gzip` (the bytes
+    `write_chrome_trace(gzip=True)` writes: Perfetto opens them as they are)."""
+    pieces = chrome_trace_pieces(result)
+    return b"".join(gzipped(pieces) if gzip else pieces)
 
 
 def write_chrome_trace(result: SimulationResult, path: str | Path, gzip: bool = False) -> None:
