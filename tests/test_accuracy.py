@@ -121,7 +121,9 @@ def _write_inference_perf(folder: Path, model: str = "meta-llama/Llama-2-7b-hf",
 def test_inference_perf_folder_becomes_a_vllm_v1_scenario_and_per_stage_figures(tmp_path):
     """A run folder named after an H100: Llama-2-7B on TP 2 with vLLM's knobs from
     exp-config.yaml; 20 + 20 requests of 575 prompt tokens (the measured mean, rounded) and 48
-    output tokens; the whole run measured over 0-15 s, stage 0 over 0-10 s, stage 1 over 10-15 s."""
+    output tokens, their system prompts of 100 tokens as prefix-block hashes (ceil(575 / 100) = 6
+    blocks a request, block 0 one of the 10 groups' hashes 0-9); the whole run measured over
+    0-15 s, stage 0 over 0-10 s, stage 1 over 10-15 s."""
     (run,) = read_folder(_write_inference_perf(tmp_path / "20260217-llama-h100-general"))
     assert run.scenario["model"] == "llama-2-7b" and run.scenario["device"] == "h100-sxm"
     assert run.scenario["cluster"]["tensor_parallel_size"] == 2 and run.scenario["max_model_len"] == 2048
@@ -129,6 +131,9 @@ def test_inference_perf_folder_becomes_a_vllm_v1_scenario_and_per_stage_figures(
                                          "block_size": 16, "async_scheduling": True, "max_num_batched_tokens": 512}
     assert len(run.workload) == 40 and set(run.workload.num_prefill_tokens) == {575}
     assert run.output_tokens == 48.0
+    assert run.workload.hash_block_size == 100
+    assert all(len(run.workload.hashes_of(row)) == 6 for row in range(40))
+    assert {int(run.workload.hashes_of(row)[0]) for row in range(40)} <= set(range(10))
     windows = [(s.index, s.start_s, s.end_s, s.rate) for s in run.stages[1:]]
     assert windows == [(0, 0.0, 10.0, 2.0), (1, 10.0, 15.0, 4.0)]
     whole = run.stage(WHOLE_RUN)
