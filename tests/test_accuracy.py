@@ -14,12 +14,13 @@ import pytest
 from conftest import ROOT
 
 from sim_core.accuracy.blis_table import read_blis_table
-from sim_core.accuracy.client_load import LoadStage, send_times, shared_prefix_workload
+from sim_core.accuracy.client_load import LoadStage, prompt_hashes, send_times, shared_prefix_workload
 from sim_core.accuracy.compare import comparison, median_errors
 from sim_core.accuracy.layouts import ReadOptions, read_files, read_folder
 from sim_core.accuracy.measured import WHOLE_RUN, MeasuredRun, MeasuredStage
 from sim_core.accuracy.replay import replay
 from sim_core.errors import ConfigError
+from sim_core.memory.prefix_keys import PrefixKeys
 from sim_core.workload import Workload
 
 
@@ -43,16 +44,54 @@ def test_poisson_load_keeps_the_gaps_as_drawn():
 
 def test_shared_prefix_requests_cycle_through_the_prompt_pool():
     """Request n of a stage sends prompt order[n mod pool]: with a pool of 4, requests 0 and 4
-    share a prompt, and each request's whole prompt is its shared prefix."""
+    send the same prompt (the same hash row), and the second stage starts again at request 0.
+    Without a system prompt each prompt is one hash block of its own 500 tokens."""
     workload = shared_prefix_workload([LoadStage(1.0, 6.0), LoadStage(1.0, 3.0)], "constant", 500, 200,
                                       np.random.default_rng(0), "test", pool=4)
-    groups = workload.prefix_group
-    assert len(workload) == 9
-    assert sorted(groups[:4]) == [0, 1, 2, 3]
-    assert groups[4] == groups[0] and groups[5] == groups[1]
-    assert list(groups[6:9]) == list(groups[:3])           # the second stage starts again at request 0
-    assert set(workload.prefix_len) == {500} and set(workload.num_prefill_tokens) == {500}
-    assert set(workload.num_decode_tokens) == {200}
+    prompts = [int(workload.hashes_of(row)[0]) for row in range(len(workload))]
+    assert len(workload) == 9 and workload.hash_block_size == 500
+    assert sorted(prompts[:4]) == [0, 1, 2, 3]
+    assert prompts[4] == prompts[0] and prompts[5] == prompts[1]
+    assert prompts[6:9] == prompts[:3]           # the second stage starts again at request 0
+    assert set(workload.num_prefill_tokens) == {500} and set(workload.num_decode_tokens) == {200}
+
+
+def test_prompt_hashes_share_the_system_prompt_within_its_group():
+    """4 prompts of 250 tokens, system prompts of 100 shared by 2 prompts each: blocks of 100
+    tokens, ceil(250 / 100) = 3 per prompt; the 2 groups take hashes 0 and 1, the prompts' own
+    blocks 2 + (0..11) laid out row by row, block 0 replaced by the group (p // 2):
+    [[0, 3, 4], [0, 6, 7], [1, 9, 10], [1, 12, 13]]."""
+    block, table = prompt_hashes(4, 250, 100, 2)
+    assert block == 100
+    assert table.tolist() == [[0, 3, 4], [0, 6, 7], [1, 9, 10], [1, 12, 13]]
+    # no system prompt (or one as long as the prompt): each prompt is one block of its own
+    assert prompt_hashes(3, 250, 0, 2)[0] == 250 and prompt_hashes(3, 250, 0, 2)[1].tolist() == [[0], [1], [2]]
+    assert prompt_hashes(3, 250, 250, 2)[1].tolist() == [[0], [1], [2]]
+
+
+def test_a_new_prompt_of_a_cached_group_hits_its_system_prompt_blocks():
+    """inference-perf's prompt = the group's system prompt + its own question. With 100 system
+    tokens of a 250-token prompt and cache blocks of 16: two prompts of one group share cache
+    blocks 0-5 (tokens 0-95, all system prompt) and differ from block 6 (96-111 holds question
+    tokens); prompts of two groups share no block; a repeat of one prompt shares all 15 full
+    prompt blocks (0-239) and differs at block 15 (240-255: its last 10 prompt tokens and its own
+    output)."""
+    workload = shared_prefix_workload([LoadStage(1.0, 8.0)], "constant", 250, 20, np.random.default_rng(1), "test",
+                                      pool=4, system_tokens=100, per_system_prompt=2)
+    keys = PrefixKeys(workload, 16)
+    prompt = [int(workload.hashes_of(row)[1]) for row in range(len(workload))]   # the prompt's own block
+    group = [int(workload.hashes_of(row)[0]) for row in range(len(workload))]
+    first = {p: prompt.index(p) for p in set(prompt)}
+    same_group = [first[p] for p in sorted(first) if group[first[p]] == 0]
+    other_group = next(first[p] for p in first if group[first[p]] == 1)
+    a, b = (keys.block_keys(row) for row in same_group)
+    assert len(a) == (250 + 20) // 16 == 16
+    assert a[:6] == b[:6] and a[6] != b[6]
+    assert not set(a) & set(keys.block_keys(other_group))
+    repeat = prompt.index(prompt[0], 1)          # the first prompt sent again (request 4)
+    assert repeat == 4
+    again = keys.block_keys(repeat)
+    assert keys.block_keys(0)[:15] == again[:15] and keys.block_keys(0)[15] != again[15]
 
 
 def _summary(ttft: float, e2e: float, failures: int = 0, count: int = 20, prompt_mean: float = 575.4) -> dict:
@@ -82,7 +121,9 @@ def _write_inference_perf(folder: Path, model: str = "meta-llama/Llama-2-7b-hf",
 def test_inference_perf_folder_becomes_a_vllm_v1_scenario_and_per_stage_figures(tmp_path):
     """A run folder named after an H100: Llama-2-7B on TP 2 with vLLM's knobs from
     exp-config.yaml; 20 + 20 requests of 575 prompt tokens (the measured mean, rounded) and 48
-    output tokens; the whole run measured over 0-15 s, stage 0 over 0-10 s, stage 1 over 10-15 s."""
+    output tokens, their system prompts of 100 tokens as prefix-block hashes (ceil(575 / 100) = 6
+    blocks a request, block 0 one of the 10 groups' hashes 0-9); the whole run measured over
+    0-15 s, stage 0 over 0-10 s, stage 1 over 10-15 s."""
     (run,) = read_folder(_write_inference_perf(tmp_path / "20260217-llama-h100-general"))
     assert run.scenario["model"] == "llama-2-7b" and run.scenario["device"] == "h100-sxm"
     assert run.scenario["cluster"]["tensor_parallel_size"] == 2 and run.scenario["max_model_len"] == 2048
@@ -90,6 +131,9 @@ def test_inference_perf_folder_becomes_a_vllm_v1_scenario_and_per_stage_figures(
                                          "block_size": 16, "async_scheduling": True, "max_num_batched_tokens": 512}
     assert len(run.workload) == 40 and set(run.workload.num_prefill_tokens) == {575}
     assert run.output_tokens == 48.0
+    assert run.workload.hash_block_size == 100
+    assert all(len(run.workload.hashes_of(row)) == 6 for row in range(40))
+    assert {int(run.workload.hashes_of(row)[0]) for row in range(40)} <= set(range(10))
     windows = [(s.index, s.start_s, s.end_s, s.rate) for s in run.stages[1:]]
     assert windows == [(0, 0.0, 10.0, 2.0), (1, 10.0, 15.0, 4.0)]
     whole = run.stage(WHOLE_RUN)

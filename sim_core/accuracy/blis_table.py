@@ -88,7 +88,7 @@ def _run(name: str, spec: dict[str, Any], rows: list[dict[str, str]], files: Map
     prompt = int(shared.get("system_prompt_len", 0)) + int(shared.get("question_len", 0))
     output = int(shared["output_len"])
     workload = shared_prefix_workload(stages, "constant", prompt, output, np.random.default_rng(seed),
-                                      f"{SPECS}#{name}")
+                                      f"{SPECS}#{name}", system_tokens=int(shared.get("system_prompt_len", 0)))
     windows = [(0.0, sum(s.duration_s for s in stages)), *stage_windows(stages)]
     measured = []
     for row in sorted(rows, key=lambda r: int(r["stage_index"])):

@@ -64,7 +64,8 @@ def read_inference_perf(name: str, files: Mapping[str, bytes], device: str | Non
     scenario = vllm_scenario(name, model, device, int(experiment.get("tensor_parallelism") or 1), knobs, seed)
     kind = str(_field(profile, "load", PROFILE).get("type", "constant"))
     workload = shared_prefix_workload(stages, kind, prompt_tokens, output_tokens, np.random.default_rng(seed),
-                                      source=f"{name}/{PROFILE}")
+                                      source=f"{name}/{PROFILE}",
+                                      system_tokens=_system_tokens(shared))
     measured = [_stage(summary, WHOLE_RUN, (0.0, sum(s.duration_s for s in stages)), float("nan"), SUMMARY)]
     for index, (window, stage) in enumerate(zip(stage_windows(stages), stages)):
         file = f"results/stage_{index}_lifecycle_metrics.json"
@@ -94,6 +95,11 @@ def _stage(report: dict, index: int, window: tuple[float, float], rate: float, f
     failed = int((report.get("failures") or {}).get("count") or 0)
     sent = int((report.get("load_summary") or {}).get("count") or successes.get("count") or 0)
     return MeasuredStage(index, window[0], window[1], rate, sent, failed, values)
+
+
+def _system_tokens(shared: dict) -> int:
+    """The system prompt's length (0, nothing shared between prompts, when the profile has none)."""
+    return int(number(shared, "system_prompt_len", PROFILE, minimum=0)) if "system_prompt_len" in shared else 0
 
 
 def _prompt_tokens(shared: dict, summary: dict) -> int:
