@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from sim_core import parse_config, run_simulation
-from sim_core.accuracy.calibrate import calibrate, split_runs, truncated
+from sim_core.accuracy.calibrate import calibrate, left_out_reason, split_runs, truncated
 from sim_core.accuracy.client_load import LoadStage, shared_prefix_workload, stage_windows
 from sim_core.accuracy.measured import MeasuredRun, MeasuredStage
 from sim_core.accuracy.replay import replay
@@ -121,6 +121,24 @@ def test_calibrate_recovers_the_settings_that_made_the_runs():
     assert max(v for k, v in result.held_out_errors.items() if k.endswith("mean")) < 2.0
     assert max(result.held_out_errors.values()) < 5.0
     assert result.knobs["scheduler"] == {"api_server_s": pytest.approx(0.004, abs=0.001)}
+
+
+def test_runs_the_fit_cannot_use_are_left_out_with_the_reason():
+    """A saturated run, an unsupported one and one on a GPU the silicon predictor has no kernels
+    for (an RTX 4090) are left out of a silicon fit, each with its reason; the roofline replays
+    the RTX 4090 run. With nothing left, calibrate says so in one line."""
+    run = _synthetic_run("a", (1, 2), {"predictor": {"type": "roofline"}}, 0)
+    saturated = replace(run, name="s", saturated=True)
+    unsupported = replace(run, name="u", unsupported="model 'x' is not in the catalog")
+    rtx = replace(run, name="g", scenario={**run.scenario, "device": "rtx-4090"})
+    assert left_out_reason(run, "silicon") == "" and left_out_reason(rtx, "roofline") == ""
+    assert left_out_reason(saturated, "silicon") == "saturated (client time-outs)"
+    assert left_out_reason(unsupported, "silicon") == "model 'x' is not in the catalog"
+    assert "silicon has measured kernels only for the catalog devices" in left_out_reason(rtx, "silicon")
+    assert "not 'rtx-4090'" in left_out_reason(rtx, "silicon")
+    with pytest.raises(ConfigError, match=r"^calibrate: no measured run to fit \(saturated runs, and runs the "
+                                          r"predictor cannot replay, are left out\)$"):
+        calibrate([saturated, unsupported, rtx], "silicon")
 
 
 def test_truncation_keeps_the_first_seconds_of_each_stage():

@@ -70,6 +70,7 @@ class Calibration:
     held_out_errors: dict[str, float] = field(default_factory=dict)
     loss: float = float("nan")
     evaluations: int = 0
+    left_out: dict[str, str] = field(default_factory=dict)            # run -> why it was not fitted
 
     def document(self) -> dict[str, Any]:
         """The calibration file's content."""
@@ -77,7 +78,7 @@ class Calibration:
                                 "fitted_values": self.values, "fit_runs": self.fit_runs,
                                 "held_out_runs": self.held_out_runs, "fit_median_abs_error_pct": self.fit_errors,
                                 "held_out_median_abs_error_pct": self.held_out_errors, "loss": self.loss,
-                                "evaluations": self.evaluations},
+                                "evaluations": self.evaluations, "left_out": self.left_out},
                 **self.knobs}
 
 
@@ -104,14 +105,17 @@ def truncated(run: MeasuredRun, window_s: float) -> MeasuredRun:
 
 def calibrate(runs: Sequence[MeasuredRun], predictor: str = "roofline", window_s: float = 120.0,
               hold_out_every: int = 4, progress: Callable[[str], None] | None = None) -> Calibration:
-    """Fit the terms to `runs` (one engine and GPU; saturated and unsupported runs are left out).
+    """Fit the terms to `runs` (one engine and GPU; saturated and unsupported runs, and runs
+    whose scenario the predictor refuses, are left out and listed in `left_out`).
 
     Raises:
         ConfigError: no run left to fit, or runs of several GPUs or engines.
     """
-    usable = [run for run in runs if not run.unsupported and not run.saturated]
+    left_out = {run.name: reason for run in runs if (reason := left_out_reason(run, predictor))}
+    usable = [run for run in runs if run.name not in left_out]
     if not usable:
-        raise ConfigError("calibrate: no measured run to fit (saturated and unsupported runs are left out)")
+        raise ConfigError("calibrate: no measured run to fit (saturated runs, and runs the predictor cannot "
+                          "replay, are left out)")
     devices = sorted({run.scenario["device"] for run in usable})
     engines = sorted({run.scenario["scheduler"]["type"] for run in usable})
     if len(devices) > 1 or len(engines) > 1:
@@ -125,10 +129,23 @@ def calibrate(runs: Sequence[MeasuredRun], predictor: str = "roofline", window_s
     result = Calibration(engines[0], devices[0], predictor, {k: round(v, 6) for k, v in values.items()},
                          knobs, [run.name for run in fit], [run.name for run in held],
                          loss=round(search.best_loss, 5), evaluations=search.evaluations)
+    result.left_out = left_out
     result.fit_errors = _medians(fit, knobs)
     if held:
         result.held_out_errors = _medians(held, knobs)
     return result
+
+
+def left_out_reason(run: MeasuredRun, predictor: str) -> str:
+    """Why `run` is not fitted ("" when it is): unsupported, saturated, or a scenario the
+    predictor refuses (e.g. silicon on a model its kernels do not cover)."""
+    if run.unsupported or run.saturated:
+        return run.unsupported or "saturated (client time-outs)"
+    try:
+        scenario_config(run, {"predictor": {"type": predictor}})
+    except ConfigError as exc:
+        return str(exc)
+    return ""
 
 
 def knob_values(values: dict[str, Any], host: dict[str, float], predictor: str) -> dict[str, dict[str, Any]]:

@@ -56,6 +56,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
               + _errors(result.held_out_errors))
     else:
         print("no run held out (fewer than 3 runs, or --hold-out-every 0): the fit is unchecked")
+    for name, reason in result.left_out.items():
+        print(f"left out {name}: {reason}")
     print(f"wrote {args.out}")
     return 0
 
