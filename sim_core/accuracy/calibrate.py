@@ -144,7 +144,7 @@ def left_out_reason(run: MeasuredRun, predictor: str) -> str:
     try:
         scenario_config(run, {"predictor": {"type": predictor}})
     except ConfigError as exc:
-        return str(exc)
+        return str(exc).removeprefix(f"{run.name}: ")
     return ""
 
 
