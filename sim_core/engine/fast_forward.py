@@ -38,7 +38,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import groupby, repeat
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 
@@ -52,6 +52,7 @@ from sim_core.predictor.shape import BatchShape
 if TYPE_CHECKING:
     from sim_core.engine.routing import Queued
     from sim_core.engine.simulator import Simulator
+    from sim_core.engine.stage import Stage
     from sim_core.memory.kv_pool import KvPool
     from sim_core.results.record import Recorder
     from sim_core.schedulers.steady import SteadyDecode
@@ -354,6 +355,9 @@ class FastForward:
         del self.runs[replica]
         self._last_length[replica] = run.num_iterations
         stage = self.sim.stages[replica][0]
+        if run.num_iterations > 1 and self._ends_in_bulk(replica, run):
+            self._end_in_bulk(replica, run, stage)
+            return
         if run.num_iterations > 1:
             last, queued = self._apply(replica, run)
             stage.begin_iteration(float(run.ends[run.num_iterations - 2]))
@@ -363,6 +367,43 @@ class FastForward:
         if queued is not None:
             stage.add(queued)   # async: the step formed as the last one began
         self.sim.on_stage_end(replica, 0, last)
+
+    def _ends_in_bulk(self, replica: int, run: DecodeRun) -> bool:
+        """Whether the run's last iteration ends in bulk too (`SteadyDecode.ends_in_bulk`): a
+        serial run, priced without overlap, on a replica no P/D prefill hook watches."""
+        handoff = self.sim.handoff
+        return (run.promise.ends_in_bulk and run.queued is None and run.gpu is None
+                and (handoff is None or not handoff.is_prefill(replica)))
+
+    def _end_in_bulk(self, replica: int, run: DecodeRun, stage: Stage) -> None:
+        """End a run of k iterations with all of them applied in one step: what `_apply`, the
+        policy's last batch and `Simulator.on_stage_end` / `on_batch_end` of that batch would
+        do, without forming it. Its members' tokens (and completions) are applied now, its stage
+        row is recorded now, and its batch end (token gaps, completions, the policy's bookkeeping,
+        the replica's state, the next formation) is queued where `on_stage_end` queues
+        `on_batch_end`: nothing at this instant between the two reads the members' tokens (the
+        routers read queues and block holders, which change only at the batch end)."""
+        k, ends, sim = run.num_iterations, run.ends, self.sim
+        live = self._apply(replica, run, through=True)
+        last_id = run.promise.skip_batches(k)
+        start, now = float(ends[k - 2]), float(ends[k - 1])
+        stage.begin_iteration(start)
+        stage.finish()
+        sim.recorder.on_stage(last_id, replica, 0, start, now)
+        # each live member's gap to its last token: the same for all (their previous token came
+        # at the end of iteration k-2)
+        sim.kernel.soon(self._end_batch, replica, run.promise, live, now - start)
+
+    def _end_batch(self, replica: int, promise: SteadyDecode, live: list[Request], gap: float) -> None:
+        """`Simulator.on_batch_end` of a run's last iteration ended in bulk (`_end_in_bulk`)."""
+        sim = self.sim
+        sim.recorder.on_token_gaps(gap, len(live))
+        for request in live:
+            if request.completed:
+                sim.on_request_done(replica, request)
+        promise.end_batch(live)
+        sim.record_replica(promise.scheduler)
+        sim.kernel.soon(sim.on_replica_schedule, replica)
 
     def _close(self, replica: int, run: DecodeRun, k: int) -> None:
         """A run ends after k iterations: on a replica that overlaps, the clock learns what
@@ -374,9 +415,16 @@ class FastForward:
         assert overlap is not None and run.hidden is not None, "overlap pricing keeps gpu and hidden"
         overlap.after_run(replica, float(run.ends[k - 1]), float(run.gpu[k - 1]), run.ends[: k - 1], run.hidden[1:k])
 
-    def _apply(self, replica: int, run: DecodeRun) -> tuple[Batch, Batch | None]:
+    @overload
+    def _apply(self, replica: int, run: DecodeRun) -> tuple[Batch, Batch | None]: ...
+
+    @overload
+    def _apply(self, replica: int, run: DecodeRun, through: Literal[True]) -> list[Request]: ...
+
+    def _apply(self, replica: int, run: DecodeRun, through: bool = False) -> tuple[Batch, Batch | None] | list[Request]:
         """Apply iterations 0..k-2 in bulk; return the batch of the last iteration, k-1, and
-        (async steps) the one queued behind it."""
+        (async steps) the one queued behind it. `through`: the last iteration's tokens too
+        (`_end_in_bulk`); return its members instead."""
         sim, k, first, promise = self.sim, run.num_iterations, run.first, run.promise
         pool = sim.schedulers[replica].pool
         members, remaining, ends = first.requests, run.remaining, run.ends[:k]
@@ -389,11 +437,11 @@ class FastForward:
             processed = [r.num_processed_tokens for r in members]
             allocations = planned_allocations(promise, members, remaining, k + promise.lead)
             events = run_events(promise, members, remaining, k, allocations)
-            self._advance_tokens(members, remaining, ends, sim.recorder, run.order)
+            self._advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             steps = replay(promise, pool, members, processed, events, ends, replica, sim.recorder)
         elif pool.tracks_ids:
             ordered = _ordered_events(promise, members, remaining, k, run.arrays)
-            self._advance_tokens(members, remaining, ends, sim.recorder, run.order)
+            self._advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             if isinstance(pool, RadixKvPool):
                 changes = _grow_evicting(pool, sim.recorder, promise, members, ordered, run.ends)
             else:
@@ -401,13 +449,16 @@ class FastForward:
             steps = self._record_blocks(replica, run, changes)
         elif run.arrays is not None and not sim.recorder.keeps_blocks:
             plan = _growth_plan(promise, members, remaining, k + promise.lead, run.arrays)
-            self._advance_tokens(members, remaining, ends, sim.recorder, run.order)
+            self._advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             steps = _count_bulk(pool, promise, members, run.arrays, plan, k)
         else:
             counts, taken = allocation_counts(promise, members, remaining, k, run.arrays)
-            self._advance_tokens(members, remaining, ends, sim.recorder, run.order)
+            self._advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             steps = self._record_blocks(replica, run, self._count(pool, promise.frees_on_completion, members,
                                                                   remaining, k, counts, taken))
+        if through:
+            self._record(replica, run, steps, used_before)
+            return live_last
         last, queued = promise.resume(first, live_last, k)
         if queued is None:
             last.shape = sim.batch_shape(last)
@@ -424,21 +475,27 @@ class FastForward:
 
     @staticmethod
     def _advance_tokens(members: list[Request], remaining: list[int], ends: np.ndarray, recorder: Recorder,
-                        order: np.ndarray) -> None:
+                        order: np.ndarray, through: bool = False) -> None:
         """Each live member gains a token per skipped iteration; those whose last token falls in
-        the skipped iterations finish. Records the gaps between tokens (TBT). `order`: `remaining`
-        sorted."""
+        the skipped iterations finish. Records the gaps between tokens (TBT) of the skipped
+        iterations. `order`: `remaining` sorted. `through`: the last iteration, k-1, is applied
+        too (its gaps are not recorded here: `FastForward._end_batch`)."""
         k = len(ends)
         steps = ends[1: k - 1] - ends[: k - 2]            # steps[j-1] = end_j - end_(j-1), j = 1..k-2
         running_max = np.maximum.accumulate(steps).tolist() if len(steps) else []
         end_list, first_end = ends.tolist(), float(ends[0])
+        # the last iteration's gap (`through`): stepwise, its batch end widens the members' widest gap
+        last_gap = end_list[k - 1] - end_list[k - 2] if through else -1.0
         first_gaps = []
         for request, left in zip(members, remaining):
             gap = first_end - request.last_token_at    # decoding requests have emitted a token
             first_gaps.append(gap)
             last = left - 1 if left < k else k - 2     # last skipped iteration it takes part in
             widest = running_max[last - 1] if last >= 1 and running_max[last - 1] > gap else gap
-            request.on_decode_run(last + 1, end_list[last], widest, left < k)
+            if left < k or not through:
+                request.on_decode_run(last + 1, end_list[last], widest, left < k)
+            else:   # it takes part in the last iteration too
+                request.on_decode_run(k, end_list[k - 1], max(widest, last_gap), left == k)
         alive = len(remaining) - order.searchsorted(np.arange(1, k - 1), side="right")
         recorder.on_run_gaps(first_gaps, steps, alive, first_end, ends[1: k - 1])
 

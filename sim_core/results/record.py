@@ -295,6 +295,14 @@ class Recorder:
         if start <= self.now <= end:
             self._token_gaps.append(gap)
 
+    def on_token_gaps(self, gap: float, count: int) -> None:
+        """`count` equal gaps between output tokens ending now (`on_token_gap` `count` times)."""
+        if self.gap_window is None:
+            self._token_gaps.extend([gap] * count)
+        else:
+            for _ in range(count):
+                self._windowed_gap(gap)
+
     def on_run_gaps(self, first_gaps: list[float], steps: np.ndarray, alive: np.ndarray,
                     first_at: float = 0.0, step_ends: np.ndarray | None = None) -> None:
         """A decode run's token gaps: each member's gap to its first token of the run (ending at

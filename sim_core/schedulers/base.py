@@ -122,9 +122,14 @@ class ReplicaScheduler:
 
     def on_batch_end(self, batch: Batch) -> None:
         """Finished requests free their blocks; the others wait for their next batch."""
+        self._end_steady(batch.requests)
+
+    def _end_steady(self, requests: list[Request]) -> None:
+        """`on_batch_end` of a batch of `requests` (also a decode run's last iteration, which
+        forms no batch: SteadyDecode.end_batch)."""
         self._num_running_batches -= 1
         wait = self.running.append
-        for request in batch.requests:
+        for request in requests:
             if request.completed:
                 self._release(request)
             else:
@@ -168,6 +173,12 @@ class ReplicaScheduler:
         assert last is not None, "the last iteration has live members"
         self._on_steady_decode(first, last, num_iterations)
         return last, None
+
+    def _skip_steady(self, num_iterations: int) -> int:
+        """The batch ids of a decode run's iterations after its first, all run in one step
+        (SteadyDecode.skip_batches); returns the last one's."""
+        self.num_batches += num_iterations - 1
+        return self.num_batches - 1
 
     def _step_ended_in_run(self, batch: Batch) -> None:
         """A batch formed before a decode run ended inside it (SteadyDecode.step_ended)."""

@@ -68,7 +68,7 @@ class SarathiScheduler(PagedScheduler):
         # leftovers to rotate in) and admission of new requests is blocked by memory or caps.
         if preempted or batch.num_prefill_tokens or self.running:
             return None
-        return SteadyDecode(self, UNBOUNDED, past_completions=not self.waiting, growth="paged")
+        return SteadyDecode(self, UNBOUNDED, past_completions=not self.waiting, growth="paged", ends_in_bulk=True)
 
     def _admit_new(self, requests: list, num_tokens: list, budget_used: int) -> int:
         """Admit new requests' first chunks; returns the tokens used of the chunk budget."""

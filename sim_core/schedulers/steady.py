@@ -45,7 +45,10 @@ class SteadyDecode:
     member's blocks as spare again (False: some may stay held, e.g. a cached prefix other
     members lock, so none are counted). `sequential_sums`: the run's KV-utilization integral is
     summed term by term, bitwise as stepwise (the policies whose snapshots were taken with the
-    faster bulk sum keep it; the two differ in the last bits only)."""
+    faster bulk sum keep it; the two differ in the last bits only). `ends_in_bulk`: the run's
+    last iteration ends in bulk too (no batch is formed for it): its members' tokens are applied
+    with the skipped ones and its batch end is the policy's plain one (`end_batch`), which only
+    policies whose batch end and resume are the base ones can promise."""
 
     scheduler: ReplicaScheduler
     limit: int
@@ -59,6 +62,7 @@ class SteadyDecode:
     on_completion: Callable[[Request], None] | None = None
     counts_frees: bool = True
     sequential_sums: bool = False
+    ends_in_bulk: bool = False
 
     @property
     def block_size(self) -> int:
@@ -84,6 +88,16 @@ class SteadyDecode:
         it would have. Returns that batch (in flight until the run's end) and, with async steps,
         the next one, formed as the last began (queued behind it)."""
         return self.scheduler._resume_steady(first, live, num_iterations)
+
+    def skip_batches(self, num_iterations: int) -> int:
+        """`ends_in_bulk`: the run's num_iterations iterations all ran in one step; their batch
+        ids are taken. Returns the last one's id."""
+        return self.scheduler._skip_steady(num_iterations)
+
+    def end_batch(self, live: list[Request]) -> None:
+        """`ends_in_bulk`: the run's last iteration, of the `live` members (tokens applied), ended
+        now: the policy's batch end, as `ReplicaScheduler.on_batch_end` of that batch."""
+        self.scheduler._end_steady(live)
 
     def step_ended(self, batch: Batch) -> None:
         """A batch formed before the run (its first, or with async steps the one queued behind

@@ -77,7 +77,8 @@ class VllmScheduler(PagedScheduler):
             return None
         if self.running and min(map(arrival_time, self.running)) <= max(map(arrival_time, batch.requests)):
             return None
-        return SteadyDecode(self, UNBOUNDED, past_completions=not self.waiting and not self.running, growth="paged")
+        return SteadyDecode(self, UNBOUNDED, past_completions=not self.waiting and not self.running, growth="paged",
+                            ends_in_bulk=True)
 
     def _rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
         if num_prefill_tokens > self.config.max_tokens_in_batch:
