@@ -1,0 +1,67 @@
+"""Capacity search, narrowing by interpolation: how far each end of the bracket is from the SLO
+limits (`probe.severity`) aims the next probe, and a misprediction falls back to bisection."""
+
+from sim_core.sweep import SearchSettings, bracket_search
+from sim_core.sweep.probe import OVERLOADED, Probe, severity
+
+SETTINGS = SearchSettings(qps_min=0.25, qps_max=64.0, num_requests=100, tolerance=0.05)
+SLO = {"ttft_p90_s": 2.0}
+
+
+def steep(failing_ratio: float | None = None):
+    """A system meeting TTFT p90 <= 2 s up to 10 req/s, whose TTFT p90 is 2 x (qps / 10)^4
+    (severity (qps / 10)^4: linear in log rate and log ratio, as the interpolation assumes), or
+    2 x `failing_ratio` at every failing rate when given; it serves 12 req/s when overloaded."""
+    def rule(qps: float) -> Probe:
+        ratio = (qps / 10.0) ** 4 if failing_ratio is None or qps <= 10.0 else failing_ratio
+        return Probe(qps, qps <= 10.0, {"served_rps": 12.0, "ttft_p90_s": 2.0 * ratio},
+                     () if qps <= 10.0 else ("ttft_p90_s",))
+    return rule
+
+
+def measure(probe: Probe) -> float | None:
+    return severity(probe, SLO)
+
+
+def test_interpolating_the_severity_closes_the_bracket_in_two_probes():
+    """qps_max 64 fails, the served-rate guess 12 fails, 0.75 x 12 = 9 passes (as in the plain
+    search). Severities: 0.9^4 = 0.6561 at 9 and 1.2^4 = 2.0736 at 12; in log rate they reach 1
+    at 9 x (12/9)^(ln(10/9) / ln(12/9)) = 10, which lies neither within sqrt(1.05) of 9 (9.222)
+    nor of 12 (11.711): probe 10 (passes). Then severity 1 at 10, so the estimate is 10 itself,
+    within sqrt(1.05) of the passing end: probe 10 x 1.05 = 10.5, which fails as expected and
+    closes the bracket (10.5 / 10 = 1.05). Bisection took six probes ([64, 12, 9, 10.392, 9.671,
+    10.025], tests/test_sweep_search.py) and answered 9.671."""
+    result = bracket_search(steep(), SETTINGS, measure=measure)
+    assert [round(p.qps, 3) for p in result.probes] == [64.0, 12.0, 9.0, 10.0, 10.5]
+    assert round(result.max_qps, 3) == 10.0 and result.binding_slo == "ttft_p90_s"
+
+
+def test_a_mispredicted_probe_is_followed_by_a_bisection():
+    """Every failing rate reports severity 100, so from 0.6561 at 9 and 100 at 12 the severity
+    reaches 1 at 9 x (12/9)^(ln(1 / 0.6561) / ln(100 / 0.6561)) = 9 x (4/3)^0.08384 = 9.220,
+    within sqrt(1.05) of 9 (9.222): the search probes 9 x 1.05 = 9.45 expecting a failure. It
+    passes, so the next probe is the geometric middle of [9.45, 12], sqrt(113.4) = 10.649
+    (fails). The answer still passes, with the next failure within 5% above it."""
+    result = bracket_search(steep(failing_ratio=100.0), SETTINGS, measure=measure)
+    assert [round(p.qps, 3) for p in result.probes[:5]] == [64.0, 12.0, 9.0, 9.45, 10.649]
+    assert result.max_qps <= 10.0 < result.max_qps * 1.05
+
+
+def test_without_a_measure_the_search_bisects():
+    """The same system without `measure`: the plain geometric bisection of [9, 12]."""
+    result = bracket_search(steep(), SETTINGS)
+    assert [round(p.qps, 3) for p in result.probes] == [64.0, 12.0, 9.0, 10.392, 9.671, 10.025]
+
+
+def test_severity_is_the_worst_metric_over_its_limit_when_only_slos_decide():
+    """TTFT p90 3 s against 2 s (1.5) and TBT p99 0.125 s against 0.25 s (0.5): 1.5. A passing
+    probe: TTFT 1 s (0.5), TBT 0.1875 s (0.75): 0.75; a metric without samples (TBT None) is left
+    out: 0.5. Undefined when the verdict is not the limits' (overloaded), under an attainment
+    criterion, or with no metric at all."""
+    slo = {"ttft_p90_s": 2.0, "tbt_p99_s": 0.25}
+    assert severity(Probe(5.0, False, {"ttft_p90_s": 3.0, "tbt_p99_s": 0.125}, ("ttft_p90_s",)), slo) == 1.5
+    assert severity(Probe(5.0, True, {"ttft_p90_s": 1.0, "tbt_p99_s": 0.1875}, ()), slo) == 0.75
+    assert severity(Probe(5.0, True, {"ttft_p90_s": 1.0, "tbt_p99_s": None}, ()), slo) == 0.5
+    assert severity(Probe(5.0, False, {"ttft_p90_s": 3.0, "tbt_p99_s": 0.125}, (OVERLOADED, "ttft_p90_s")), slo) is None
+    assert severity(Probe(5.0, True, {"ttft_p90_s": 1.0, "tbt_p99_s": 0.125}, ()), {**slo, "attainment": 0.9}) is None
+    assert severity(Probe(5.0, True, {"ttft_p90_s": None, "tbt_p99_s": None}, ()), slo) is None
