@@ -47,6 +47,26 @@ def test_a_mispredicted_probe_is_followed_by_a_bisection():
     assert result.max_qps <= 10.0 < result.max_qps * 1.05
 
 
+def test_two_plain_estimates_in_a_row_give_way_to_a_bisection():
+    """Capacity 11.5; severity 0.3 wherever it passes, 50 wherever it fails (flat, then a jump).
+    From [9, 12] (as above) the severity reaches 1 at 9 x (4/3)^(ln(1 / 0.3) / ln(50 / 0.3)) =
+    9 x (4/3)^0.23533 = 9.630, a plain estimate (between 9.222 and 11.711): it passes. The next
+    estimate, 9.630 x (12 / 9.630)^0.23533 = 10.142, would be a second plain one: bisect instead
+    at sqrt(9.630 x 12) = 10.750 (passes). Then 10.750 x (12 / 10.750)^0.23533 = 11.032 lies
+    between 10.750 x sqrt(1.05) = 11.016 and 12 / sqrt(1.05) = 11.711: a plain estimate again,
+    allowed after a bisection; it passes. From [11.032, 12] the estimate 11.032 x (12 /
+    11.032)^0.23533 = 11.253 is within sqrt(1.05) of 11.032 (11.305): probe 11.032 x 1.05 =
+    11.584, which fails as expected: closed. Plain estimates all the way would take six probes
+    (9.630, 10.142, 10.552, 10.876, 11.42, 11.706), bisection three."""
+    def rule(qps: float) -> Probe:
+        passed = qps <= 11.5
+        return Probe(qps, passed, {"served_rps": 12.0, "ttft_p90_s": 0.6 if passed else 100.0},
+                     () if passed else ("ttft_p90_s",))
+    result = bracket_search(rule, SETTINGS, measure=measure)
+    assert [round(p.qps, 3) for p in result.probes] == [64.0, 12.0, 9.0, 9.63, 10.75, 11.032, 11.584]
+    assert round(result.max_qps, 3) == 11.032
+
+
 def test_without_a_measure_the_search_bisects():
     """The same system without `measure`: the plain geometric bisection of [9, 12]."""
     result = bracket_search(steep(), SETTINGS)

@@ -15,7 +15,7 @@ A bracketing search on the rate, as Vidur-Search does, with geometric steps:
    metric / limit, which a rejection or overload leaves undefined), at the rate where that ratio
    interpolates to 1 (linear in log rate and log ratio), moved to one tolerance step from an end
    when it lies that close, so that the next probe can close the bracket; a probe whose verdict
-   the interpolation mispredicted is followed by a bisection;
+   the interpolation mispredicted, or that would follow another plain estimate, is a bisection;
 4. without confirmation (step 5 off): repeat the probes at those two rates with `repeats`
    other seeds: the capacity lies in `qps_range`, from the highest rate that passed with every
    seed it was tried with to the lowest that failed with every one (the bracket when the seeds
@@ -172,13 +172,18 @@ def _narrow(probe: Callable[[float], Probe], low: Probe, high: Probe, settings: 
             measure: Severity | None) -> tuple[Probe, Probe]:
     """(highest passing, lowest failing probe) once the failing one is within `tolerance` above
     the passing one: each probe at the rate `_aim` picks, or at the geometric middle after a
-    probe whose verdict `_aim` mispredicted (a bisection at least every other probe)."""
-    ratio, bisect = 1.0 + settings.tolerance, False
+    probe whose verdict `_aim` mispredicted and instead of a second plain estimate in a row
+    (neither tried to close the bracket: on a severity flat below capacity that jumps above
+    it, estimates can creep up an eighth of the bracket at a time)."""
+    ratio, bisect, estimated = 1.0 + settings.tolerance, False, False
     while high.qps > low.qps * ratio:
         aimed = None if bisect or measure is None else _aim(low, high, measure(low), measure(high), ratio)
+        if aimed is not None and aimed[1] is None and estimated:
+            aimed = None
         qps, expected = aimed if aimed is not None else (math.sqrt(low.qps * high.qps), None)
         middle = probe(qps)
         bisect = expected is not None and middle.passed != expected
+        estimated = aimed is not None and expected is None
         low, high = (middle, high) if middle.passed else (low, middle)
     return low, high
 
