@@ -15,7 +15,8 @@ A bracketing search on the rate, as Vidur-Search does, with geometric steps:
    metric / limit, which a rejection or overload leaves undefined), at the rate where that ratio
    interpolates to 1 (linear in log rate and log ratio), moved to one tolerance step from an end
    when it lies that close, so that the next probe can close the bracket; a probe whose verdict
-   the interpolation mispredicted, or that would follow another plain estimate, is a bisection;
+   the interpolation mispredicted is followed by a bisection, and so is a plain estimate that
+   would follow another one;
 4. without confirmation (step 5 off): repeat the probes at those two rates with `repeats`
    other seeds: the capacity lies in `qps_range`, from the highest rate that passed with every
    seed it was tried with to the lowest that failed with every one (the bracket when the seeds
