@@ -3,6 +3,7 @@ limits (`probe.severity`) aims the next probe, and a misprediction falls back to
 
 from sim_core.sweep import SearchSettings, bracket_search
 from sim_core.sweep.probe import OVERLOADED, Probe, severity
+from sim_core.sweep.search import _narrow
 
 SETTINGS = SearchSettings(qps_min=0.25, qps_max=64.0, num_requests=100, tolerance=0.05)
 SLO = {"ttft_p90_s": 2.0}
@@ -85,3 +86,23 @@ def test_severity_is_the_worst_metric_over_its_limit_when_only_slos_decide():
     assert severity(Probe(5.0, False, {"ttft_p90_s": 3.0, "tbt_p99_s": 0.125}, (OVERLOADED, "ttft_p90_s")), slo) is None
     assert severity(Probe(5.0, True, {"ttft_p90_s": 1.0, "tbt_p99_s": 0.125}, ()), {**slo, "attainment": 0.9}) is None
     assert severity(Probe(5.0, True, {"ttft_p90_s": None, "tbt_p99_s": None}, ()), slo) is None
+
+
+def test_a_predicted_closing_probe_ends_the_narrowing_whatever_the_rounding():
+    """Found on sarathi with 11 replicas at 10% tolerance: the bracket [171.790 (severity 0.814),
+    206.147 (1.022)]; the severity reaches 1 at 171.790 x 1.2^(ln(1 / 0.814) / ln(1.022 /
+    0.814)) = 202.6, within sqrt(1.1) of 206.147, so the probe goes to 206.147 / 1.1 = 187.407,
+    expected to pass. It passes, and the bracket is closed although 187.407 x 1.1 rounds a hair
+    below 206.147 (the search used to probe 187.407 again forever)."""
+    settings = SETTINGS.model_copy(update={"tolerance": 0.1})
+    low = Probe(171.78955295148006, True, {"ttft_p90_s": 2.0 * 0.814}, ())
+    high = Probe(206.14746354177606, False, {"ttft_p90_s": 2.0 * 1.022}, ("ttft_p90_s",))
+    calls = []
+
+    def rule(qps: float) -> Probe:
+        calls.append(qps)
+        assert len(calls) <= 3, calls
+        return Probe(qps, qps < 190.0, {"ttft_p90_s": 2.0 * 0.906}, () if qps < 190.0 else ("ttft_p90_s",))
+    found_low, found_high = _narrow(rule, low, high, settings, measure)
+    assert [round(q, 3) for q in calls] == [187.407]
+    assert (round(found_low.qps, 3), round(found_high.qps, 3)) == (187.407, 206.147)

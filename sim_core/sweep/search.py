@@ -186,6 +186,8 @@ def _narrow(probe: Callable[[float], Probe], low: Probe, high: Probe, settings: 
         bisect = expected is not None and middle.passed != expected
         estimated = aimed is not None and expected is None
         low, high = (middle, high) if middle.passed else (low, middle)
+        if expected is not None and middle.passed == expected:
+            break   # one tolerance step from the other end: closed (the product may round a hair above it)
     return low, high
 
 
