@@ -1,14 +1,17 @@
 """Capacity-search speed: configurations per minute on the local process pool and on Ray.
 
-    python bench/sweep_speed.py [--configs 1000] [--ray-configs 200] [--address HOST:PORT] [--workers N]
+    python bench/sweep_speed.py [--configs 1000] [--ray-configs 200] [--address HOST:PORT] [--workers N] [--every K]
 
 The grid (1,000 configurations) is Llama-2-7B with the roofline predictor on a synthetic chat
 workload (uniform prompts 64-1024, outputs 16-256 tokens), SLOs TTFT p90 <= 2 s and TBT p99 <=
 200 ms, search 0.25 .. 1024 req/s with 400 requests per replica per probe and 5% tolerance, over
 device (5) x scheduler (4) x replicas (1, 2, 4, 8, 16) x PP (1, 2) x batch size cap (5).
-`--configs N` times the first N. Ray: connects to `--address`, or starts a temporary local head
-(`ray start --head` with this machine's cores; stopped at the end) and times `--ray-configs`
-configurations (0 skips Ray); their results are checked equal to the local ones.
+`--configs N` times the first N; `--every K` times every K-th configuration instead (K = 53: 19
+configurations spread over every device, scheduler, replica count, PP and batch cap, since 53
+shares no factor with the grid's dimensions), up to `--configs` of them. Ray: connects to
+`--address`, or starts a temporary local head (`ray start --head` with this machine's cores;
+stopped at the end) and times `--ray-configs` configurations (0 skips Ray); their results are
+checked equal to the local ones.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sim_core.sweep import LocalBackend, RayBackend, parse_sweep_spec, run_sweep
+from sim_core.sweep import LocalBackend, RayBackend, build_grid, parse_sweep_spec, run_sweep
+from sim_core.sweep.runner import point_record
+from sim_core.sweep.task import point_task
 
 SPEC = {
     "base": {"model": "llama-2-7b", "device": "a100-80gb", "predictor": {"type": "roofline"},
@@ -44,16 +49,18 @@ SPEC = {
 }
 
 
-def timed(name: str, backend, limit: int) -> list[dict]:
-    """Run the first `limit` configurations on `backend` (fresh output folder) and print the rate."""
+def timed(name: str, backend, limit: int, every: int = 1) -> list[dict]:
+    """Run the first `limit` configurations (every `every`-th one) on `backend` (fresh output
+    folder) and print the rate."""
     spec, base = parse_sweep_spec(SPEC, source="bench spec")
     with tempfile.TemporaryDirectory() as out:
         cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
         load, started = os.getloadavg()[0], time.perf_counter()
-        outcome = run_sweep(spec, base, backend, out, limit=limit)
+        records = (run_sweep(spec, base, backend, out, limit=limit).records if every == 1
+                   else _sample(spec, base, backend, limit, every))
         elapsed = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    count, probes = len(outcome.records), sum(len(r["probes"]) for r in outcome.records)
+    count, probes = len(records), sum(len(r["probes"]) for r in records)
     print(f"{name:6s} {count:5d} configurations in {elapsed:7.1f} s: {count / elapsed * 60:7.1f} configurations/min, "
           f"{probes / count:.1f} probes each ({probes / elapsed:.1f} probes/s); load average before: {load:.2f}",
           flush=True)
@@ -62,7 +69,16 @@ def timed(name: str, backend, limit: int) -> list[dict]:
         print(f"{'':6s} worker CPU {worker_cpu:.1f} s ({worker_cpu / count:.3f} s per configuration): "
               f"{count / (worker_cpu / backend.workers) * 60:.1f} configurations/min if every worker had "
               "a whole core", flush=True)
-    return outcome.records
+    return records
+
+
+def _sample(spec, base, backend, limit: int, every: int) -> list[dict]:
+    """The records of every `every`-th point of the grid (at most `limit`), in grid order."""
+    points = build_grid(spec, base).points[::every][:limit]
+    records: list[dict | None] = [None] * len(points)
+    for index, result in backend.run([point_task(point, spec) for point in points]):
+        records[index] = point_record(points[index], result)
+    return [record for record in records if record is not None]
 
 
 def _free_port() -> int:
@@ -86,9 +102,10 @@ def main() -> None:
     parser.add_argument("--ray-configs", type=int, default=200)
     parser.add_argument("--address", help="an existing Ray cluster (default: start a local head)")
     parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--every", type=int, default=1, help="time every K-th configuration (local pool only)")
     args = parser.parse_args()
     print(f"{os.cpu_count()} cores, {args.workers} local workers")
-    local = timed("local", LocalBackend(args.workers), args.configs) if args.configs else []
+    local = timed("local", LocalBackend(args.workers), args.configs, args.every) if args.configs else []
     if not args.ray_configs:
         return
     address, stop = (args.address, lambda: None) if args.address else _ray_head(args.workers)

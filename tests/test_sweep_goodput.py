@@ -46,11 +46,16 @@ def test_attainment_replaces_the_percentile_checks():
 
 def test_attainment_of_p90_finds_the_same_capacity_as_the_p90_limit():
     """90% of requests within 0.5 s is TTFT p90 <= 0.5 s (a quantile is the smallest value with
-    at least 90% of the values at or below it): both searches make the same probes."""
+    at least 90% of the values at or below it): the two verdicts agree at every rate both
+    searches probe (the percentile search aims its probes by interpolating TTFT p90 / limit,
+    the attainment search bisects), and both answer the same rate."""
     by_percentile = capacity_search(_md1(1), {"ttft_p90_s": 0.5}, SETTINGS_400)
     by_share = capacity_search(_md1(1), {"ttft_p90_s": 0.5, "attainment": 0.9}, SETTINGS_400)
     assert by_share.max_qps == by_percentile.max_qps
-    assert [p.passed for p in by_share.probes] == [p.passed for p in by_percentile.probes]
+    verdicts = {(p.qps, p.length, p.repeat): p.passed for p in by_percentile.probes}
+    both = [(p.passed, verdicts[(p.qps, p.length, p.repeat)]) for p in by_share.probes
+            if (p.qps, p.length, p.repeat) in verdicts]
+    assert len(both) >= 3 and all(share == percentile for share, percentile in both)
     assert by_share.at_capacity["slo_attainment"] >= 0.9
 
 

@@ -18,7 +18,7 @@ from sim_core.errors import SimulationError
 from sim_core.results.metrics import PERCENTILES, quantiles
 from sim_core.sweep.goodput import attainment
 from sim_core.sweep.resample import resample_rows
-from sim_core.sweep.spec import ATTAINMENT, SearchSettings, set_path
+from sim_core.sweep.spec import ATTAINMENT, SLO_METRICS, SearchSettings, set_path
 from sim_core.workload import build_workload
 
 if TYPE_CHECKING:
@@ -228,6 +228,17 @@ def _overloaded(summary: dict) -> bool:
     if growth is None or served is None or not offered:
         return False
     return growth > 1.0 - SERVED_SHARE and served < SERVED_SHARE * offered
+
+
+def severity(probe: Probe, slo: dict) -> float | None:
+    """How far the probe is from its SLO limits: the largest metric / limit (at most 1 when it
+    meets them), for the search to interpolate the rate where it reaches 1. None when that ratio
+    does not decide the verdict: rejected, overloaded or failed runs, an attainment criterion, or
+    no metric with a sample (e.g. TBT with one output token each)."""
+    if ATTAINMENT in slo or not probe.metrics or any(v not in SLO_METRICS for v in probe.violated):
+        return None
+    ratios = [probe.metrics[key] / limit for key, limit in slo.items() if probe.metrics.get(key) is not None]
+    return max(ratios) if ratios and max(ratios) > 0.0 else None
 
 
 def _finite(value: float | None) -> float | None:

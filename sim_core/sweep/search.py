@@ -9,8 +9,14 @@ A bracketing search on the rate, as Vidur-Search does, with geometric steps:
    failure means capacity 0); when that served-rate guess passes, the capacity lies just above
    it: step up by 1 + 2 x tolerance, squaring the step after each pass, until a probe fails
    (or the next step would reach qps_max, which failed);
-3. bisect geometrically between the highest passing and the lowest failing rate until the
-   failing one is within `tolerance` above the passing one;
+3. narrow the bracket between the highest passing and the lowest failing rate until the failing
+   one is within `tolerance` above the passing one (`_narrow`): by geometric bisection, or, when
+   both ends measured how far they are from the SLO limits (`probe.severity`: the largest
+   metric / limit, which a rejection or overload leaves undefined), at the rate where that ratio
+   interpolates to 1 (linear in log rate and log ratio), moved to one tolerance step from an end
+   when it lies that close, so that the next probe can close the bracket; a probe whose verdict
+   the interpolation mispredicted is followed by a bisection, and so is a plain estimate that
+   would follow another one;
 4. without confirmation (step 5 off): repeat the probes at those two rates with `repeats`
    other seeds: the capacity lies in `qps_range`, from the highest rate that passed with every
    seed it was tried with to the lowest that failed with every one (the bracket when the seeds
@@ -18,7 +24,7 @@ A bracketing search on the rate, as Vidur-Search does, with geometric steps:
 5. confirm the answer with one probe `confirm_length` times longer: a tail percentile (TBT p99)
    of a short probe is noisy and can pass a rate a long run fails. When the long probe fails,
    step down from it by 1 + 2 x tolerance, squaring the step after each failure, until one
-   passes, and bisect that bracket with long probes to the tolerance. The long probes then
+   passes, and narrow that bracket with long probes to the tolerance (as in step 3). The long probes then
    decide: the answer is the highest rate a long probe passed, and `qps_range` runs from it to
    the lowest rate a long probe failed, or, when the first long probe passed, the short
    search's range above it: only then is the failing rate repeated with `repeats` other seeds
@@ -40,7 +46,7 @@ from dataclasses import dataclass
 
 from sim_core.errors import ConfigError
 from sim_core.export.text import shorten
-from sim_core.sweep.probe import Probe, run_probe
+from sim_core.sweep.probe import Probe, run_probe, severity
 from sim_core.sweep.spec import SearchSettings
 
 NO_LIMIT = "none (meets the SLOs at qps_max)"
@@ -87,6 +93,7 @@ class Capacity:
 
 
 Evaluate = Callable[[float], Probe]
+Severity = Callable[[Probe], float | None]   # probe -> its largest metric / limit (probe.severity)
 Repeat = Callable[[float, int], Probe]   # (rate, k) -> the probe with the k-th other seed
 
 
@@ -95,14 +102,16 @@ def capacity_search(scenario: dict, slo: dict, settings: SearchSettings) -> Capa
     length = settings.confirm_length
     return bracket_search(lambda qps: run_probe(scenario, qps, slo, settings), settings,
                           lambda qps, k: run_probe(scenario, qps, slo, settings, k),
-                          (lambda qps: run_probe(scenario, qps, slo, settings, length=length)) if length > 1 else None)
+                          (lambda qps: run_probe(scenario, qps, slo, settings, length=length)) if length > 1 else None,
+                          lambda probe: severity(probe, slo))
 
 
 def bracket_search(evaluate: Evaluate, settings: SearchSettings, repeat: Repeat | None = None,
-                   confirm: Evaluate | None = None) -> Capacity:
+                   confirm: Evaluate | None = None, measure: Severity | None = None) -> Capacity:
     """The search over any rate -> Probe function (tests pass one with a known capacity);
     `repeat` reruns a rate with another seed (None: no repeats), `confirm` probes a rate at
-    length (None: no confirmation)."""
+    length (None: no confirmation), `measure` says how far a probe is from the SLO limits (None:
+    plain geometric bisection)."""
     probes: list[Probe] = []
 
     def probe(qps: float) -> Probe:
@@ -115,13 +124,11 @@ def bracket_search(evaluate: Evaluate, settings: SearchSettings, repeat: Repeat 
         low, high = _bracket(probe, top, settings)
         if low is None:
             return Capacity(0.0, high.violated[0], tuple(probes), None, (0.0, high.qps), _non_monotonic(probes))
-        while high.qps > low.qps * (1.0 + settings.tolerance):
-            middle = probe(math.sqrt(low.qps * high.qps))
-            low, high = (middle, high) if middle.passed else (low, middle)
+        low, high = _narrow(probe, low, high, settings, measure)
         if repeat is not None and confirm is None:
             probes += [repeat(rate, k) for rate in (low.qps, high.qps) for k in range(1, settings.repeats + 1)]
         if confirm is not None:
-            confirmed, failed = _confirm(lambda qps: _kept(probes, confirm(qps)), low, settings)
+            confirmed, failed = _confirm(lambda qps: _kept(probes, confirm(qps)), low, settings, measure)
             if confirmed is None:
                 return Capacity(0.0, failed.violated[0], tuple(probes), None, _range(probes), _non_monotonic(probes))
             if failed is low and repeat is not None:   # the short range above the answer stands: reseed its end
@@ -142,7 +149,8 @@ def _kept(probes: list[Probe], probe: Probe) -> Probe:
     return probe
 
 
-def _confirm(probe: Callable[[float], Probe], low: Probe, settings: SearchSettings) -> tuple[Probe | None, Probe]:
+def _confirm(probe: Callable[[float], Probe], low: Probe, settings: SearchSettings,
+             measure: Severity | None = None) -> tuple[Probe | None, Probe]:
     """(the long probe that passed or None when even qps_min fails at length, the lowest long
     probe that failed above it, or `low` itself when the first long probe passed): at the
     answer, then below it (step 5 of the module docstring)."""
@@ -158,11 +166,47 @@ def _confirm(probe: Callable[[float], Probe], low: Probe, settings: SearchSettin
         high, step = attempt, step * step
         if qps <= settings.qps_min:
             return None, high
-    low = attempt
-    while high.qps > low.qps * (1.0 + settings.tolerance):
-        middle = probe(math.sqrt(low.qps * high.qps))
+    return _narrow(probe, attempt, high, settings, measure)
+
+
+def _narrow(probe: Callable[[float], Probe], low: Probe, high: Probe, settings: SearchSettings,
+            measure: Severity | None) -> tuple[Probe, Probe]:
+    """(highest passing, lowest failing probe) once the failing one is within `tolerance` above
+    the passing one: each probe at the rate `_aim` picks, or at the geometric middle after a
+    probe whose verdict `_aim` mispredicted and instead of a second plain estimate in a row
+    (neither tried to close the bracket: on a severity flat below capacity that jumps above
+    it, estimates can creep up an eighth of the bracket at a time)."""
+    ratio, bisect, estimated = 1.0 + settings.tolerance, False, False
+    while high.qps > low.qps * ratio:
+        aimed = None if bisect or measure is None else _aim(low, high, measure(low), measure(high), ratio)
+        if aimed is not None and aimed[1] is None and estimated:
+            aimed = None
+        qps, expected = aimed if aimed is not None else (math.sqrt(low.qps * high.qps), None)
+        middle = probe(qps)
+        bisect = expected is not None and middle.passed != expected
+        estimated = aimed is not None and expected is None
         low, high = (middle, high) if middle.passed else (low, middle)
+        if expected is not None and middle.passed == expected:
+            break   # one tolerance step from the other end: closed (the product may round a hair above it)
     return low, high
+
+
+def _aim(low: Probe, high: Probe, at_low: float | None, at_high: float | None,
+         ratio: float) -> tuple[float, bool | None] | None:
+    """(the next rate, the verdict expected there or None) from the severities at the bracket's
+    ends, or None when one is unknown: the rate where the severity, linear in log rate, reaches
+    1; when that lies within sqrt(ratio) of an end, one `ratio` step from that end instead
+    (expected to fail above `low`, to pass below `high`: either closes the bracket), else the
+    estimate itself, kept an eighth of the bracket (in log rate) away from either end."""
+    if at_low is None or at_high is None or not 0.0 < at_low <= 1.0 < at_high:
+        return None
+    span = math.log(high.qps / low.qps)
+    estimate = low.qps * math.exp(span * -math.log(at_low) / math.log(at_high / at_low))
+    if estimate <= low.qps * math.sqrt(ratio):
+        return low.qps * ratio, False
+    if estimate >= high.qps / math.sqrt(ratio):
+        return high.qps / ratio, True
+    return min(max(estimate, low.qps * math.exp(span / 8)), high.qps * math.exp(-span / 8)), None
 
 
 def _confirmed_range(probes: list[Probe]) -> tuple[float, float | None]:
