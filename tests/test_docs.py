@@ -39,6 +39,7 @@ ELSEWHERE = {
     "managers/scheduler.py",             # SGLang's python/sglang/srt/managers/scheduler.py
     "schedule_policy.py",                # SGLang's python/sglang/srt/managers/schedule_policy.py
     "bench/out/",                        # written by the benchmarks (git-ignored)
+    "results/config.yaml",               # inference-perf's record of a run's settings (docs/accuracy.md)
     "runs/results.csv",                  # written by `python -m sim_core sweep --out runs/` (README)
 }
 
