@@ -5,7 +5,8 @@
 MODEL_CONFIGS (default ../shared/data/real_vllm/model_configs) holds each model's Hugging Face
 `config.json`. The runs: vLLM 0.15.1 on H100 (inference-sim/inference-sim testdata, Apache-2.0)
 and vLLM 0.19 on an RTX 4090 (casys-kaist/LLMServingSim, MIT), gpu_memory_utilization 0.9, blocks
-of 16 tokens (max_model_len 4096 assumed for the Llama-4-Scout runs, which do not state it).
+of 16 tokens. The Llama-4-Scout specs omit max_model_len; 4096 is what the same team's Scout H100
+TP2 deployments set, and it does not enter the count (docs/design/vllm-memory-planner.md).
 Prints a Markdown table of the planner's blocks, with each GPU's total as the catalog's
 `driver_memory_gib` gives it (H100 80GB: 79.18 GiB; RTX 4090: 25,250,627,584 bytes).
 docs/design/vllm-memory-planner.md holds its output.

@@ -163,3 +163,24 @@ def test_llama4_scout_fp8_blocks_are_pages_of_all_48_layers_worked_by_hand():
     assert (plan.weight_bytes, plan.activation_bytes) == (57_307_310_592 + 2_684_354_560, 869_531_648)
     assert plan.kv_bytes == pytest.approx(14_904_173_785.2, abs=1.0)
     assert plan.num_blocks == 9_475
+
+
+def test_fp8_dynamic_weights_are_what_vllm_logged_less_the_fp32_scales():
+    """RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic (compressed-tensors FP8 with per-channel weight
+    scales, as Llama-4-Scout's checkpoint; LM head left in bf16) on two H100s: vLLM 0.11 logged
+    `Model loading took 33.88 GiB` (llm-d/llm-d-benchmark, config_explorer/
+    empirical-vllm-memory-results.md, Apache-2.0). Per GPU: attention 8,192 x 128 x (64 + 16) +
+    64 x 128 x 8,192 = 150,994,944 values and MLP 3 x 8,192 x 28,672 = 704,643,072, halved at
+    1 byte = 427,819,008, two norms 2 x 8,192 x 2 = 32,768; 80 layers 34,228,142,080; embedding
+    128,256 x 8,192 / 2 x 2 = 1,050,673,152; LM head the same + final norm 16,384; rotary cache
+    131,072 x 128 x 2 = 33,554,432: 36,363,059,200 bytes (33.866 GiB). The planner leaves out one
+    fp32 scale per output row, 80 x (5,120 + 8,192 + 28,672 + 8,192) x 4 = 16,056,320 bytes; with
+    them 36,379,115,520 = 33.881 GiB, the logged figure to its two decimals."""
+    model = {**LLAMA31_70B, "name": "Llama-3.3-70B-FP8-dynamic", "max_position_embeddings": 131072,
+             "weight_dtype": "fp8"}
+    config = parse_config({"model": "m", "device": "gpu", "models": {"m": model}, "devices": {"gpu": H100},
+                           "max_model_len": 4096, "cluster": {"tensor_parallel_size": 2},
+                           "scheduler": {"type": "vllm_v1", "max_num_batched_tokens": 2048, "max_num_seqs": 128}})
+    weights = plan_memory(config).weight_bytes
+    assert weights == 36_363_059_200
+    assert round((weights + 16_056_320) / GIB, 2) == 33.88
