@@ -59,6 +59,24 @@ def test_cpu_overhead_is_split_into_the_four_host_phases_of_an_iteration():
     assert parts["cpu_schedule"] == pytest.approx(0.002) and parts["cpu_process_outputs"] == pytest.approx(0.0031)
 
 
+def test_the_engine_host_scale_multiplies_every_host_phase():
+    """The generic phases at 10 requests: schedule 0.5 ms + 10 x 5 us = 0.55 ms, prepare 1.55,
+    sample 1.05, process 1.05. vllm_v1 runs them at its host_scale (default 0.44: sample
+    0.462 ms; at 0.5: 0.525 ms), on the scenario's own knobs too (sample 2 ms + 10 x 5 us at 0.5 =
+    1.025 ms); Vidur's vllm policy takes them as given."""
+    def cpu(scheduler, predictor=None):
+        scenario = {"scheduler": scheduler, "predictor": {"type": "roofline", **(predictor or {})}}
+        return build_predictor(parse_config(scenario)).cpu_times(10)
+
+    assert cpu({"type": "vllm"}) == pytest.approx({"cpu_schedule": 0.00055, "cpu_prepare_inputs": 0.00155,
+                                                  "cpu_sample": 0.00105, "cpu_process_outputs": 0.00105})
+    assert cpu({"type": "vllm_v1"})["cpu_sample"] == pytest.approx(0.000462)
+    assert cpu({"type": "vllm_v1", "host_scale": 0.5}) == pytest.approx(
+        {"cpu_schedule": 0.000275, "cpu_prepare_inputs": 0.000775, "cpu_sample": 0.000525,
+         "cpu_process_outputs": 0.000525})
+    assert cpu({"type": "vllm_v1", "host_scale": 0.5}, {"cpu_sample_s": 0.002})["cpu_sample"] == pytest.approx(0.001025)
+
+
 def test_decode_run_times_equal_stage_time_bit_for_bit():
     """Fast-forward prices many iterations at once; each must equal the one-at-a-time price."""
     predictor = roofline()

@@ -6,7 +6,9 @@ The terms (each a knob of the scenario; see `TERMS`):
 * `compute_efficiency`, `memory_efficiency`: the fractions of the GPU's peak FLOP/s and memory
   bandwidth its kernels reach (roofline and learned predictors);
 * `host_scale`: one factor on every host phase of an iteration (`cpu_<phase>_s` and the
-  per-request parts): the engine's Python time on the critical path;
+  per-request parts): the engine's Python time on the critical path. An engine with a factor of
+  its own (vllm_v1's `host_scale`) is fitted and written through it, starting from its default;
+  for the others the predictor's phase knobs are scaled;
 * `api_server_s`: what the engine's API server adds to each request's TTFT and E2E. It shifts
   latencies without changing the simulation, so for any setting of the others it is solved in
   closed form: the median of measured minus simulated TTFT, within 0 .. API_SERVER_MAX_S (a
@@ -32,10 +34,10 @@ import numpy as np
 from sim_core.accuracy.compare import comparison, median_errors
 from sim_core.accuracy.measured import WHOLE_RUN, MeasuredRun
 from sim_core.accuracy.replay import replay, scenario_config
-from sim_core.config.predictor import CPU_PHASES, OperatorModelConfig
+from sim_core.config.predictor import OperatorModelConfig
 from sim_core.errors import ConfigError
+from sim_core.predictor.host import HOST_KNOBS
 
-HOST_KNOBS = tuple(f"cpu_{phase}{part}_s" for phase in CPU_PHASES for part in ("", "_per_request"))
 STEPS = (0.3, 0.15, 0.07, 0.03)   # log-space step of each coordinate-search round
 LOSS_CAP = math.log(10.0)         # a collapsed stage counts as 10x off, not infinitely
 API_SERVER_MAX_S = 0.1            # an API server's share is milliseconds: more is queueing it must not absorb
@@ -148,28 +150,36 @@ def left_out_reason(run: MeasuredRun, predictor: str) -> str:
     return ""
 
 
-def knob_values(values: dict[str, Any], host: dict[str, float], predictor: str) -> dict[str, dict[str, Any]]:
-    """The scenario knobs the fitted terms set, by section."""
+def knob_values(values: dict[str, Any], host: dict[str, float] | None, predictor: str) -> dict[str, dict[str, Any]]:
+    """The scenario knobs the fitted terms set, by section: `host_scale` multiplies the host
+    knobs `host`, or is the engine's own `host_scale` when `host` is None."""
     section: dict[str, Any] = {"type": predictor}
     for name in ("compute_efficiency", "memory_efficiency"):
         if name in values:
             section[name] = round(float(values[name]), 4)
     scale = float(values.get("host_scale", 1.0))
-    section.update({knob: round(base * scale, 7) for knob, base in host.items()})
-    return {"predictor": section, "scheduler": {"api_server_s": round(float(values.get("api_server_s", 0.0)), 5)}}
+    scheduler: dict[str, Any] = {"api_server_s": round(float(values.get("api_server_s", 0.0)), 5)}
+    if host is None:
+        scheduler["host_scale"] = round(scale, 4)
+    else:
+        section.update({knob: round(base * scale, 7) for knob, base in host.items()})
+    return {"predictor": section, "scheduler": scheduler}
 
 
-def _start(run: MeasuredRun, predictor: str) -> tuple[dict[str, float], dict[str, float]]:
-    """(the terms to fit with their starting values, the host knobs host_scale multiplies)."""
+def _start(run: MeasuredRun, predictor: str) -> tuple[dict[str, float], dict[str, float] | None]:
+    """(the terms to fit with their starting values, the host knobs host_scale multiplies: None
+    when the engine has a host_scale of its own, which it starts from)."""
     config = scenario_config(run, {"predictor": {"type": predictor}})
     cfg = config.predictor
     if not isinstance(cfg, OperatorModelConfig):
         raise ConfigError(f"calibrate: the {predictor} predictor has no efficiency or host terms to fit")
     device = config.device_spec()
-    start = {"host_scale": 1.0}
+    start = {"host_scale": config.scheduler.host_phase_scale()}
     if predictor in ("roofline", "learned"):
         start["compute_efficiency"] = cfg.compute_efficiency or device.compute_efficiency
         start["memory_efficiency"] = cfg.memory_efficiency or device.memory_efficiency
+    if "host_scale" in type(config.scheduler).model_fields:
+        return start, None
     return start, {knob: float(getattr(cfg, knob)) for knob in HOST_KNOBS}
 
 
@@ -181,7 +191,7 @@ def _medians(runs: Sequence[MeasuredRun], overrides: dict[str, dict[str, Any]]) 
 class _Search:
     """Coordinate search in log space over the terms; api_server_s solved at each point."""
 
-    def __init__(self, runs: list[MeasuredRun], predictor: str, start: dict[str, float], host: dict[str, float],
+    def __init__(self, runs: list[MeasuredRun], predictor: str, start: dict[str, float], host: dict[str, float] | None,
                  progress: Callable[[str], None] | None) -> None:
         self.runs, self.predictor, self.host, self.progress = runs, predictor, host, progress
         self.best: dict[str, float] = dict(start)

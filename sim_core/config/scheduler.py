@@ -158,6 +158,11 @@ class SchedulerConfig(ChoiceBase):
         works on the previous one (SGLang: scheduling and processing outputs)."""
         return ("schedule", "process_outputs")
 
+    def host_phase_scale(self) -> float:
+        """Factor on the predictor's host phases (`cpu_<phase>_s` and their per-request parts)
+        for this engine's host loop: 1 for the policies that take the phases as given."""
+        return 1.0
+
     def client_latency_s(self) -> float:
         """Seconds between the engine and its client that every request's first and last token
         carry on top of the engine's own times (an API server's work: 0 for the policies that

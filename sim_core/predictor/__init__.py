@@ -10,6 +10,7 @@ from sim_core.config.predictor import (
     SiliconPredictorConfig,
 )
 from sim_core.errors import ConfigError
+from sim_core.predictor.host import engine_host_config
 from sim_core.predictor.linear import LinearPredictor
 from sim_core.predictor.roofline import RooflinePredictor
 from sim_core.predictor.shape import BatchShape, Predictor, padded, shape_of
@@ -32,6 +33,7 @@ def build_predictor(config: SimulationConfig) -> LinearPredictor | RooflinePredi
     if isinstance(cfg, LinearPredictorConfig):
         return LinearPredictor(cfg.base_s, cfg.per_token_s)
     tp, pp = config.cluster.tensor_parallel_size, config.cluster.pipeline_parallel_size
+    cfg = engine_host_config(config)      # the host phases at the engine's factor
     if isinstance(cfg, LearnedPredictorConfig):
         from sim_core.predictor.learned import build_learned_predictor
 

@@ -14,6 +14,7 @@ from sim_core.config import SimulationConfig
 from sim_core.config.predictor import LearnedPredictorConfig
 from sim_core.errors import ConfigError
 from sim_core.predictor import operators as ops
+from sim_core.predictor.host import engine_host_config
 from sim_core.predictor.learned_tables import LearnedTables, cached_tables
 from sim_core.predictor.profile_dir import load_profile_set
 from sim_core.predictor.roofline import RooflinePredictor
@@ -91,7 +92,7 @@ def build_learned_predictor(config: SimulationConfig) -> LearnedPredictor:
         ConfigError: no profile of this model/device, or none at this TP degree.
         ProfileError: a CSV is malformed.
     """
-    cfg, tp = config.predictor, config.cluster.tensor_parallel_size
+    cfg, tp = engine_host_config(config), config.cluster.tensor_parallel_size
     assert isinstance(cfg, LearnedPredictorConfig), "called for the learned predictor only"
     assert cfg.profiles_dir is not None, "SimulationConfig requires it for the learned predictor"
     profiles = load_profile_set(cfg.profiles_dir, config.model, config.device)
