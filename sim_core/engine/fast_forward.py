@@ -482,20 +482,21 @@ class FastForward:
         too (its gaps are not recorded here: `FastForward._end_batch`)."""
         k = len(ends)
         steps = ends[1: k - 1] - ends[: k - 2]            # steps[j-1] = end_j - end_(j-1), j = 1..k-2
-        running_max = np.maximum.accumulate(steps).tolist() if len(steps) else []
+        last = k - 1 if through else k - 2                 # the last iteration applied
+        # running_max[j-1]: the widest gap between iterations 0..j (`through`: stepwise, the last
+        # iteration's batch end widens the members' widest gap too)
+        gaps = steps if not through else ends[1:k] - ends[: k - 1]
+        running_max = np.maximum.accumulate(gaps).tolist() if len(gaps) else []
+        widest_all = running_max[-1] if running_max else -1.0   # of a member in every iteration (gaps > 0)
         end_list, first_end = ends.tolist(), float(ends[0])
-        # the last iteration's gap (`through`): stepwise, its batch end widens the members' widest gap
-        last_gap = end_list[k - 1] - end_list[k - 2] if through else -1.0
-        first_gaps = []
-        for request, left in zip(members, remaining):
-            gap = first_end - request.last_token_at    # decoding requests have emitted a token
-            first_gaps.append(gap)
-            last = left - 1 if left < k else k - 2     # last skipped iteration it takes part in
-            widest = running_max[last - 1] if last >= 1 and running_max[last - 1] > gap else gap
-            if left < k or not through:
-                request.on_decode_run(last + 1, end_list[last], widest, left < k)
-            else:   # it takes part in the last iteration too
-                request.on_decode_run(k, end_list[k - 1], max(widest, last_gap), left == k)
+        end_all, all_tokens = end_list[last], last + 1
+        first_gaps = [first_end - request.last_token_at for request in members]   # decoding: a token emitted
+        for request, left, gap in zip(members, remaining, first_gaps):
+            if left > last:   # takes part in every applied iteration (most members)
+                request.on_decode_run(all_tokens, end_all, widest_all if widest_all > gap else gap, left == all_tokens)
+            else:             # finishes after iteration left-1
+                widest = running_max[left - 2] if left >= 2 and running_max[left - 2] > gap else gap
+                request.on_decode_run(left, end_list[left - 1], widest, True)
         alive = len(remaining) - order.searchsorted(np.arange(1, k - 1), side="right")
         recorder.on_run_gaps(first_gaps, steps, alive, first_end, ends[1: k - 1])
 
