@@ -22,14 +22,11 @@ from sim_core.engine.budget import (
     TRACE_ROW_BYTES,
     BudgetError,
     Limits,
-    MemoryWatch,
-    RunCancelled,
-    RunTimeLimit,
-    StopCheck,
     check_budget,
     count_rows,
     estimate_cost,
 )
+from sim_core.engine.run_watch import MemoryWatch, RunCancelled, RunTimeLimit, StopCheck
 from sim_core.memory import plan_memory
 from sim_core.results.record import Recorder
 from sim_core.scenarios.defaults import DEFAULT_SCENARIO

@@ -4,8 +4,9 @@ built, wall-clock time and cancellation watched while it runs.
     estimate_cost(config, workload=None) -> CostEstimate   named figures and an estimated peak
     check_budget(config, limits, workload=None)            BudgetError naming the field over its limit
     Limits.cli() / Limits.app() / None                     generous / conservative (env) / no limits
-    StopCheck(should_stop, deadline_s)                     RunCancelled / RunTimeLimit, polled by the simulator
-    MemoryWatch(config, estimate, limits, rows)           BudgetError once the rows held pass the memory limit
+
+What is watched while the run goes (cancellation, wall-clock time, the rows held against the
+memory limit) is in `run_watch.py`.
 
 How many batches a run forms is known only once it runs, so memory is checked twice:
 
@@ -15,7 +16,7 @@ How many batches a run forms is known only once it runs, so memory is checked tw
   decodes is one row). The estimate divides the steps by the concurrency Little's law gives
   with a lower bound on each request's time (`_concurrency`): the batches it implies lean
   high. A scenario whose estimated peak passes the limit is refused.
-* While the run goes, `MemoryWatch` prices the batch and block rows the recorder actually
+* While the run goes, `run_watch.MemoryWatch` prices the batch and block rows the recorder actually
   holds and stops the run (BudgetError) as soon as they would pass the limit, before the
   result is built. That check, not the estimate, guarantees the limit.
 * KV block ids are handed out lazily (sim_core/memory), so a pool holds what the run touches:
@@ -37,7 +38,6 @@ one batch per request step gave 2.9 GiB.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from math import ceil
@@ -78,14 +78,6 @@ MIB, GIB = 1024**2, 1024**3
 
 class BudgetError(SimCoreError):
     """The scenario would cost more than the limits allow (refused before anything is built)."""
-
-
-class RunCancelled(SimCoreError):
-    """A running simulation was stopped by its caller (Stop pressed, session ended)."""
-
-
-class RunTimeLimit(RunCancelled):
-    """A running simulation passed its wall-clock limit."""
 
 
 @dataclass(frozen=True)
@@ -420,13 +412,14 @@ def check_budget(config: SimulationConfig, limits: Limits, workload: Workload | 
         if value is not None and limit is not None and value > limit:
             field_name, what, advice = _describe(figure, config, estimate, memory=False)
             raise BudgetError(f"{field_name}: {what}, over the limit of {limit:,} {_UNITS[name]} for one run "
-                              f"(estimated peak memory {_size(estimate.peak_bytes)}); {advice}, or raise the "
+                              f"(estimated peak memory {format_size(estimate.peak_bytes)}); {advice}, or raise the "
                               f"limit: {limits.raise_hint(name)}")
     if limits.max_peak_bytes is not None and estimate.peak_bytes > limits.max_peak_bytes:
         figure = max((part for part in estimate.parts if part != "run"), key=estimate.parts.__getitem__)
         field_name, what, advice = _describe(figure, config, estimate, memory=True)
-        raise BudgetError(f"{field_name}: {what} need about {_size(estimate.parts[figure])} (estimated peak "
-                          f"memory {_size(estimate.peak_bytes)}, over the limit of {_size(limits.max_peak_bytes)}); "
+        limit = format_size(limits.max_peak_bytes)
+        raise BudgetError(f"{field_name}: {what} need about {format_size(estimate.parts[figure])} (estimated peak "
+                          f"memory {format_size(estimate.peak_bytes)}, over the limit of {limit}); "
                           f"{advice}, or raise the limit: {limits.raise_hint('max_peak_bytes')}")
     return estimate
 
@@ -501,74 +494,6 @@ def _short(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else f"{text[:limit // 2]}...{text[-limit // 2:]}"
 
 
-def _size(num_bytes: int) -> str:
+def format_size(num_bytes: int) -> str:
+    """A byte count as people read it: MiB below a GiB, else GiB with one decimal."""
     return f"{num_bytes / GIB:,.1f} GiB" if num_bytes >= GIB else f"{num_bytes / MIB:,.0f} MiB"
-
-
-# ---- while the run runs -----------------------------------------------------------------------------
-
-
-class MemoryWatch:
-    """Stops a run whose records would pass the memory limit, as they grow: the bytes the
-    scenario commits however it batches (less its block rows, counted here as they are made),
-    plus the batch and block rows the recorder holds, each priced at its measured cost
-    (`rows()`: batch rows made one by one, batch rows decode runs made in bulk, block rows)."""
-
-    def __init__(self, config: SimulationConfig, estimate: CostEstimate, limits: Limits,
-                 rows: Callable[[], tuple[int, int, int]]) -> None:
-        assert limits.max_peak_bytes is not None, "only made under a memory limit"
-        stages = max(view.config.cluster.pipeline_parallel_size for view in pool_views(config))
-        self.limit, self.rows, self.hint = limits.max_peak_bytes, rows, limits.raise_hint("max_peak_bytes")
-        self.base = estimate.committed_bytes - estimate.parts.get("block_events", 0)
-        self.one_bytes = STEP_BYTES[estimate.record] + STAGE_ROW_BYTES * (stages - 1)
-
-    def held_bytes(self) -> tuple[int, int, int]:
-        """(bytes in all, of which batch rows, of which block rows) the run holds now."""
-        one, bulk, blocks = self.rows()
-        batches, block_rows = one * self.one_bytes + bulk * RUN_STEP_BYTES, blocks * BLOCK_ROW_BYTES
-        return self.base + batches + block_rows, batches, block_rows
-
-    def __call__(self, at: str) -> None:
-        """Raise BudgetError if the rows held pass the limit; `at` says when (for the message)."""
-        held, batches, blocks = self.held_bytes()
-        if held <= self.limit:
-            return
-        one, bulk, block_rows = self.rows()
-        if blocks > batches:
-            where, advice = "engine.record", "use engine.record 'batches'"
-        else:
-            where, advice = "workload.num_requests x workload.output_tokens", \
-                "fewer requests or shorter outputs, or engine.record 'requests'"
-        raise BudgetError(f"{where}: run stopped{at}: its records ({one + bulk:,} batches, {block_rows:,} block "
-                          f"rows) need about {_size(held)}, over the limit of {_size(self.limit)}; {advice}, or "
-                          f"raise the limit: {self.hint}")
-
-
-class StopCheck:
-    """Polled by the simulator every few thousand simulated instants and between the phases of
-    a run: raises RunCancelled when `should_stop()` returns True, RunTimeLimit once more than
-    `deadline_s` seconds of wall-clock time have passed since it was made, BudgetError once
-    `memory` (set when the recorder exists) finds the records over the memory limit."""
-
-    def __init__(self, should_stop: Callable[[], bool] | None = None, deadline_s: float | None = None,
-                 how_to_raise: str = "", clock: Callable[[], float] = time.monotonic) -> None:
-        self.should_stop, self.deadline_s, self.how_to_raise = should_stop, deadline_s, how_to_raise
-        self._clock = clock
-        self.started = clock()
-        self.memory: MemoryWatch | None = None
-
-    @property
-    def active(self) -> bool:
-        return self.should_stop is not None or self.deadline_s is not None or self.memory is not None
-
-    def __call__(self, now: float | None = None) -> None:
-        """Raise if the run must stop; `now` is the simulated time reached (for the message)."""
-        at = "" if now is None else f" at simulated time {now:,.3f} s"
-        if self.memory is not None:
-            self.memory(at)
-        if self.should_stop is not None and self.should_stop():
-            raise RunCancelled(f"run cancelled{at}: its caller asked it to stop (Stop pressed or the session ended)")
-        if self.deadline_s is not None and self._clock() - self.started > self.deadline_s:
-            raised = f", or raise the limit: {self.how_to_raise}" if self.how_to_raise else ""
-            raise RunTimeLimit(f"run stopped{at}: over its wall-clock limit of {self.deadline_s:g} s; simulate "
-                               f"less (fewer requests, shorter outputs){raised}")

@@ -11,8 +11,9 @@ from sim_core.cluster.pools import PoolView, pool_views
 from sim_core.cluster.sessions import build_chains, session_notes
 from sim_core.config import SimulationConfig
 from sim_core.config.policies import policy_names, policy_traits
-from sim_core.engine.budget import CostEstimate, Limits, MemoryWatch, StopCheck, check_budget
+from sim_core.engine.budget import CostEstimate, Limits, check_budget
 from sim_core.engine.routing import ROUTERS
+from sim_core.engine.run_watch import MemoryWatch, StopCheck
 from sim_core.engine.simulator import Simulator
 from sim_core.entities import Request
 from sim_core.errors import ConfigError

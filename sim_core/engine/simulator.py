@@ -79,7 +79,7 @@ class Simulator:
         sessions when released; `after_event(simulator)` runs after every event when given (tests
         check invariants); `poll(simulated_seconds)` then `progress(simulated_seconds)` now and
         then (every PROGRESS_STEPS distinct times; `poll` may raise to stop the run, e.g.
-        budget.StopCheck). Without both, the clock costs one assignment per instant."""
+        run_watch.StopCheck). Without both, the clock costs one assignment per instant."""
         self.sessions, self._heads = sessions, sessions.heads
         times = self.workload.arrived_at[self._heads].tolist()
         check = (lambda: after_event(self)) if after_event is not None else None
