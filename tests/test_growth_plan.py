@@ -1,5 +1,5 @@
 """Fast-forward plans the KV blocks a decode run's members take two ways: in Python for runs of few
-members (`planned_allocations`) and with numpy for larger ones (`_growth_plan`). Both must name
+members (`planned_allocations`) and with numpy for larger ones (`growth_plan`). Both must name
 the same blocks, or a run would free or allocate differently with its size."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim_core.engine.fast_forward import (
+from sim_core.engine.run_growth import (
     MemberArrays,
-    _growth_plan,
     allocation_counts,
     growth_limit,
+    growth_plan,
     planned_allocations,
 )
 
@@ -34,7 +34,7 @@ def test_a_member_takes_a_block_when_its_next_token_outgrows_its_blocks():
     promise = SimpleNamespace(growth="paged", block_size=BLOCK, lead=0)
     members = _members([30, 16])
     assert planned_allocations(promise, members, [40, 10], 25) == [(1, 1), (3, 0), (19, 0)]
-    formations, who, counts = _growth_plan(promise, members, [40, 10], 25)
+    formations, who, counts = growth_plan(promise, members, [40, 10], 25)
     assert formations.tolist() == [3, 19, 1] and who.tolist() == [0, 0, 1] and counts.tolist() == [2, 1]
     assert allocation_counts(promise, members, [40, 10], 25) == ([2, 1], [0, 1, 0, 1] + [0] * 15 + [1] + [0] * 5)
     # async steps form each batch one slot ahead: formation f is made at slot f - 1, so the
@@ -51,7 +51,7 @@ def test_numpy_and_python_plans_name_the_same_blocks(growth, members, iterations
     promise = SimpleNamespace(growth=growth, block_size=BLOCK, lead=0)
     requests = _members([processed for processed, _ in members])
     remaining = [left for _, left in members]
-    formations, who, counts = _growth_plan(promise, requests, remaining, iterations)
+    formations, who, counts = growth_plan(promise, requests, remaining, iterations)
     order = np.lexsort((who, formations))
     expected = planned_allocations(promise, requests, remaining, iterations)
     assert list(zip(formations[order].tolist(), who[order].tolist())) == expected

@@ -37,11 +37,20 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
-from itertools import groupby, repeat
+from itertools import groupby
 from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 
+from sim_core.engine.run_growth import (
+    MemberArrays,
+    allocation_counts,
+    growth_limit,
+    growth_plan,
+    numpy_growth,
+    ordered_events,
+    planned_allocations,
+)
 from sim_core.engine.run_replay import replay, run_events
 from sim_core.entities import Batch, Request
 from sim_core.memory.block_hash_cache import HashedBlockPool
@@ -66,31 +75,6 @@ Steps = tuple[np.ndarray, np.ndarray, np.ndarray]   # per slot: blocks taken, bl
 
 MAX_RUN = 1 << 20  # iterations in one run (a longer run simply starts again)
 FIRST_CHUNK = 16   # iterations whose end times are computed when a run starts (at least)
-# runs of this many members or more plan their block growth with numpy (`_growth_plan`); fewer
-# in Python (`planned_allocations`), which costs less for small runs
-NUMPY_MEMBERS = 8
-
-
-@dataclass(slots=True, eq=False)
-class MemberArrays:
-    """A run's members as numpy arrays, read once when the run starts (a member's tokens and
-    blocks do not change until the run's end applies it), for the numpy growth plan."""
-
-    left: np.ndarray       # iterations left (`DecodeRun.remaining`)
-    held: np.ndarray       # KV blocks held
-    first: np.ndarray      # the first formation at which each takes a block (`_first_growth`)
-
-    @staticmethod
-    def of(promise: SteadyDecode, requests: list[Request], remaining: list[int]) -> MemberArrays:
-        held = np.array([r.num_blocks for r in requests], dtype=np.int64)
-        if promise.growth == "paged":   # _first_growth, vectorised
-            processed = np.array([r.num_processed_tokens for r in requests], dtype=np.int64)
-            first = promise.block_size * held + 1 - processed
-        else:
-            first = np.ones(len(requests), dtype=np.int64)
-        return MemberArrays(np.array(remaining, dtype=np.int64), held, first)
-
-
 @dataclass(slots=True, eq=False)
 class DecodeRun:
     """A planned run: iteration j of the batch's live members ends at `ends[j]`."""
@@ -198,7 +182,7 @@ class FastForward:
         # when it is extended: most runs are cut by an arrival long before `limit`
         free, bound = scheduler.pool.num_free, min(limit, self._first_chunk(replica))
         # the numpy growth plan reads the members' figures once (the run's end plans them too)
-        arrays = MemberArrays.of(promise, requests, remaining) if _numpy_growth(promise, requests) else None
+        arrays = MemberArrays.of(promise, requests, remaining) if numpy_growth(promise, requests) else None
         stop = growth_limit(promise, free, requests, remaining, bound, arrays)
         if stop < 2:
             return False
@@ -440,7 +424,7 @@ class FastForward:
             self._advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             steps = replay(promise, pool, members, processed, events, ends, replica, sim.recorder)
         elif pool.tracks_ids:
-            ordered = _ordered_events(promise, members, remaining, k, run.arrays)
+            ordered = ordered_events(promise, members, remaining, k, run.arrays)
             self._advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             if isinstance(pool, RadixKvPool):
                 changes = _grow_evicting(pool, sim.recorder, promise, members, ordered, run.ends)
@@ -448,7 +432,7 @@ class FastForward:
                 changes = self._replay(pool, promise.frees_on_completion, members, ordered)
             steps = self._record_blocks(replica, run, changes)
         elif run.arrays is not None and not sim.recorder.keeps_blocks:
-            plan = _growth_plan(promise, members, remaining, k + promise.lead, run.arrays)
+            plan = growth_plan(promise, members, remaining, k + promise.lead, run.arrays)
             self._advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             steps = _count_bulk(pool, promise, members, run.arrays, plan, k)
         else:
@@ -607,52 +591,10 @@ class FastForward:
             start = boundary
 
 
-def _ordered_events(promise: SteadyDecode, members: list[Request], remaining: list[int],
-                    k: int, arrays: MemberArrays | None = None) -> list[tuple[int, int, int]]:
-    """(formation, kind, member) of formations 1..k-1 in stepwise order: at each formation the
-    members that finished at the end of the previous iteration go first (kind 0, batch order),
-    then block allocations (kind 1, batch order)."""
-    if len(members) < NUMPY_MEMBERS:
-        events = [(left, 0, m) for m, left in enumerate(remaining) if left <= k - 1]
-        events += [(j, 1, m) for j, m in planned_allocations(promise, members, remaining, k)]
-        events.sort()
-        return events
-    left = np.asarray(remaining, dtype=np.int64)
-    done = (left <= k - 1).nonzero()[0]
-    formations, takers, _ = _growth_plan(promise, members, remaining, k, arrays)
-    formation = np.concatenate((left[done], formations))
-    kind = np.concatenate((np.zeros(len(done), np.int64), np.ones(len(formations), np.int64)))
-    member = np.concatenate((done, takers))
-    order = np.lexsort((member, kind, formation))
-    return list(zip(formation[order].tolist(), kind[order].tolist(), member[order].tolist()))
-
-
-def allocation_counts(promise: SteadyDecode, members: list[Request], remaining: list[int],
-                      k: int, arrays: MemberArrays | None = None) -> tuple[list[int], list[int]]:
-    """Blocks each member takes at formations 1+lead..k-1+lead while live, and how many blocks
-    are taken at each slot 0..k-1 (formation f is made at slot f - lead); the counting pool
-    needs no order, only how many and when."""
-    lead = promise.lead
-    if len(members) >= NUMPY_MEMBERS:
-        planned, _, per_member = _growth_plan(promise, members, remaining, k + lead, arrays)
-        return per_member.tolist(), np.bincount(planned - lead, minlength=k)[:k].tolist()
-    taken = [0] * k
-    if promise.growth is None:
-        return [0] * len(members), taken
-    step = 1 if promise.growth == "per_token" else promise.block_size
-    counts: list[int] = []
-    for request, left in zip(members, remaining):   # as planned_allocations, unsorted
-        formations = range(_first_growth(promise, request), min(left, k + lead), step)
-        counts.append(len(formations))
-        for formation in formations:
-            taken[formation - lead] += 1
-    return counts, taken
-
-
 def _count_bulk(pool: KvPool, promise: SteadyDecode, members: list[Request], arrays: MemberArrays,
                 plan: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> Steps:
     """`FastForward._count` and `_record_blocks` of a counting pool for a run whose growth is
-    planned with numpy (`plan`: `_growth_plan` for its k slots), without block records: each
+    planned with numpy (`plan`: `growth_plan` for its k slots), without block records: each
     member's blocks are added, then finished members free theirs. Returns per slot the blocks
     taken, the blocks freed and the holders that let go of theirs."""
     assert isinstance(pool, CountingBlockPool), "only counting pools are bulk-counted"
@@ -701,109 +643,6 @@ def _decode_shape(num_requests: int, context: int, with_context: bool) -> BatchS
     if with_context:
         return BatchShape(num_requests, num_requests, (), num_requests, context)
     return BatchShape(num_requests, num_requests)
-
-
-def _surely_spare(promise: SteadyDecode, free: int, n: int, limit: int) -> bool:
-    """Whether one of `free` KV blocks stays spare over `limit` iterations of `n` members even
-    if each grew as often as possible."""
-    return promise.growth == "paged" and n * ((limit - 1) // promise.block_size + 1) <= free - 1
-
-
-def _numpy_growth(promise: SteadyDecode, requests: list[Request]) -> bool:
-    """Whether the run's KV growth is planned with numpy (`_growth_plan`)."""
-    return promise.growth == "paged" and len(requests) >= NUMPY_MEMBERS
-
-
-def growth_limit(promise: SteadyDecode, free: int, requests: list[Request], remaining: list[int],
-                 limit: int, arrays: MemberArrays | None = None) -> int:
-    """Shorten `limit` so that every formation keeps one of the pool's `free` KV blocks spare
-    (each member's check needs a free block even when it takes none); blocks of finished members
-    count as free. `arrays`: the members' figures, read already (`MemberArrays.of`)."""
-    n = len(requests)
-    if promise.growth is None:
-        return limit
-    if free < 1:
-        return 1
-    if promise.growth == "per_token":
-        return min(limit, free // n + 1)  # conservative: as if nobody finished
-    if _surely_spare(promise, free, n, limit):
-        return limit
-    lead = promise.lead   # formation j is made at slot j - lead (async steps: one ahead)
-    if arrays is not None and int(_growth_counts(promise, arrays, limit + lead).sum()) <= free - 1:
-        return limit   # even if nobody finished, the blocks the members take leave one spare
-    if n >= NUMPY_MEMBERS:
-        formations, _, counts = _growth_plan(promise, requests, remaining, limit + lead, arrays)
-    else:
-        allocations = planned_allocations(promise, requests, remaining, limit + lead)
-        formations = np.asarray([j for j, _ in allocations], dtype=np.int64)
-        counts = np.bincount([m for _, m in allocations], minlength=n)
-    taken = np.bincount(formations - lead, minlength=limit + 1)[: limit + 1]
-    freed = np.zeros(limit + 1, dtype=np.int64)
-    # a finished member frees what it held and what it grew, unless the policy says its blocks
-    # may stay held (`counts_frees` False: a prefix cache's shared blocks outlive their holder)
-    if promise.frees_on_completion and promise.counts_frees:
-        left = np.asarray(remaining, dtype=np.int64) if arrays is None else arrays.left
-        ending = left < limit
-        held = np.array([r.num_blocks for r in requests], dtype=np.int64) if arrays is None else arrays.held
-        np.add.at(freed, left[ending], held[ending] + counts[ending])
-    spare = free + freed.cumsum() - taken.cumsum()
-    short = (spare[1:limit] < 1).nonzero()[0]
-    return min(limit, int(short[0]) + 1) if len(short) else limit
-
-
-def planned_allocations(promise: SteadyDecode, requests: list[Request], remaining: list[int],
-                        num_iterations: int) -> list[tuple[int, int]]:
-    """(formation, member index) of the blocks members take at formations 1..num_iterations-1
-    while they are live, sorted as the stepwise path takes them (formation, then batch order);
-    the Python form of `_growth_plan`, cheaper for runs of few members."""
-    if promise.growth is None:
-        return []
-    step = 1 if promise.growth == "per_token" else promise.block_size
-    plan: list[tuple[int, int]] = []
-    for member, (request, left) in enumerate(zip(requests, remaining)):
-        plan.extend(zip(range(_first_growth(promise, request), min(left, num_iterations), step), repeat(member)))
-    plan.sort()
-    return plan
-
-
-def _first_growth(promise: SteadyDecode, request: Request) -> int:
-    """The first formation of a run at which a member takes a block (then one every formation
-    for `per_token` growth, every `block_size` for `paged`: whenever its next token outgrows
-    its blocks)."""
-    if promise.growth == "per_token":
-        return 1
-    return promise.block_size * request.num_blocks + 1 - request.num_processed_tokens
-
-
-def _growth_counts(promise: SteadyDecode, arrays: MemberArrays, num_iterations: int) -> np.ndarray:
-    """How many blocks each member takes at formations 1..num_iterations-1 while live (the
-    counts of `_growth_plan`, without the blocks)."""
-    step = 1 if promise.growth == "per_token" else promise.block_size
-    return np.maximum(np.minimum(arrays.left, num_iterations) - arrays.first + step - 1, 0) // step
-
-
-def _growth_plan(promise: SteadyDecode, requests: list[Request], remaining: list[int],
-                 num_iterations: int, arrays: MemberArrays | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The blocks members take at formations 1..num_iterations-1 while they are live: each
-    block's formation and member index (grouped by member, formations ascending) and the number
-    per member (see `_first_growth`). `arrays`: the members' figures, read already."""
-    n = len(requests)
-    if promise.growth is None:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, np.zeros(n, dtype=np.int64)
-    end = np.minimum(np.asarray(remaining, dtype=np.int64) if arrays is None else arrays.left, num_iterations)
-    if arrays is not None:
-        step, first = (1 if promise.growth == "per_token" else promise.block_size), arrays.first
-    elif promise.growth == "per_token":
-        step, first = 1, np.ones(n, dtype=np.int64)
-    else:
-        step = promise.block_size
-        held = np.array([r.num_blocks for r in requests], dtype=np.int64)      # _first_growth, vectorised
-        first = step * held + 1 - np.array([r.num_processed_tokens for r in requests], dtype=np.int64)
-    counts = np.maximum(end - first + step - 1, 0) // step
-    members = np.arange(n, dtype=np.int64).repeat(counts)
-    within = np.arange(len(members), dtype=np.int64) - (counts.cumsum() - counts).repeat(counts)
-    return first.repeat(counts) + step * within, members, counts
 
 
 def _grow_evicting(pool: RadixKvPool, recorder: Recorder, promise: SteadyDecode, members: list[Request],
