@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sim_core import parse_config, run_simulation
+from sim_core.config.policies import for_policy, policy_names
 from sim_core.engine.dp_group import dp_padded, graph_limit
 from sim_core.predictor import BatchShape, build_predictor
 from sim_core.workload import Workload
@@ -98,3 +101,28 @@ def test_ranks_are_padded_to_the_largest_under_the_graph_limit():
 def test_graph_limit_is_vllms_default_capture_size():
     """min(2 x max_num_seqs, 512): 256 sequences -> 512, 100 -> 200, unbounded (0) -> 512."""
     assert (graph_limit(256), graph_limit(100), graph_limit(0)) == (512, 200, 512)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(policy_names()), st.integers(2, 3), st.data())
+def test_every_policy_steps_its_dp_groups_as_disjoint_common_intervals(policy, dp, data):
+    """Any policy, random arrivals: every request finishes, and the stage spans of a group's
+    ranks are whole group steps: spans that start together end together, and the group's steps
+    never overlap (a rank never runs while another rank of its group is in a different step)."""
+    n = data.draw(st.integers(1, 20))
+    arrivals = sorted(data.draw(st.lists(st.floats(0, 1, allow_nan=False), min_size=n, max_size=n)))
+    if data.draw(st.booleans()):   # simultaneous arrivals stress same-time ordering
+        arrivals = [round(a, 1) for a in arrivals]
+    prompts = data.draw(st.lists(st.integers(1, 700), min_size=n, max_size=n))
+    outputs = data.draw(st.lists(st.integers(1, 30), min_size=n, max_size=n))
+    config = linear_moe(dp)
+    config["scheduler"] = for_policy({"batch_size_cap": data.draw(st.sampled_from([2, 8, 128])),
+                                      "block_size": 1 if policy == "lightllm" else 16}, policy)
+    config["cluster"]["num_replicas"] = 2
+    result = run_simulation(parse_config(config), workload=workload(*zip(arrivals, prompts, outputs)))
+    assert (result.requests["status"] == "finished").all()
+    stages = result.batch_stages.assign(group=result.batch_stages["replica_id"] // dp)
+    for _, spans in stages.groupby("group"):
+        steps = spans.groupby("start")["end"].agg(["min", "max"]).sort_index()
+        assert (steps["min"] == steps["max"]).all()
+        assert (steps["max"].to_numpy()[:-1] <= steps.index.to_numpy()[1:]).all()
