@@ -70,7 +70,8 @@ def test_dense_ranks_are_independent_without_dp():
 def test_ranks_are_padded_to_the_largest_under_the_graph_limit():
     """Mixtral-8x7B, roofline, H100, TP 2 x DP 2, no async scheduling. A (prompt 16,000, 3
     tokens) reaches rank 0 at 0: step 1 is its prefill (past the graph limit: rank 1's dummy
-    batch is not padded), ending at P1 = price(prefill 16,000) (the dummy's price is smaller).
+    batch is not padded), its experts seeing the group's 16,001 tokens (not 2 x 16,000): it ends
+    at P1 = price(prefill 16,000) + group_correction(16,000, 16,001) (the dummy's is smaller).
     B (prompt 300) reaches rank 1 at 1 ms, mid-step: it waits, is scheduled at P1 and prefills
     in step 2 beside A's first decode (context 16,001: the prompt and its first token). 300 <=
     512: rank 0's decode is padded with 299 dummy tokens, and its price then exceeds B's
@@ -85,8 +86,10 @@ def test_ranks_are_padded_to_the_largest_under_the_graph_limit():
     prefill_b, decode_a = BatchShape(1, 300, ((300, 0),), 0, 0), BatchShape(1, 1, (), 1, 16001)
     padded_decode = dp_padded(decode_a, 299)
     assert padded_decode == BatchShape(1, 300, (), 1, 16001)
-    p1 = 0.0 + max(price(prefill_a, 0), price(dummy, 0))
-    assert price(prefill_a, 0) > price(dummy, 0)
+    correction = build_predictor(scenario).group_correction
+    p1 = 0.0 + max(price(prefill_a, 0) + correction(16000, 16001), price(dummy, 0) + correction(1, 16001))
+    assert price(prefill_a, 0) + correction(16000, 16001) > price(dummy, 0) + correction(1, 16001)
+    assert correction(300, 600) == correction(1, 2) == 0.0   # padded steps: DP x tokens is the group's
     step2 = max(price(padded_decode, 0), price(prefill_b, 0))
     assert price(padded_decode, 0) > price(prefill_b, 0) > price(decode_a, 0)   # the padding decides
     result = run_simulation(scenario, workload=workload((0.0, 16000, 3), (0.001, 300, 2)))
@@ -96,6 +99,21 @@ def test_ranks_are_padded_to_the_largest_under_the_graph_limit():
     assert b_prefill["start"] == a_decode["start"] == pytest.approx(p1, abs=1e-12)
     assert b_prefill["end"] == a_decode["end"] == pytest.approx(p1 + step2, abs=1e-12)
     assert result.requests.set_index("request_id").loc[1, "scheduled_at"] == pytest.approx(p1, abs=1e-12)
+
+
+def test_the_experts_of_an_unpadded_step_see_the_groups_tokens():
+    """Tiny MoE, roofline, DP 2: a rank of 600 tokens whose group runs 600 + 40 tokens is priced
+    with its experts and dispatch / combine as for 320 tokens a rank (the group's 640 / 2), not
+    600: the correction is the difference of those operators' times between a 320-token and a
+    600-token step (the predictor's own per-operator breakdown), and it is a saving."""
+    scenario = parse_config({"model": "tiny-moe", "models": {"tiny-moe": TINY}, "device": "a100-80gb",
+                             "predictor": {"type": "roofline"}, "cluster": {"data_parallel_size": 2}})
+    predictor = build_predictor(scenario)
+    own, mean = predictor.breakdown(BatchShape(1, 600), 0), predictor.breakdown(BatchShape(1, 320), 0)
+    group_ops = ("mlp_up_proj", "mlp_act", "mlp_down_proj", "moe_dispatch_combine")
+    expected = sum(mean[name] - own[name] for name in group_ops)
+    assert predictor.group_correction(600, 640) == pytest.approx(expected, rel=1e-12)
+    assert expected < 0
 
 
 def test_graph_limit_is_vllms_default_capture_size():

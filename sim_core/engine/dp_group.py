@@ -17,7 +17,8 @@ Here each DP rank is a scheduling replica (cluster/pools.py) with its own single
 A batch a rank forms is not started at once but handed to its group (`submit`); at the end of
 the instant (after every rank formed what it will form now) the group starts one step: each
 rank's batch, or a dummy batch (1 decode token), padded to the largest when the padding rule
-holds, priced by the rank's own predictor; the step lasts the longest of them and every rank's
+holds, priced by the rank's own predictor (the roofline's experts and exchange for the group's
+tokens: `RooflinePredictor.group_correction`); the step lasts the longest of them and every rank's
 stage is busy for all of it. A batch a rank forms meanwhile (vLLM's async scheduling, or a rank
 running a dummy batch that receives a request) queues behind the step, as on a busy stage.
 
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from sim_core.predictor import BatchShape
+from sim_core.predictor.roofline import RooflinePredictor
 
 if TYPE_CHECKING:
     from sim_core.engine.simulator import Simulator
@@ -64,6 +66,11 @@ class DpGroup:
     pending: dict[int, Batch] = field(default_factory=dict)   # rank -> batch of the next step
     running: bool = False      # a step is under way (every rank's stage is busy)
     start_due: bool = False    # a start is scheduled at the end of this instant
+
+
+def _shape(batch: Batch) -> BatchShape:
+    assert batch.shape is not None, "set when the batch is formed"
+    return batch.shape
 
 
 class DpLockstep:
@@ -101,21 +108,23 @@ class DpLockstep:
         group.start_due = False
         sim, now = self.sim, self.sim.kernel.now
         batches, group.pending = group.pending, {}
-        shapes = {r: batches[r].shape if r in batches else DUMMY_BATCH for r in group.ranks}
-        largest = max(shape.total_tokens for shape in shapes.values())   # type: ignore[union-attr]
-        pad = largest <= self.max_graph_tokens
+        shapes = {r: _shape(batches[r]) if r in batches else DUMMY_BATCH for r in group.ranks}
+        largest = max(shape.total_tokens for shape in shapes.values())
+        if largest <= self.max_graph_tokens:   # every rank runs a CUDA graph: pad to the largest
+            shapes = {r: dp_padded(shape, largest - shape.total_tokens) for r, shape in shapes.items()}
+        group_tokens = sum(shape.total_tokens for shape in shapes.values())
         seconds = 0.0
-        for r in group.ranks:
-            shape = shapes[r]
-            assert shape is not None, "set when the batch is formed"
-            if pad and shape.total_tokens < largest:
-                shape = dp_padded(shape, largest - shape.total_tokens)
+        for r, shape in shapes.items():
             if r in batches:
                 batches[r].shape = shape
-                seconds = max(seconds, sim.stage_time(r, batches[r], 0))
+                own = sim.stage_time(r, batches[r], 0)
             else:
                 self.num_dummy_steps[r] += 1
-                seconds = max(seconds, sim.predictors[r].stage_time(shape, 0))
+                own = sim.predictors[r].stage_time(shape, 0)
+            predictor = sim.predictors[r]
+            if isinstance(predictor, RooflinePredictor):   # the experts see the group's tokens
+                own += predictor.group_correction(shape.total_tokens, group_tokens)
+            seconds = max(seconds, own)
             sim.stages[r][0].start(now)
         group.running = True
         sim.kernel.at(now + seconds, self._end, group, batches)
