@@ -66,6 +66,11 @@ class OverlapClock:
             self._hidden_s += hidden
         self._last[replica] = (end, gpu)
 
+    def ended_at(self, replica: int, end: float) -> None:
+        """The replica's last iteration ended at `end`, later than priced (a DP group's step
+        lasts as long as its slowest rank, engine/dp_group.py): the next one hides behind it."""
+        self._last[replica] = (end, self._last[replica][1])
+
     @property
     def hidden_s(self) -> float:
         """CPU seconds hidden so far, over all replicas."""

@@ -12,6 +12,7 @@ from sim_core.cluster.sessions import build_chains, session_notes
 from sim_core.config import SimulationConfig
 from sim_core.config.policies import policy_names, policy_traits
 from sim_core.engine.budget import CostEstimate, Limits, check_budget
+from sim_core.engine.dp_group import DpLockstep, graph_limit
 from sim_core.engine.routing import ROUTERS
 from sim_core.engine.run_watch import MemoryWatch, StopCheck
 from sim_core.engine.simulator import Simulator
@@ -73,10 +74,13 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
     stop()
     rng = np.random.default_rng(config.seed)
     routers = [ROUTERS[v.config.cluster.global_scheduler](v.num_replicas, rng) for v in views]
+    lockstep = config.cluster.data_parallel_size > 1 and config.cluster.pipeline_parallel_size == 1
     simulator = Simulator(schedulers, routers[0], predictors, workload, recorder,
-                          fast_forward=config.engine.fast_forward and not _reads_load(routers, views),
+                          fast_forward=config.engine.fast_forward and not _reads_load(routers, views) and not lockstep,
                           num_entry=views[0].num_replicas,
                           kv_copy_cost=KvCopyCost.from_config(config))
+    if lockstep:   # MoE attention DP: the ranks of a replica step together (stepwise: no fast-forward)
+        simulator.dp = DpLockstep(simulator, config.cluster.data_parallel_size, _graph_tokens(config))
     if len(views) > 1:
         simulator.handoff = Disaggregation(simulator, views[0].num_replicas, routers[1], config.disaggregation,
                                            int(kv_bytes_per_token(config.model_spec(), config.kv_cache_dtype())))
@@ -96,6 +100,13 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
                         num_batches=sum(scheduler.num_batches for scheduler in schedulers), predictors=predictors,
                         overlap_hidden_s=simulator.overlap.hidden_s if simulator.overlap is not None else 0.0,
                         transfers=simulator.handoff.table() if simulator.handoff is not None else None)
+
+
+def _graph_tokens(config: SimulationConfig) -> int:
+    """The largest step a DP rank runs as a CUDA graph (DP padding applies up to it): vLLM's
+    default capture size for the scheduler's max_num_seqs (else batch_size_cap)."""
+    seqs = getattr(config.scheduler, "max_num_seqs", None)
+    return graph_limit(config.scheduler.batch_size_cap if seqs is None else seqs)
 
 
 def _reads_load(routers: list, views: list[PoolView]) -> bool:

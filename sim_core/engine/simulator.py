@@ -32,6 +32,7 @@ from sim_core.results.request_log import RequestLog
 
 if TYPE_CHECKING:
     from sim_core.cluster.handoff import Disaggregation
+    from sim_core.engine.dp_group import DpLockstep
     from sim_core.engine.routing import Queued, Router
     from sim_core.predictor.kv_copy import KvCopyCost
     from sim_core.schedulers import ReplicaScheduler
@@ -60,6 +61,7 @@ class Simulator:
         self.pending_routing: list[Request] = []
         self.sessions = SessionChains([])
         self.handoff: Disaggregation | None = None   # a Disaggregation when the run has prefill and decode pools
+        self.dp: DpLockstep | None = None   # MoE with attention DP: ranks step together (engine/dp_group.py)
         self._heads: list[int] = []     # requests that arrive at their workload time
         self._num_arrived = 0
         self.single_stage = all(s.num_stages == 1 for s in schedulers)
@@ -275,6 +277,8 @@ class Simulator:
     def _start_stage(self, replica: int, state: Stage, batch: Batch) -> None:
         """PP = 1: the only stage is idle whenever a batch forms; run the batch on it now."""
         assert not state.busy
+        if self.dp is not None:   # the rank's DP group starts it with the other ranks' steps
+            return self.dp.submit(replica, batch)
         now = self.kernel.now
         state.start(now)
         self.kernel.at(now + self.stage_time(replica, batch, 0), self.on_stage_end, replica, 0, batch)

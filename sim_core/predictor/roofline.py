@@ -41,6 +41,8 @@ STREAM_LAUNCH_S = 2e-6        # launch of a small memory-bound kernel
 COLLECTIVE_LATENCY_S = 8e-6   # NCCL latency of one small all-reduce or send/recv
 LAYER_KERNEL_COUNT = {"add": 2}  # two residual adds per layer; every other operator runs once
 SIXTEEN_BIT_GEMMS = ("moe_router",)  # quantized checkpoints keep the router 16-bit (memory/model_bytes.py)
+# the layer operators that see a MoE group's tokens (every DP rank's) rather than one rank's
+GROUP_OPS = ("mlp_up_proj", "mlp_act", "mlp_down_proj", "moe_dispatch_combine")
 ATTENTION_GEMMS = ("attn_pre_proj", "attn_post_proj")  # in ModelSpec.attention_weight_dtype when it is set
 BF16 = LinearFormat("bf16", "bf16")
 
@@ -132,6 +134,7 @@ class RooflinePredictor(GridPredictor):
         self._decode_compute = unit.flops / self.roofs.flops
         self._decode_kv = unit.bytes * self.kv_ratio / self.roofs.bandwidth
         self._decode_query = ops.decode_attention(self.shape, 1.0, 0.0).bytes / self.roofs.bandwidth
+        self._group_total: np.ndarray = np.zeros(0)   # group_correction: the GROUP_OPS of the stage by group tokens
         super().__init__(model.num_layers // pp, pp)
 
     def kernel_times(self, tokens: ops.Amount) -> dict[str, ops.Amount]:
@@ -161,6 +164,21 @@ class RooflinePredictor(GridPredictor):
             exchange = self.roofs.exchange(ops.moe_exchange_bytes(self.shape, self.layout, tokens))
             times["moe_dispatch_combine"] = 2 * self.shape.kernel_share("mlp_up_proj") * exchange
         return times
+
+    def group_correction(self, tokens: int, group_tokens: int) -> float:
+        """Seconds to add to a DP rank's stage time for `tokens` tokens (one stage: PP 1) when
+        its MoE group runs `group_tokens` in all: the experts and their dispatch / combine priced
+        for the group's tokens, i.e. as if every rank had group_tokens / DP, instead of DP x
+        `tokens` (engine/dp_group.py). 0 without DP, and when group_tokens = DP x tokens. Looked
+        up in a table of those operators' stage time by group tokens (rank tokens = index / DP)."""
+        dp = self.layout.dp
+        if dp == 1 or not self.model.is_moe:
+            return 0.0
+        if len(self._group_total) <= max(group_tokens, dp * tokens):   # grown by doubling, like the grid
+            size = max(2 * len(self._group_total), group_tokens + 1, dp * tokens + 1, 8192)
+            layer = self.layer_ops(np.arange(size, dtype=np.float64) / dp)
+            self._group_total = self.layers * np.sum([layer[name] for name in GROUP_OPS if name in layer], axis=0)
+        return float(self._group_total[group_tokens] - self._group_total[dp * tokens])
 
     def stage_token_ops(self, tokens: np.ndarray, stage: int) -> dict[str, np.ndarray]:
         extra = {}
