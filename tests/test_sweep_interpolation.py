@@ -1,6 +1,8 @@
 """Capacity search, narrowing by interpolation: how far each end of the bracket is from the SLO
 limits (`probe.severity`) aims the next probe, and a misprediction falls back to bisection."""
 
+from dataclasses import replace
+
 from sim_core.sweep import SearchSettings, bracket_search
 from sim_core.sweep.probe import OVERLOADED, Probe, severity
 from sim_core.sweep.search import _narrow, _step_down
@@ -144,3 +146,42 @@ def test_a_predicted_closing_probe_ends_the_narrowing_whatever_the_rounding():
     found_low, found_high = _narrow(rule, low, high, settings, measure)
     assert [round(q, 3) for q in calls] == [187.407]
     assert (round(found_low.qps, 3), round(found_high.qps, 3)) == (187.407, 206.147)
+
+
+def overloaded_above_11(qps: float) -> Probe:
+    """TTFT p90 2 x (qps / 10)^4 up to 11 req/s (capacity 10), overloaded above, serving 11.8."""
+    if qps > 11.0:
+        return Probe(qps, False, {"served_rps": 11.8, "ttft_p90_s": 60.0}, (OVERLOADED, "ttft_p90_s"))
+    ratio = (qps / 10.0) ** 4
+    return Probe(qps, ratio <= 1.0, {"served_rps": qps, "ttft_p90_s": 2.0 * ratio},
+                 () if ratio <= 1.0 else ("ttft_p90_s",))
+
+
+def test_a_closing_probe_expected_to_pass_is_the_long_one():
+    """qps_max 64 and the guess 11.8 are overloaded; 0.75 x 11.8 = 8.85 passes (severity 0.885^4
+    = 0.6134); the overloaded end has no severity, so bisect: sqrt(8.85 x 11.8) = 10.219 fails
+    (1.0906). From [8.85, 10.219] the severity reaches 1 at 10, within sqrt(1.05) of 10.219
+    (9.973 and above): 10.219 / 1.05 = 9.732 is expected to pass, and is probed long at once
+    (long probes pass up to 10): the answer, without a short probe there, range [9.732, 10.219]."""
+    def long(qps: float) -> Probe:
+        return replace(overloaded_above_11(qps), length=4)
+    result = bracket_search(overloaded_above_11, SETTINGS, confirm=long, measure=measure)
+    assert [(round(p.qps, 3), p.passed, p.length) for p in result.probes] == [
+        (64.0, False, 1), (11.8, False, 1), (8.85, True, 1), (10.219, False, 1), (9.732, True, 4)]
+    assert round(result.max_qps, 3) == 9.732
+    assert tuple(round(rate, 3) for rate in result.qps_range) == (9.732, 10.219)
+
+
+def test_a_long_closing_probe_that_fails_bounds_the_narrowing():
+    """The same with long probes passing only up to 9.5: the long probe at 9.732 fails, so the
+    narrowing bisects [8.85, 9.732] at sqrt(8.85 x 9.732) = 9.281 (short, passes; 9.732 / 9.281
+    = 1.049: closed), and the long probe at 9.281 passes: answer 9.281, range up to the long
+    failure, [9.281, 9.732]."""
+    def long(qps: float) -> Probe:
+        return replace(overloaded_above_11(qps), passed=qps <= 9.5, violated=() if qps <= 9.5 else ("ttft_p90_s",),
+                       length=4)
+    result = bracket_search(overloaded_above_11, SETTINGS, confirm=long, measure=measure)
+    assert [(round(p.qps, 3), p.passed, p.length) for p in result.probes[4:]] == [
+        (9.732, False, 4), (9.281, True, 1), (9.281, True, 4)]
+    assert round(result.max_qps, 3) == 9.281
+    assert tuple(round(rate, 3) for rate in result.qps_range) == (9.281, 9.732)

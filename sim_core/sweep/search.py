@@ -18,7 +18,8 @@ A bracketing search on the rate, as Vidur-Search does, with geometric steps:
    interpolates to 1 (linear in log rate and log ratio), moved to one tolerance step from an end
    when it lies that close, so that the next probe can close the bracket; a probe whose verdict
    the interpolation mispredicted is followed by a bisection, and so is a plain estimate that
-   would follow another one;
+   would follow another one; with confirmation (step 5), a probe expected to pass one
+   tolerance step below the failing end is made long at once (passing, it is the answer);
 4. without confirmation (step 5 off): repeat the probes at those two rates with `repeats`
    other seeds: the capacity lies in `qps_range`, from the highest rate that passed with every
    seed it was tried with to the lowest that failed with every one (the bracket when the seeds
@@ -127,11 +128,12 @@ def bracket_search(evaluate: Evaluate, settings: SearchSettings, repeat: Repeat 
         low, high = _bracket(probe, top, settings, measure)
         if low is None:
             return Capacity(0.0, high.violated[0], tuple(probes), None, (0.0, high.qps), _non_monotonic(probes))
-        low, high = _narrow(probe, low, high, settings, measure)
-        if repeat is not None and confirm is None:
+        long = (lambda qps: _kept(probes, confirm(qps))) if confirm is not None else None
+        low, high = _narrow(probe, low, high, settings, measure, long)
+        if repeat is not None and long is None:
             probes += [repeat(rate, k) for rate in (low.qps, high.qps) for k in range(1, settings.repeats + 1)]
-        if confirm is not None:
-            confirmed, failed = _confirm(lambda qps: _kept(probes, confirm(qps)), low, settings, measure)
+        if long is not None:
+            confirmed, failed = _confirm(long, low, settings, measure)
             if confirmed is None:
                 return Capacity(0.0, failed.violated[0], tuple(probes), None, _range(probes), _non_monotonic(probes))
             if failed is low and repeat is not None:   # the short range above the answer stands: reseed its end
@@ -159,7 +161,7 @@ def _confirm(probe: Callable[[float], Probe], low: Probe, settings: SearchSettin
     answer, then one tolerance step below it (a pass there closes the bracket: where the long
     probes disagree with the short ones it is mostly by a few percent), then further below
     (step 5 of the module docstring)."""
-    attempt = probe(low.qps)
+    attempt = low if low.length > 1 else probe(low.qps)   # the narrowing's closing probe was long
     if attempt.passed:
         return attempt, low
     high = attempt
@@ -181,19 +183,21 @@ def _confirm(probe: Callable[[float], Probe], low: Probe, settings: SearchSettin
 
 
 def _narrow(probe: Callable[[float], Probe], low: Probe, high: Probe, settings: SearchSettings,
-            measure: Severity | None) -> tuple[Probe, Probe]:
+            measure: Severity | None, closing: Callable[[float], Probe] | None = None) -> tuple[Probe, Probe]:
     """(highest passing, lowest failing probe) once the failing one is within `tolerance` above
     the passing one: each probe at the rate `_aim` picks, or at the geometric middle after a
     probe whose verdict `_aim` mispredicted and instead of a second plain estimate in a row
     (neither tried to close the bracket: on a severity flat below capacity that jumps above
-    it, estimates can creep up an eighth of the bracket at a time)."""
+    it, estimates can creep up an eighth of the bracket at a time). A probe expected to pass
+    one tolerance step below `high` is made with `closing` when given (the confirming long
+    probe: if it passes it is the answer, and a short probe there would only be repeated long)."""
     ratio, bisect, estimated = 1.0 + settings.tolerance, False, False
-    while high.qps > low.qps * ratio:
+    while high.qps > low.qps * ratio * (1.0 + 1e-12):   # a bracket one step wide may round a hair above it
         aimed = None if bisect or measure is None else _aim(low, high, measure(low), measure(high), ratio)
         if aimed is not None and aimed[1] is None and estimated:
             aimed = None
         qps, expected = aimed if aimed is not None else (math.sqrt(low.qps * high.qps), None)
-        middle = probe(qps)
+        middle = (closing or probe)(qps) if expected is True else probe(qps)
         bisect = expected is not None and middle.passed != expected
         estimated = aimed is not None and expected is None
         low, high = (middle, high) if middle.passed else (low, middle)
