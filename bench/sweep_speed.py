@@ -11,7 +11,10 @@ configurations spread over every device, scheduler, replica count, PP and batch 
 shares no factor with the grid's dimensions), up to `--configs` of them. Ray: connects to
 `--address`, or starts a temporary local head (`ray start --head` with this machine's cores;
 stopped at the end) and times `--ray-configs` configurations (0 skips Ray); their results are
-checked equal to the local ones.
+checked equal to the local ones. `--breakdown` instead searches the chosen configurations one at
+a time in this process and prints each probe's CPU seconds, then the totals by kind of probe
+(short, long, reseeded; passed or failed) and the requests simulated (in units of one replica's
+`num_requests`).
 """
 
 from __future__ import annotations
@@ -25,11 +28,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sim_core.sweep import LocalBackend, RayBackend, build_grid, parse_sweep_spec, run_sweep
+from sim_core.sweep import LocalBackend, RayBackend, build_grid, parse_sweep_spec, run_sweep, search
+from sim_core.sweep.probe import num_probe_requests
 from sim_core.sweep.runner import point_record
 from sim_core.sweep.task import point_task
 
@@ -81,6 +86,41 @@ def _sample(spec, base, backend, limit: int, every: int) -> list[dict]:
     return [record for record in records if record is not None]
 
 
+def breakdown(limit: int, every: int) -> None:
+    """Search every `every`-th configuration (at most `limit`) in this process, timing each probe."""
+    spec, base = parse_sweep_spec(SPEC, source="bench spec")
+    points = build_grid(spec, base).points[::every][:limit]
+    cpu: Counter = Counter()
+    units: Counter = Counter()
+    real_probe = search.run_probe
+
+    def timed(scenario, qps, slo, settings, repeat=0, length=1):
+        started = time.process_time()
+        probe = real_probe(scenario, qps, slo, settings, repeat, length)
+        spent = time.process_time() - started
+        kind = f"{'long' if length > 1 else 'reseeded' if repeat else 'short'} {'pass' if probe.passed else 'fail'}"
+        cpu[kind] += spent
+        units[kind] += num_probe_requests(scenario, length)
+        print(f"    {qps:10.4g} req/s  length {length}  seed +{repeat}  {'pass' if probe.passed else 'FAIL'}  "
+              f"{spent:6.2f} s  {', '.join(probe.violated)}", flush=True)
+        return probe
+    search.run_probe = timed
+    try:
+        for point in points:
+            started = time.process_time()
+            print(", ".join(f"{key}={value}" for key, value in point.values.items()), flush=True)
+            found = search.capacity_search(point.scenario, spec.slo, spec.search)
+            print(f"  -> {found.max_qps:.4g} req/s ({found.binding_slo}), {len(found.probes)} probes, "
+                  f"{time.process_time() - started:.2f} CPU-s", flush=True)
+    finally:
+        search.run_probe = real_probe
+    total = sum(cpu.values())
+    print(f"{len(points)} configurations: {total:.1f} CPU-s, {total / len(points):.2f} per configuration; "
+          f"{sum(units.values())} replica-probes of {spec.search.num_requests} requests")
+    for kind in sorted(cpu):
+        print(f"  {kind:14s} {cpu[kind]:7.1f} CPU-s ({cpu[kind] / total:4.0%})  {units[kind]:5d} replica-probes")
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -103,7 +143,11 @@ def main() -> None:
     parser.add_argument("--address", help="an existing Ray cluster (default: start a local head)")
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--every", type=int, default=1, help="time every K-th configuration (local pool only)")
+    parser.add_argument("--breakdown", action="store_true", help="one at a time in this process, CPU per probe")
     args = parser.parse_args()
+    if args.breakdown:
+        breakdown(args.configs, args.every)
+        return
     print(f"{os.cpu_count()} cores, {args.workers} local workers")
     local = timed("local", LocalBackend(args.workers), args.configs, args.every) if args.configs else []
     if not args.ray_configs:

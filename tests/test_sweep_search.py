@@ -38,6 +38,20 @@ def test_the_answer_passes_and_the_next_failure_is_within_tolerance(capacity, gu
     assert result.binding_slo == "ttft_p90_s"
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.floats(0.5, 1.0), st.floats(0.26, 63.9))
+def test_long_probes_decide_the_answer_within_tolerance(share, capacity):
+    """Long probes pass up to `share` x the short probes' capacity: the answer passed a long
+    probe and the long capacity lies within 5% above it (or even qps_min fails at length)."""
+    long_capacity = share * capacity
+    result = bracket_search(threshold(capacity), SETTINGS, confirm=at_length(long_capacity))
+    if long_capacity < SETTINGS.qps_min:
+        assert result.max_qps == 0.0
+        return
+    assert result.max_qps <= long_capacity < result.max_qps * 1.05
+    assert all(p.passed == (p.qps <= (long_capacity if p.length > 1 else capacity)) for p in result.probes)
+
+
 def test_a_good_guess_brackets_in_few_probes():
     """qps_max fails, the served-rate guess (12) fails, 0.75 of it (9) passes, then geometric
     bisection of [9, 12]: sqrt(108) = 10.392 fails, sqrt(9 x 10.392) = 9.671 passes,
@@ -76,15 +90,28 @@ def at_length(capacity: float):
 
 def test_a_long_probe_confirms_the_answer_or_moves_it_down():
     """Short probes pass up to 10 req/s (the search above ends with the bracket [9.671, 10.025]),
-    long ones only up to 9. The long probe at 9.671 fails; 9.671 / 1.1 = 8.792 passes; the bracket
-    [8.792, 9.671] is bisected at sqrt(8.792 x 9.671) = 9.221, which fails; 9.221 / 8.792 = 1.049
-    is within the tolerance. The answer is 8.792 and the range the long probes' [8.792, 9.221]."""
+    long ones only up to 9. The long probe at 9.671 fails, and so does one tolerance step below
+    it, 9.671 / 1.05 = 9.211; 9.211 / 1.1 = 8.373 passes; the bracket [8.373, 9.211] is bisected
+    at sqrt(8.373 x 9.211) = 8.782, which passes; 9.211 / 8.782 = 1.0488 is within the
+    tolerance. The answer is 8.782 and the range the long probes' [8.782, 9.211] (search version
+    5 stepped 1.1 down at once: 8.792 passed, 9.221 failed, one long probe fewer here)."""
     result = bracket_search(threshold(10.0), SETTINGS, confirm=at_length(9.0))
     assert [(round(p.qps, 3), p.passed, p.length) for p in result.probes[6:]] == [
-        (9.671, False, 4), (8.792, True, 4), (9.221, False, 4)]
-    assert round(result.max_qps, 3) == 8.792 and round(result.at_capacity["served_rps"], 6) == 10.8
-    assert tuple(round(rate, 3) for rate in result.qps_range) == (8.792, 9.221)
+        (9.671, False, 4), (9.211, False, 4), (8.373, True, 4), (8.782, True, 4)]
+    assert round(result.max_qps, 3) == 8.782 and round(result.at_capacity["served_rps"], 6) == 10.8
+    assert tuple(round(rate, 3) for rate in result.qps_range) == (8.782, 9.211)
     assert result.non_monotonic == () and result.binding_slo == "ttft_p90_s"   # short passes above long fails
+
+
+def test_a_long_probe_failing_just_above_the_long_capacity_closes_in_one_more():
+    """Long probes pass up to 9.5: the long probe at 9.671 fails, 9.671 / 1.05 = 9.211 passes,
+    and that bracket is closed (one tolerance wide): two long probes where search version 5
+    took three (8.792, then sqrt(8.792 x 9.671) = 9.221)."""
+    result = bracket_search(threshold(10.0), SETTINGS, confirm=at_length(9.5))
+    assert [(round(p.qps, 3), p.passed, p.length) for p in result.probes[6:]] == [
+        (9.671, False, 4), (9.211, True, 4)]
+    assert round(result.max_qps, 3) == 9.211
+    assert tuple(round(rate, 3) for rate in result.qps_range) == (9.211, 9.671)
 
 
 def test_a_long_probe_that_passes_keeps_the_answer_and_the_short_range_above_it():
@@ -98,18 +125,17 @@ def test_a_long_probe_that_passes_keeps_the_answer_and_the_short_range_above_it(
 def test_with_a_long_probe_only_the_failing_end_is_reseeded_and_only_when_the_long_probe_passes():
     """Short probes pass up to 10 (bracket [9.671, 10.025]), the reseeded ones up to 10.01. Long
     ones up to 10: the long probe at 9.671 passes, then 10.025 is repeated (fails), and the range
-    is [9.671, 10.025]. Long ones up to 9: 9.671 fails, 8.792 passes, 9.221 fails; no repeat runs
-    (the long probes decide answer and range)."""
+    is [9.671, 10.025]. Long ones up to 9.5: 9.671 fails, 9.211 passes; no repeat runs (the long
+    probes decide answer and range)."""
     def repeat(qps, k):
         return Probe(qps, qps <= 10.01, {}, () if qps <= 10.01 else ("ttft_p90_s",), k)
     passed = bracket_search(threshold(10.0), SETTINGS, repeat, confirm=at_length(10.0))
     assert [(round(p.qps, 3), p.passed, p.repeat, p.length) for p in passed.probes[6:]] == [
         (9.671, True, 0, 4), (10.025, False, 1, 1)]
     assert tuple(round(rate, 3) for rate in passed.qps_range) == (9.671, 10.025)
-    failed = bracket_search(threshold(10.0), SETTINGS, repeat, confirm=at_length(9.0))
-    assert [(round(p.qps, 3), p.repeat, p.length) for p in failed.probes[6:]] == [
-        (9.671, 0, 4), (8.792, 0, 4), (9.221, 0, 4)]
-    assert round(failed.max_qps, 3) == 8.792
+    failed = bracket_search(threshold(10.0), SETTINGS, repeat, confirm=at_length(9.5))
+    assert [(round(p.qps, 3), p.repeat, p.length) for p in failed.probes[6:]] == [(9.671, 0, 4), (9.211, 0, 4)]
+    assert round(failed.max_qps, 3) == 9.211
 
 
 def test_meeting_the_slo_at_qps_max_stops_at_once():

@@ -6,9 +6,11 @@ A bracketing search on the rate, as Vidur-Search does, with geometric steps:
 2. guess the capacity as the rate served at qps_max (completions over the run's makespan: a
    saturated system serves about its service rate, the capacity's upper end) and probe it;
    on a failure step down by GUESS_STEPS, then by halves until a probe passes (at qps_min, a
-   failure means capacity 0); when that served-rate guess passes, the capacity lies just above
-   it: step up by 1 + 2 x tolerance, squaring the step after each pass, until a probe fails
-   (or the next step would reach qps_max, which failed);
+   failure means capacity 0), except where the severities of the two lowest failures (see
+   step 3) extrapolate to 1 at most halfway down: then to that rate, or one tolerance step down
+   when it lies that close (`_step_down`); when that served-rate guess passes, the capacity
+   lies just above it: step up by 1 + 2 x tolerance, squaring the step after each pass, until a
+   probe fails (or the next step would reach qps_max, which failed);
 3. narrow the bracket between the highest passing and the lowest failing rate until the failing
    one is within `tolerance` above the passing one (`_narrow`): by geometric bisection, or, when
    both ends measured how far they are from the SLO limits (`probe.severity`: the largest
@@ -16,20 +18,22 @@ A bracketing search on the rate, as Vidur-Search does, with geometric steps:
    interpolates to 1 (linear in log rate and log ratio), moved to one tolerance step from an end
    when it lies that close, so that the next probe can close the bracket; a probe whose verdict
    the interpolation mispredicted is followed by a bisection, and so is a plain estimate that
-   would follow another one;
+   would follow another one; with confirmation (step 5), a probe expected to pass one
+   tolerance step below the failing end is made long at once (passing, it is the answer);
 4. without confirmation (step 5 off): repeat the probes at those two rates with `repeats`
    other seeds: the capacity lies in `qps_range`, from the highest rate that passed with every
    seed it was tried with to the lowest that failed with every one (the bracket when the seeds
    agree);
 5. confirm the answer with one probe `confirm_length` times longer: a tail percentile (TBT p99)
    of a short probe is noisy and can pass a rate a long run fails. When the long probe fails,
-   step down from it by 1 + 2 x tolerance, squaring the step after each failure, until one
-   passes, and narrow that bracket with long probes to the tolerance (as in step 3). The long probes then
-   decide: the answer is the highest rate a long probe passed, and `qps_range` runs from it to
-   the lowest rate a long probe failed, or, when the first long probe passed, the short
-   search's range above it: only then is the failing rate repeated with `repeats` other seeds
-   (a repeat at the answer or, after a long failure, at the failing rate could move neither the
-   answer nor the range: the long probes decide them).
+   probe one tolerance step below it (a pass closes the bracket), then step down by 1 + 2 x
+   tolerance, squaring the step after each failure, until one passes, and narrow that bracket
+   with long probes to the tolerance (as in step 3). The long probes then decide: the answer is
+   the highest rate a long probe passed, and `qps_range` runs from it to the lowest rate a long
+   probe failed, or, when the first long probe passed, the short search's range above it: only
+   then is the failing rate repeated with `repeats` other seeds (a repeat at the answer or,
+   after a long failure, at the failing rate could move neither the answer nor the range: the
+   long probes decide them).
 
 Invariant after step 2: `low` passed and `high` failed, low < high. The answer is `low`, or the
 range's low end when a repeat failed at `low` (and some rate passed with every seed); the
@@ -121,14 +125,15 @@ def bracket_search(evaluate: Evaluate, settings: SearchSettings, repeat: Repeat 
         top = probe(settings.qps_max)
         if top.passed:
             return Capacity(top.qps, NO_LIMIT, tuple(probes), top.metrics, (top.qps, None))
-        low, high = _bracket(probe, top, settings)
+        low, high = _bracket(probe, top, settings, measure)
         if low is None:
             return Capacity(0.0, high.violated[0], tuple(probes), None, (0.0, high.qps), _non_monotonic(probes))
-        low, high = _narrow(probe, low, high, settings, measure)
-        if repeat is not None and confirm is None:
+        long = (lambda qps: _kept(probes, confirm(qps))) if confirm is not None else None
+        low, high = _narrow(probe, low, high, settings, measure, long)
+        if repeat is not None and long is None:
             probes += [repeat(rate, k) for rate in (low.qps, high.qps) for k in range(1, settings.repeats + 1)]
-        if confirm is not None:
-            confirmed, failed = _confirm(lambda qps: _kept(probes, confirm(qps)), low, settings, measure)
+        if long is not None:
+            confirmed, failed = _confirm(long, low, settings, measure)
             if confirmed is None:
                 return Capacity(0.0, failed.violated[0], tuple(probes), None, _range(probes), _non_monotonic(probes))
             if failed is low and repeat is not None:   # the short range above the answer stands: reseed its end
@@ -153,10 +158,18 @@ def _confirm(probe: Callable[[float], Probe], low: Probe, settings: SearchSettin
              measure: Severity | None = None) -> tuple[Probe | None, Probe]:
     """(the long probe that passed or None when even qps_min fails at length, the lowest long
     probe that failed above it, or `low` itself when the first long probe passed): at the
-    answer, then below it (step 5 of the module docstring)."""
-    attempt = probe(low.qps)
+    answer, then one tolerance step below it (a pass there closes the bracket: where the long
+    probes disagree with the short ones it is mostly by a few percent), then further below
+    (step 5 of the module docstring)."""
+    attempt = low if low.length > 1 else probe(low.qps)   # the narrowing's closing probe was long
     if attempt.passed:
         return attempt, low
+    high = attempt
+    attempt = probe(max(high.qps / (1.0 + settings.tolerance), settings.qps_min))
+    if attempt.passed:                # one tolerance step below the long failure: closed
+        return attempt, high
+    if attempt.qps <= settings.qps_min:
+        return None, attempt
     high, step = attempt, 1.0 + 2.0 * settings.tolerance   # a bracket wider than the tolerance
     while True:
         qps = max(high.qps / step, settings.qps_min)
@@ -170,19 +183,21 @@ def _confirm(probe: Callable[[float], Probe], low: Probe, settings: SearchSettin
 
 
 def _narrow(probe: Callable[[float], Probe], low: Probe, high: Probe, settings: SearchSettings,
-            measure: Severity | None) -> tuple[Probe, Probe]:
+            measure: Severity | None, closing: Callable[[float], Probe] | None = None) -> tuple[Probe, Probe]:
     """(highest passing, lowest failing probe) once the failing one is within `tolerance` above
     the passing one: each probe at the rate `_aim` picks, or at the geometric middle after a
     probe whose verdict `_aim` mispredicted and instead of a second plain estimate in a row
     (neither tried to close the bracket: on a severity flat below capacity that jumps above
-    it, estimates can creep up an eighth of the bracket at a time)."""
+    it, estimates can creep up an eighth of the bracket at a time). A probe expected to pass
+    one tolerance step below `high` is made with `closing` when given (the confirming long
+    probe: if it passes it is the answer, and a short probe there would only be repeated long)."""
     ratio, bisect, estimated = 1.0 + settings.tolerance, False, False
-    while high.qps > low.qps * ratio:
+    while high.qps > low.qps * ratio * (1.0 + 1e-12):   # a bracket one step wide may round a hair above it
         aimed = None if bisect or measure is None else _aim(low, high, measure(low), measure(high), ratio)
         if aimed is not None and aimed[1] is None and estimated:
             aimed = None
         qps, expected = aimed if aimed is not None else (math.sqrt(low.qps * high.qps), None)
-        middle = probe(qps)
+        middle = (closing or probe)(qps) if expected is True else probe(qps)
         bisect = expected is not None and middle.passed != expected
         estimated = aimed is not None and expected is None
         low, high = (middle, high) if middle.passed else (low, middle)
@@ -240,20 +255,43 @@ def _non_monotonic(probes: list[Probe]) -> tuple[str, ...]:
     return tuple(f"pass at {up:.4g} req/s above a fail at {down:.4g}" for up, down in pairs[:MAX_REPORTED])
 
 
-def _bracket(probe: Callable[[float], Probe], top: Probe, settings: SearchSettings) -> tuple[Probe | None, Probe]:
+def _bracket(probe: Callable[[float], Probe], top: Probe, settings: SearchSettings,
+             measure: Severity | None = None) -> tuple[Probe | None, Probe]:
     """(highest passing probe or None, lowest failing probe): from the guess down, first by
-    GUESS_STEPS, then by halves; or up from a served-rate guess that passed (`_step_up`)."""
+    GUESS_STEPS, then by halves, or less far where the two lowest failures' severities say the
+    capacity is near (`_step_down`); or up from a served-rate guess that passed (`_step_up`)."""
     qps, served = _first_guess(top, settings)
     high = probe(qps)
     if high.passed:
         return _step_up(probe, high, top, settings) if served else (high, top)
-    steps = iter(GUESS_STEPS)
+    steps, above = iter(GUESS_STEPS), top
     while high.qps > settings.qps_min:
-        attempt = probe(max(high.qps * next(steps, 0.5), settings.qps_min))
+        step = next(steps, 0.5)
+        aimed = _step_down(above, high, measure, settings.tolerance) if measure is not None else None
+        attempt = probe(max(aimed or high.qps * step, settings.qps_min))
         if attempt.passed:
             return attempt, high
-        high = attempt
+        above, high = high, attempt
     return None, high
+
+
+def _step_down(above: Probe, high: Probe, measure: Severity, tolerance: float) -> float | None:
+    """The next rate below two failures whose severities (`above` at the higher rate; both over
+    1, falling with the rate) extrapolate, linear in log rate and log severity, to 1 at most
+    halfway down (in rate) from `high`: one tolerance step below `high` when that point lies
+    within sqrt(1 + tolerance) of it (expected to pass: it closes the bracket), else the point
+    itself. None (step as usual) when the point lies further down, or either severity is unknown
+    (overloaded, rejected) or they do not fall with the rate: a far extrapolation is unreliable
+    (a TTFT curve that rises slowly with the rate, as with static batching, bends), while one
+    from two failures near the capacity lands next to it instead of half a bracket below."""
+    at_above, at_high = measure(above), measure(high)
+    if at_above is None or at_high is None or not at_above > at_high > 1.0 or above.qps <= high.qps:
+        return None
+    slope = math.log(at_above / at_high) / math.log(above.qps / high.qps)
+    estimate = high.qps * math.exp(-math.log(at_high) / slope)
+    if estimate >= high.qps / math.sqrt(1.0 + tolerance):
+        return high.qps / (1.0 + tolerance)
+    return estimate if estimate >= high.qps / 2.0 else None
 
 
 def _step_up(probe: Callable[[float], Probe], low: Probe, top: Probe,
