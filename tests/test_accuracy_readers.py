@@ -10,6 +10,7 @@ import pytest
 
 from sim_core.accuracy.layouts import ReadOptions, read_files, read_folder
 from sim_core.accuracy.measured import WHOLE_RUN
+from sim_core.accuracy.replay import scenario_config
 from sim_core.accuracy.vllm_bench import send_times
 from sim_core.errors import ConfigError
 
@@ -178,6 +179,29 @@ def test_a_request_log_reads_the_servers_knobs_and_gpu_from_meta():
     assert (scenario["model"], scenario["device"], scenario["max_model_len"]) == ("llama-3.1-8b", "rtx-4090", 8192)
     assert {key: scenario["scheduler"][key] for key in ("max_num_seqs", "max_num_batched_tokens", "num_blocks")} == \
         {"max_num_seqs": 128, "max_num_batched_tokens": 2048, "num_blocks": 500}
+
+
+def test_a_request_log_of_a_moe_model_with_data_and_expert_parallelism_keeps_both():
+    """Qwen3-30B-A3B served with data_parallel_size 2 and enable_expert_parallel on 1-GPU ranks
+    (LLMServingSim's RTX PRO 6000 run): two attention DP ranks that share the MoE layers, the 128
+    experts split over DP x TP = 2 GPUs, requests routed to the least loaded rank."""
+    engine = {**META["engine_kwargs"], "model": "Qwen/Qwen3-30B-A3B-Instruct-2507", "data_parallel_size": 2,
+              "enable_expert_parallel": True}
+    [run] = read_files("log", log_files(meta={**META, "engine_kwargs": engine}), ReadOptions())
+    assert run.scenario["model"] == "qwen3-30b-a3b"
+    assert run.scenario["cluster"] == {"num_replicas": 1, "tensor_parallel_size": 1, "pipeline_parallel_size": 1,
+                                       "data_parallel_size": 2, "expert_parallel_size": 2,
+                                       "global_scheduler": "least_outstanding"}
+    assert scenario_config(run).cluster.expert_parallel_size == 2     # a valid scenario
+
+
+def test_a_request_log_of_a_dense_model_with_data_parallelism_is_that_many_replicas():
+    """Llama-3.1-8B with data_parallel_size 3 (and enable_expert_parallel, which a dense model
+    ignores): three independent engines behind one API server, i.e. three replicas."""
+    engine = {**META["engine_kwargs"], "data_parallel_size": 3, "enable_expert_parallel": True}
+    [run] = read_files("log", log_files(meta={**META, "engine_kwargs": engine}), ReadOptions())
+    assert run.scenario["cluster"] == {"num_replicas": 3, "tensor_parallel_size": 1, "pipeline_parallel_size": 1,
+                                       "global_scheduler": "least_outstanding"}
 
 
 def test_a_request_that_never_produced_a_token_is_a_failure():

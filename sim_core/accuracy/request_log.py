@@ -75,7 +75,8 @@ def read_request_log(name: str, files: Mapping[str, bytes], device: str | None =
     knobs = {"max_num_seqs": engine.get("max_num_seqs"), "max_num_batched_tokens": engine.get("max_num_batched_tokens"),
              "max_model_len": engine.get("max_model_len"), "num_gpu_blocks": kv.get("num_gpu_blocks"),
              "block_size": kv.get("block_size"), "enable_prefix_caching": kv.get("enable_prefix_caching"),
-             "async_scheduling": _async_scheduling(meta)}
+             "async_scheduling": _async_scheduling(meta), "data_parallel_size": engine.get("data_parallel_size"),
+             "enable_expert_parallel": engine.get("enable_expert_parallel")}
     scenario = vllm_scenario(name, model, device, int(engine.get("tensor_parallel_size") or 1), knobs, seed)
     ok = rows["ok"].to_numpy(bool)
     values = {metric: measured_figures(rows.loc[ok, metric].to_numpy(np.float64)) for metric in ("ttft", "e2e")}
