@@ -108,6 +108,15 @@ def test_server_knobs_given_as_metadata_reach_the_scenario():
     assert run.scenario["cluster"]["tensor_parallel_size"] == 2
 
 
+def test_data_parallel_metadata_of_a_dense_model_gives_replicas():
+    """`--metadata data_parallel_size=2 enable_expert_parallel=true` on Llama-2-7B (dense): two
+    independent engine cores, i.e. two replicas routed to the least loaded."""
+    [run] = read_files("bench", bench(data_parallel_size="2", enable_expert_parallel="true"), H100)
+    assert (run.scenario["cluster"]["num_replicas"], run.scenario["cluster"]["global_scheduler"]) == \
+        (2, "least_outstanding")
+    assert "data_parallel_size" not in run.scenario["cluster"]
+
+
 @pytest.mark.parametrize("fields,options,message", [
     ({"model_id": None}, H100, "result.json: model_id: expected the served model's name, got None"),
     ({"ttfts": [0.1, "x", 0.6]}, H100, "result.json: ttfts[1]: expected a non-negative number, got 'x'"),
