@@ -232,6 +232,8 @@ def test_a_request_that_never_produced_a_token_is_a_failure():
     (ROWS, {**META, "engine_kwargs": {"model": "google/gemma-2-9b-it"}}, ReadOptions(),
      "meta.json: model 'google/gemma-2-9b-it' has no catalog entry"),
     (ROWS, {**META, "hardware": {}}, ReadOptions(), "meta.json: hardware.device_name: no GPU named"),
+    (ROWS, {**META, "engine_kwargs": {**META["engine_kwargs"], "data_parallel_size": "two"}}, ReadOptions(),
+     "meta.json: engine_kwargs.data_parallel_size: expected a whole number from 1 to 64, got 'two'"),
 ])
 def test_a_bad_request_log_is_named_by_file_line_and_field(rows, meta, options, message):
     with pytest.raises(ConfigError) as error:

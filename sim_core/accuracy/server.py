@@ -93,7 +93,7 @@ def _cluster(model: str, tp: int, knobs: dict[str, Any], models: dict[str, Any] 
     num_experts = spec.num_experts if spec is not None else int((models or {}).get(model, {}).get("num_experts", 1))
     if num_experts > 1:
         cluster["data_parallel_size"] = dp
-        if knobs.get("enable_expert_parallel"):
+        if knobs.get("enable_expert_parallel") is True:
             cluster["expert_parallel_size"] = dp * int(tp)
     else:
         cluster["num_replicas"] = dp
