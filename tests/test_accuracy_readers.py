@@ -10,6 +10,7 @@ import pytest
 
 from sim_core.accuracy.layouts import ReadOptions, read_files, read_folder
 from sim_core.accuracy.measured import WHOLE_RUN
+from sim_core.accuracy.replay import scenario_config
 from sim_core.accuracy.vllm_bench import send_times
 from sim_core.errors import ConfigError
 
@@ -107,6 +108,15 @@ def test_server_knobs_given_as_metadata_reach_the_scenario():
     assert run.scenario["cluster"]["tensor_parallel_size"] == 2
 
 
+def test_data_parallel_metadata_of_a_dense_model_gives_replicas():
+    """`--metadata data_parallel_size=2 enable_expert_parallel=true` on Llama-2-7B (dense): two
+    independent engine cores, i.e. two replicas routed to the least loaded."""
+    [run] = read_files("bench", bench(data_parallel_size="2", enable_expert_parallel="true"), H100)
+    assert (run.scenario["cluster"]["num_replicas"], run.scenario["cluster"]["global_scheduler"]) == \
+        (2, "least_outstanding")
+    assert "data_parallel_size" not in run.scenario["cluster"]
+
+
 @pytest.mark.parametrize("fields,options,message", [
     ({"model_id": None}, H100, "result.json: model_id: expected the served model's name, got None"),
     ({"ttfts": [0.1, "x", 0.6]}, H100, "result.json: ttfts[1]: expected a non-negative number, got 'x'"),
@@ -180,6 +190,29 @@ def test_a_request_log_reads_the_servers_knobs_and_gpu_from_meta():
         {"max_num_seqs": 128, "max_num_batched_tokens": 2048, "num_blocks": 500}
 
 
+def test_a_request_log_of_a_moe_model_with_data_and_expert_parallelism_keeps_both():
+    """Qwen3-30B-A3B served with data_parallel_size 2 and enable_expert_parallel on 1-GPU ranks
+    (LLMServingSim's RTX PRO 6000 run): two attention DP ranks that share the MoE layers, the 128
+    experts split over DP x TP = 2 GPUs, requests routed to the least loaded rank."""
+    engine = {**META["engine_kwargs"], "model": "Qwen/Qwen3-30B-A3B-Instruct-2507", "data_parallel_size": 2,
+              "enable_expert_parallel": True}
+    [run] = read_files("log", log_files(meta={**META, "engine_kwargs": engine}), ReadOptions())
+    assert run.scenario["model"] == "qwen3-30b-a3b"
+    assert run.scenario["cluster"] == {"num_replicas": 1, "tensor_parallel_size": 1, "pipeline_parallel_size": 1,
+                                       "data_parallel_size": 2, "expert_parallel_size": 2,
+                                       "global_scheduler": "least_outstanding"}
+    assert scenario_config(run).cluster.expert_parallel_size == 2     # a valid scenario
+
+
+def test_a_request_log_of_a_dense_model_with_data_parallelism_is_that_many_replicas():
+    """Llama-3.1-8B with data_parallel_size 3 (and enable_expert_parallel, which a dense model
+    ignores): three independent engines behind one API server, i.e. three replicas."""
+    engine = {**META["engine_kwargs"], "data_parallel_size": 3, "enable_expert_parallel": True}
+    [run] = read_files("log", log_files(meta={**META, "engine_kwargs": engine}), ReadOptions())
+    assert run.scenario["cluster"] == {"num_replicas": 3, "tensor_parallel_size": 1, "pipeline_parallel_size": 1,
+                                       "global_scheduler": "least_outstanding"}
+
+
 def test_a_request_that_never_produced_a_token_is_a_failure():
     """r3 has no first/last token time: the figures are the other three's (TTFT mean 0.3)."""
     rows = [*ROWS[:3], {**ROWS[3], "first_token_ts": None, "last_token_ts": None}]
@@ -199,6 +232,8 @@ def test_a_request_that_never_produced_a_token_is_a_failure():
     (ROWS, {**META, "engine_kwargs": {"model": "google/gemma-2-9b-it"}}, ReadOptions(),
      "meta.json: model 'google/gemma-2-9b-it' has no catalog entry"),
     (ROWS, {**META, "hardware": {}}, ReadOptions(), "meta.json: hardware.device_name: no GPU named"),
+    (ROWS, {**META, "engine_kwargs": {**META["engine_kwargs"], "data_parallel_size": "two"}}, ReadOptions(),
+     "meta.json: engine_kwargs.data_parallel_size: expected a whole number from 1 to 64, got 'two'"),
 ])
 def test_a_bad_request_log_is_named_by_file_line_and_field(rows, meta, options, message):
     with pytest.raises(ConfigError) as error:

@@ -75,7 +75,8 @@ def read_request_log(name: str, files: Mapping[str, bytes], device: str | None =
     knobs = {"max_num_seqs": engine.get("max_num_seqs"), "max_num_batched_tokens": engine.get("max_num_batched_tokens"),
              "max_model_len": engine.get("max_model_len"), "num_gpu_blocks": kv.get("num_gpu_blocks"),
              "block_size": kv.get("block_size"), "enable_prefix_caching": kv.get("enable_prefix_caching"),
-             "async_scheduling": _async_scheduling(meta)}
+             "async_scheduling": _async_scheduling(meta), "data_parallel_size": _data_parallel_size(meta_file, engine),
+             "enable_expert_parallel": engine.get("enable_expert_parallel")}
     scenario = vllm_scenario(name, model, device, int(engine.get("tensor_parallel_size") or 1), knobs, seed)
     ok = rows["ok"].to_numpy(bool)
     values = {metric: measured_figures(rows.loc[ok, metric].to_numpy(np.float64)) for metric in ("ttft", "e2e")}
@@ -153,6 +154,21 @@ def _device(file: str, meta: dict[str, Any], name: str) -> str | None:
                               "pick a catalog GPU to replay it on (--device)")
         return device
     return device_of(name)
+
+
+def _data_parallel_size(file: str, engine: dict[str, Any]) -> int | None:
+    """engine_kwargs.data_parallel_size: a whole number from 1 to 64 (the cluster's bound), or None.
+
+    Raises:
+        ConfigError: it is something else (names the file and field).
+    """
+    value = engine.get("data_parallel_size")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
+        raise ConfigError(f"{file}: engine_kwargs.data_parallel_size: expected a whole number from 1 to 64, "
+                          f"got {str(value)[:40]!r}")
+    return value
 
 
 def _async_scheduling(meta: dict[str, Any]) -> bool | None:

@@ -53,7 +53,8 @@ def vllm_scenario(name: str, model: str, device: str, tp: int, knobs: dict[str, 
     """A scenario document for vLLM V1 serving `model` on `tp` GPUs of `device` with `knobs`
     (vLLM's own names: max_num_seqs, max_num_batched_tokens, max_model_len, block_size,
     num_gpu_blocks / total_kv_blocks, gpu_memory_utilization, enable_prefix_caching,
-    async_scheduling); `models` adds model shapes outside the catalog (id -> ModelSpec fields)."""
+    async_scheduling, data_parallel_size, enable_expert_parallel); `models` adds model shapes
+    outside the catalog (id -> ModelSpec fields)."""
     if model not in MODELS and model not in (models or {}):
         raise ConfigError(f"{name}: model {model!r} is not in the catalog")
     knobs = {key: value for key, value in knobs.items() if value is not None}
@@ -73,5 +74,27 @@ def vllm_scenario(name: str, model: str, device: str, tp: int, knobs: dict[str, 
         extra["memory"] = {"gpu_memory_utilization": float(knobs["gpu_memory_utilization"])}
     return {**extra, "name": name, "seed": seed, "model": model, "device": device,
             "max_model_len": int(knobs.get("max_model_len") or VLLM_MAX_MODEL_LEN),
-            "cluster": {"num_replicas": 1, "tensor_parallel_size": int(tp), "pipeline_parallel_size": 1},
-            "scheduler": scheduler, "engine": {"record": "requests"}}
+            "cluster": _cluster(model, tp, knobs, models), "scheduler": scheduler, "engine": {"record": "requests"}}
+
+
+def _cluster(model: str, tp: int, knobs: dict[str, Any], models: dict[str, Any] | None) -> dict[str, Any]:
+    """The cluster section: `tp` GPUs per rank and vLLM's data parallelism. vLLM's
+    `--data-parallel-size` runs DP engine cores behind one API server, which sends each request
+    to the core with the lowest `4 x waiting + running` (v1/engine/core_client.py,
+    DPLBAsyncMPClient); the nearest router here is least_outstanding (waiting + running). On a MoE
+    model the ranks share the MoE layers (cluster.data_parallel_size) and
+    `--enable-expert-parallel` splits the experts over all DP x TP GPUs; on a dense model the
+    ranks are independent replicas."""
+    cluster: dict[str, Any] = {"num_replicas": 1, "tensor_parallel_size": int(tp), "pipeline_parallel_size": 1}
+    dp = int(knobs.get("data_parallel_size") or 1)
+    if dp <= 1:
+        return cluster
+    spec = MODELS.get(model)
+    num_experts = spec.num_experts if spec is not None else int((models or {}).get(model, {}).get("num_experts", 1))
+    if num_experts > 1:
+        cluster["data_parallel_size"] = dp
+        if knobs.get("enable_expert_parallel") is True:
+            cluster["expert_parallel_size"] = dp * int(tp)
+    else:
+        cluster["num_replicas"] = dp
+    return {**cluster, "global_scheduler": "least_outstanding"}

@@ -37,7 +37,7 @@ REQUIRED = ("model_id", "num_prompts", "request_rate")
 METRIC_NAMES = {"ttft": "ttft", "e2e": "e2el"}
 SUMMARY_STATS = {"mean": "mean", "p50": "median", "p90": "p90", "p99": "p99"}
 KNOBS = ("max_num_seqs", "max_num_batched_tokens", "max_model_len", "block_size", "num_gpu_blocks",
-         "enable_prefix_caching")
+         "enable_prefix_caching", "data_parallel_size", "enable_expert_parallel")
 MAX_REQUESTS = 10_000_000
 
 
