@@ -16,8 +16,9 @@ one decode step of `batch_size` requests at the mean context over the run, `prom
 for n decode iterations. Only the GPU's part is compared: the stage time less the predictor's host
 phases (`cpu_times`), i.e. kernels and collectives, since the 2023 engine's host costs differ from
 today's. Prints one row per group with `--rows`, and always, per predictor, hardware and TP, the median
-signed and absolute error and the median gap in ms of each phase, then the A100 / H100 ratio of the
-measured and of the predicted times.
+signed and absolute error and the median gap in ms of each phase, the growth of a step between two
+groups (which cancels fixed per-step costs), then the A100 / H100 ratio of the measured and of the
+predicted times.
 """
 
 from __future__ import annotations
@@ -122,6 +123,24 @@ def ratios(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def increments(table: pd.DataFrame) -> pd.DataFrame:
+    """Measured and predicted growth of a step between two groups, which cancels any fixed per-step
+    cost: prefill from 1 x 1,024 to 1 x 8,192 tokens, decode from 1 to 32 requests of 512-token
+    prompts (128 tokens generated), per predictor, hardware and TP."""
+    rows = []
+    for (kind, hardware, tp), part in table.groupby(["predictor", "hardware", "tensor_parallel"]):
+        at = part.set_index(["prompt_size", "batch_size", "token_size"])
+        row = {"predictor": kind, "hardware": hardware, "tp": tp}
+        for phase, low, high in (("prefill", (1024, 1, 128), (8192, 1, 128)),
+                                 ("decode", (512, 1, 128), (512, 32, 128))):
+            meas = at.loc[high, f"{phase}_meas"] - at.loc[low, f"{phase}_meas"]
+            pred = at.loc[high, f"{phase}_pred"] - at.loc[low, f"{phase}_pred"]
+            row[f"{phase} +meas ms"], row[f"{phase} +pred ms"] = meas, pred
+            row[f"{phase} +err %"] = 100 * (pred / meas - 1)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("csv", nargs="?", type=Path, default=DEFAULT_CSV)
@@ -138,6 +157,8 @@ def main() -> int:
         print(table.round(1).to_string(index=False))
         print()
     print(summary(table).round(2).to_string(index=False))
+    print("\nGrowth of a step (prefill 1 x 1,024 -> 1 x 8,192 tokens, decode 1 -> 32 requests at 512):")
+    print(increments(table).round(1).to_string(index=False))
     print("\nA100 / H100 time ratio, median over shared groups:")
     print(ratios(table).round(2).to_string(index=False))
     return 0
