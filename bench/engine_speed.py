@@ -1,4 +1,4 @@
-"""Speed of the engine schedulers (vllm_v1, sglang) against vllm on the same chat trace.
+"""Speed of every engine scheduler against vllm on the same chat trace.
 
     python bench/engine_speed.py [--requests 10000] [--qps 2] [--repeats 3] [--cases vllm_v1,sglang]
 
@@ -8,8 +8,10 @@ Workload and model as bench/sim_speed.py (Poisson chat trace, prompts 64..1536, 
 caching has something to find. Fast-forward applies to vllm, to vllm_v1 (async scheduling,
 its default, or serial; with or without prefix caching) and to sglang (with or without its radix
 cache). Prints the median CPU seconds of the repeats (time.process_time: sharing the machine does
-not distort them), batches per second and the prefix hit rate; `--cases` keeps the cases whose
-name contains one of its comma-separated words.
+not distort them), their ratio to vllm's on the same workload, batches per second and the
+prefix hit rate; `--cases` keeps the cases whose name contains one of its comma-separated words
+(substrings: `vllm` keeps every vllm case, `vllm_v0` only that one; the ratio needs the `vllm`
+case). lightllm runs with 1-token blocks, which it requires.
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ CASES = {
     "vllm_v1 serial, caching": {"type": "vllm_v1", "async_scheduling": False},
     "sglang, radix cache": {"type": "sglang"},
     "sglang, no radix cache": {"type": "sglang", "enable_prefix_caching": False},
+    "sarathi": {"type": "sarathi"},
+    "orca": {"type": "orca"},
+    "faster_transformer": {"type": "faster_transformer"},
+    "lightllm (token blocks)": {"type": "lightllm", "block_size": 1},
+    "vllm_v0": {"type": "vllm_v0"},
 }
 
 
@@ -64,8 +71,9 @@ def main() -> None:
     parser.add_argument("--cases", default="", help="comma-separated words: only the cases whose name contains one")
     args = parser.parse_args()
     words = [word.strip() for word in args.cases.split(",") if word.strip()]
-    print(f"{'workload':16s} {'case':28s} {'seconds':>8s} {'batches/s':>10s} {'hit rate':>9s}")
+    print(f"{'workload':16s} {'case':28s} {'seconds':>8s} {'x vllm':>7s} {'batches/s':>10s} {'hit rate':>9s}")
     for label, workload in workloads(args.requests, args.qps).items():
+        baseline = None   # vllm's seconds on this workload, when its case runs (it comes first)
         for name, scheduler in CASES.items():
             if words and not any(word in name for word in words):
                 continue
@@ -73,7 +81,9 @@ def main() -> None:
             runs = [timed(config) for _ in range(args.repeats)]
             seconds = statistics.median(cpu for cpu, _ in runs)
             summary = runs[0][1]
-            print(f"{label:16s} {name:28s} {seconds:8.2f} {summary['num_batches'] / seconds:10.0f} "
+            baseline = seconds if name == "vllm" else baseline
+            ratio = f"{seconds / baseline:7.2f}" if baseline else f"{'-':>7s}"
+            print(f"{label:16s} {name:28s} {seconds:8.2f} {ratio} {summary['num_batches'] / seconds:10.0f} "
                   f"{summary['prefix_hit_rate']:9.1%}")
 
 

@@ -95,6 +95,8 @@ class HashedBlockPool:
     def allocate(self, request: Request, num: int, hits: Sequence[int] = ()) -> list[int]:
         """Give `request` the cached `hits` (first, once, as its table's head) and `num` new
         blocks; returns every block taken, in table order (caller checked can_allocate)."""
+        if num == 1 and not hits:
+            return [self._allocate_single(request)]
         taken = []
         if not request.num_blocks:
             self.num_holders += 1
@@ -111,18 +113,47 @@ class HashedBlockPool:
             taken.append(block)
         fresh = self._take_fresh(num - reused, taken) if self.next_fresh < self.num_blocks else 0
         evicted = []
+        free, key_of, ref, by_key = self._free, self._key, self._ref, self._by_key
         for _ in range(num - reused - fresh):
-            block, _ = self._free.popitem(last=False)
-            if self._key[block] is not None:
-                self._drop_key(block)
+            block, _ = free.popitem(last=False)
+            key = key_of[block]
+            if key is not None:   # _drop_key inlined (the hot loop of an admission that evicts)
+                holders = by_key[key]
+                del holders[block]
+                if not holders:
+                    del by_key[key]
+                key_of[block] = None
                 evicted.append(block)
-            self._ref[block] = 1
+            ref[block] = 1
             taken.append(block)
         if evicted:
             self._on_cache(evicted, -2)
         request.blocks.extend(taken)
         request.num_blocks += len(taken)
         return taken
+
+    def _allocate_single(self, request: Request) -> int:
+        """allocate(request, 1) without hits, step for step (the hot path: a decode's next block)."""
+        if not request.num_blocks:
+            self.num_holders += 1
+            self._num_keyed[request.id] = 0
+        if self._unkeyed:
+            block = self._unkeyed.popleft()
+            self._ref[block] = 1
+        elif self.next_fresh < self.num_blocks:
+            block = self.next_fresh
+            self.next_fresh += 1
+            self._ref.append(1)
+            self._key.append(None)
+        else:
+            block, _ = self._free.popitem(last=False)
+            if self._key[block] is not None:
+                self._drop_key(block)
+                self._on_cache([block], -2)
+            self._ref[block] = 1
+        request.blocks.append(block)
+        request.num_blocks += 1
+        return block
 
     def _take_fresh(self, num: int, taken: list[int]) -> int:
         """Up to `num` never-used ids (the front of the queue, in order) onto `taken`, each with
@@ -141,7 +172,7 @@ class HashedBlockPool:
 
     def allocate_each(self, requests: list[Request]) -> list[int]:
         """One new block to each request in order (fast-forward's bulk growth); returns them."""
-        return [self.allocate(request, 1)[0] for request in requests]
+        return [self._allocate_single(request) for request in requests]
 
     def num_keyed(self, request: Request) -> int:
         """Leading blocks of the request's table known to have keys: cache_blocks for no more
@@ -154,11 +185,13 @@ class HashedBlockPool:
         full = min(num_tokens // self.block_size, len(keys), request.num_blocks)
         start = self._num_keyed.get(request.id, 0)
         keyed = []
+        blocks, key_of, by_key = request.blocks, self._key, self._by_key
         for index in range(start, full):
-            block = request.blocks[index]
-            if self._key[block] is None:
-                self._key[block] = keys[index]
-                self._by_key.setdefault(keys[index], {})[block] = None
+            block = blocks[index]
+            if key_of[block] is None:
+                key = keys[index]
+                key_of[block] = key
+                by_key.setdefault(key, {})[block] = None
                 keyed.append(block)
         if full > start:
             self._num_keyed[request.id] = full

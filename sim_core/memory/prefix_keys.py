@@ -114,19 +114,24 @@ def truncate(runs: list, length: int) -> list:
 
 def chain_keys(runs: list, block_size: int, num_blocks: int) -> list[int]:
     """Chained keys of blocks 0..num_blocks-1 over `runs` (which must cover them)."""
-    keys, parent, first = [], ROOT, 0
-    for k in range(num_blocks):
-        start, stop = k * block_size, (k + 1) * block_size
+    keys, parent, first, stop = [], ROOT, 0, 0
+    for _ in range(num_blocks):
+        start, stop = stop, stop + block_size
         while runs[first][0] <= start:
             first += 1
-        content, i = [], first
-        while True:
-            end, source = runs[i]
-            content.append((source, min(end, stop)))
-            if end >= stop:
-                break
-            i += 1
-        parent = hash((parent, tuple(content)))
+        end, source = runs[first]
+        if end >= stop:   # the block lies inside one run (the usual case)
+            parent = hash((parent, ((source, stop),)))
+        else:
+            content, i = [(source, end)], first + 1
+            while True:
+                end, source = runs[i]
+                if end >= stop:
+                    content.append((source, stop))
+                    break
+                content.append((source, end))
+                i += 1
+            parent = hash((parent, tuple(content)))
         keys.append(parent)
     return keys
 

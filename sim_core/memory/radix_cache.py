@@ -115,11 +115,13 @@ class RadixCache:
         """Remove unlocked leaves, least recently used first, until at least `num_blocks`
         blocks are freed or nothing more can go; returns the freed blocks in eviction order
         (every node has its own tick, so the order does not depend on how leaves are listed)."""
-        leaves = list(self._leaves)
+        # (tick, node) pairs: ticks are unique (every touch takes the next one), so the heap
+        # orders by the int alone and never compares nodes (C comparisons, not __lt__ calls)
+        leaves = [(leaf.last_access, leaf) for leaf in self._leaves]
         heapq.heapify(leaves)
         freed: list = []
         while len(freed) < num_blocks and leaves:
-            leaf = heapq.heappop(leaves)
+            leaf = heapq.heappop(leaves)[1]
             if leaf.lock_ref > 0:
                 continue
             freed.extend(leaf.value)
@@ -128,7 +130,7 @@ class RadixCache:
             self._leaves.discard(leaf)
             self.evictable_size -= len(leaf.value)
             if not parent.children and parent is not self.root:
-                heapq.heappush(leaves, parent)
+                heapq.heappush(leaves, (parent.last_access, parent))
                 self._leaves.add(parent)
         return freed
 
@@ -169,8 +171,10 @@ class RadixCache:
 
 def _common_length(edge: list, keys: list, start: int) -> int:
     """How many leading keys of `edge` equal keys[start:]."""
-    n = 0
     limit = min(len(edge), len(keys) - start)
-    while n < limit and edge[n] == keys[start + n]:
+    if edge[:limit] == keys[start:start + limit]:   # the usual case, compared in C
+        return limit
+    n = 0   # a mismatch lies before limit
+    while edge[n] == keys[start + n]:
         n += 1
     return n
