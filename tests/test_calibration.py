@@ -21,6 +21,7 @@ from sim_core.accuracy.replay import replay
 from sim_core.accuracy.server import vllm_scenario
 from sim_core.config.file_policy import confine_paths
 from sim_core.errors import ConfigError
+from sim_core.predictor.host import engine_host_config
 from sim_core.workload import Workload
 
 
@@ -44,23 +45,39 @@ def test_the_api_server_adds_to_ttft_and_e2e_but_not_to_the_engine_or_the_gaps()
     assert served.summary["tbt_p50_s"] == plain.summary["tbt_p50_s"]
 
 
-def _calibration_file(tmp_path, engine="vllm_v1"):
+def _calibration_file(tmp_path, engine="vllm_v1", scheduler=None):
     path = tmp_path / "cal.yaml"
     path.write_text(yaml.safe_dump({"calibration": {"engine": engine, "device": "h100-sxm"},
                                     "predictor": {"memory_efficiency": 0.9, "cpu_sample_s": 0.0002},
-                                    "scheduler": {"api_server_s": 0.004}}))
+                                    "scheduler": scheduler or {"api_server_s": 0.004, "host_scale": 0.5}}))
     return path
 
 
 def test_a_calibration_file_fills_the_knobs_the_scenario_leaves_unset(tmp_path):
-    """The file's memory efficiency, host time and API-server time apply; the scenario's own
-    cpu_sample_s wins over the file's."""
+    """The file's memory efficiency, host time, host factor and API-server time apply; the
+    scenario's own cpu_sample_s wins over the file's."""
     path = _calibration_file(tmp_path)
     config = parse_config({"device": "h100-sxm", "scheduler": {"type": "vllm_v1"},
                            "predictor": {"type": "roofline", "calibration": path.name, "cpu_sample_s": 0.003}},
                           base_dir=tmp_path)
     assert config.predictor.memory_efficiency == 0.9 and config.predictor.cpu_sample_s == 0.003
-    assert config.scheduler.api_server_s == 0.004
+    assert config.scheduler.api_server_s == 0.004 and config.scheduler.host_scale == 0.5
+
+
+def test_a_vllm_v1_calibration_with_phase_knobs_but_no_host_factor_is_refused(tmp_path):
+    """A vllm_v1 file written before vllm_v1 had its own host factor holds phase knobs already
+    scaled (cpu_sample_s 0.0002) and no scheduler.host_scale: vllm_v1 would multiply them by
+    its default 0.44 again, so the file is refused, naming the knob and the fix. Saying
+    host_scale 1 makes the knobs the engine's own times: 0.0002 stays 0.0002 in the predictor."""
+    old = _calibration_file(tmp_path, scheduler={"api_server_s": 0.004})
+    scenario = {"device": "h100-sxm", "scheduler": {"type": "vllm_v1"},
+                "predictor": {"type": "roofline", "calibration": str(old)}}
+    with pytest.raises(ConfigError, match=r"cal.yaml: predictor.cpu_sample_s: a calibration for vllm_v1 sets "
+                                          r"host-phase knobs but no scheduler.host_scale.*host_scale: 1"):
+        parse_config(scenario)
+    own = _calibration_file(tmp_path, scheduler={"api_server_s": 0.004, "host_scale": 1})
+    config = parse_config({**scenario, "predictor": {"type": "roofline", "calibration": str(own)}})
+    assert config.scheduler.host_scale == 1 and engine_host_config(config).cpu_sample_s == 0.0002
     assert "calibration" not in config.predictor.model_dump()     # consumed: the values are in the scenario
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sim_core.config.policies import default_policy
+from sim_core.config.policies import default_policy, policy_config
 from sim_core.errors import ConfigError
 
 MAX_CALIBRATION_BYTES = 1_000_000
@@ -54,6 +54,7 @@ def apply_calibration(data: dict[str, Any], base_dir: str | Path | None) -> dict
     if base_dir is not None and not path.is_absolute():
         path = Path(base_dir) / path
     fitted = read_calibration(path)
+    _check_host_knobs(path, fitted, data)
     out = dict(data)
     for section in SECTIONS:
         knobs = fitted.get(section) or {}
@@ -66,3 +67,28 @@ def apply_calibration(data: dict[str, Any], base_dir: str | Path | None) -> dict
         out[section] = {**knobs, **current}
     out["predictor"] = {key: value for key, value in out["predictor"].items() if key != "calibration"}
     return out
+
+
+def _check_host_knobs(path: Path, fitted: dict[str, Any], data: dict[str, Any]) -> None:
+    """Refuse host-phase knobs an engine would scale a second time: an engine with a host factor
+    of its own (vllm_v1's `host_scale`) multiplies the predictor's `cpu_*` knobs by it, and
+    `calibrate` writes that factor for such an engine, never scaled phase knobs. A file for it
+    that sets phase knobs without the factor was written before the factor existed (its knobs
+    are scaled already) or by hand; either way the file must say which factor its knobs assume.
+
+    Raises:
+        ConfigError: naming the file, the first such knob and the fix.
+    """
+    scheduler = data.get("scheduler")
+    engine = (scheduler.get("type") if isinstance(scheduler, dict) else None) or default_policy()
+    config_class = policy_config(engine)
+    if config_class is None or "host_scale" not in config_class.model_fields:
+        return
+    if str(fitted["calibration"].get("engine", "")) not in ("", engine):
+        return   # the file's scheduler knobs do not apply, and it was fitted for another engine's loop
+    phases = sorted(key for key in (fitted.get("predictor") or {}) if key.startswith("cpu_"))
+    if phases and "host_scale" not in (fitted.get("scheduler") or {}):
+        raise ConfigError(f"{path}: predictor.{phases[0]}: a calibration for {engine} sets host-phase knobs but no "
+                          f"scheduler.host_scale, so {engine} would scale them again by its default factor; write "
+                          "the file again with `python -m sim_core calibrate`, or add scheduler: {host_scale: 1} "
+                          "if the knobs are the engine's own times")
