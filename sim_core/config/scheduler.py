@@ -131,6 +131,11 @@ class SchedulerConfig(ChoiceBase):
         tokens = self.activation_tokens(max_model_len)
         return tokens, min(self.batch_size_cap, tokens)
 
+    def max_batch_requests(self) -> int:
+        """Most requests one iteration may hold (0: unbounded): batch_size_cap unless the policy
+        bounds them with a knob of its own (vLLM's engines: max_num_seqs)."""
+        return self.batch_size_cap
+
     def prefill_chunk(self) -> int | None:
         """Most prompt tokens one request runs in one iteration (None: its whole prompt)."""
         return None

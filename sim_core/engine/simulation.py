@@ -104,9 +104,8 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
 
 def _graph_tokens(config: SimulationConfig) -> int:
     """The largest step a DP rank runs as a CUDA graph (DP padding applies up to it): vLLM's
-    default capture size for the scheduler's max_num_seqs (else batch_size_cap)."""
-    seqs = getattr(config.scheduler, "max_num_seqs", None)
-    return graph_limit(config.scheduler.batch_size_cap if seqs is None else seqs)
+    default capture size for the most requests an iteration of the scheduler holds."""
+    return graph_limit(config.scheduler.max_batch_requests())
 
 
 def _reads_load(routers: list, views: list[PoolView]) -> bool:

@@ -113,18 +113,12 @@ class HashedBlockPool:
             taken.append(block)
         fresh = self._take_fresh(num - reused, taken) if self.next_fresh < self.num_blocks else 0
         evicted = []
-        free, key_of, ref, by_key = self._free, self._key, self._ref, self._by_key
         for _ in range(num - reused - fresh):
-            block, _ = free.popitem(last=False)
-            key = key_of[block]
-            if key is not None:   # _drop_key inlined (the hot loop of an admission that evicts)
-                holders = by_key[key]
-                del holders[block]
-                if not holders:
-                    del by_key[key]
-                key_of[block] = None
+            block, _ = self._free.popitem(last=False)
+            if self._key[block] is not None:
+                self._drop_key(block)
                 evicted.append(block)
-            ref[block] = 1
+            self._ref[block] = 1
             taken.append(block)
         if evicted:
             self._on_cache(evicted, -2)

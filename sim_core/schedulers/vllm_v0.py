@@ -74,6 +74,9 @@ class VllmV0Config(SchedulerConfig):
         return self.max_num_batched_tokens or (V0_CHUNKED_TOKENS if self.enable_chunked_prefill
                                                else max(max_model_len, 2048))
 
+    def max_batch_requests(self) -> int:
+        return self.max_num_seqs
+
     def profile_batch(self, max_model_len: int) -> tuple[int, int]:
         tokens = self.token_budget(max_model_len)       # vLLM v0's profile_run: max_num_seqs dummy sequences
         return tokens, min(self.max_num_seqs or tokens, tokens)

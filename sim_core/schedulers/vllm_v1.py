@@ -109,6 +109,9 @@ class VllmV1Config(PrefixCachingConfig):
         "path (0.44 ms + 2.2 us per request at the defaults), the rest shows after an idle gap. "
         "Default fitted on public vLLM 0.15 runs (docs/accuracy.md); 1 = the generic phases."))
 
+    def max_batch_requests(self) -> int:
+        return self.max_num_seqs
+
     def profile_batch(self, max_model_len: int) -> tuple[int, int]:
         tokens = self.max_num_batched_tokens or V1_BATCHED_TOKENS    # vLLM's profile_run: one dummy step
         return tokens, min(self.max_num_seqs or tokens, tokens)

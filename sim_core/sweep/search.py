@@ -216,12 +216,18 @@ def _aim(low: Probe, high: Probe, at_low: float | None, at_high: float | None,
     if at_low is None or at_high is None or not 0.0 < at_low <= 1.0 < at_high:
         return None
     span = math.log(high.qps / low.qps)
-    estimate = low.qps * math.exp(span * -math.log(at_low) / math.log(at_high / at_low))
+    estimate = _severity_one(low.qps, at_low, high.qps, at_high)
     if estimate <= low.qps * math.sqrt(ratio):
         return low.qps * ratio, False
     if estimate >= high.qps / math.sqrt(ratio):
         return high.qps / ratio, True
     return min(max(estimate, low.qps * math.exp(span / 8)), high.qps * math.exp(-span / 8)), None
+
+
+def _severity_one(qps: float, severity: float, other_qps: float, other_severity: float) -> float:
+    """The rate where the severity reaches 1 on the line, in log rate and log severity, through
+    (qps, severity) and (other_qps, other_severity) (the severities differ)."""
+    return qps * math.exp(math.log(other_qps / qps) * -math.log(severity) / math.log(other_severity / severity))
 
 
 def _confirmed_range(probes: list[Probe]) -> tuple[float, float | None]:
@@ -287,8 +293,7 @@ def _step_down(above: Probe, high: Probe, measure: Severity, tolerance: float) -
     at_above, at_high = measure(above), measure(high)
     if at_above is None or at_high is None or not at_above > at_high > 1.0 or above.qps <= high.qps:
         return None
-    slope = math.log(at_above / at_high) / math.log(above.qps / high.qps)
-    estimate = high.qps * math.exp(-math.log(at_high) / slope)
+    estimate = _severity_one(high.qps, at_high, above.qps, at_above)
     if estimate >= high.qps / math.sqrt(1.0 + tolerance):
         return high.qps / (1.0 + tolerance)
     return estimate if estimate >= high.qps / 2.0 else None
