@@ -72,18 +72,7 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
     schedulers, predictors = _replicas(config, sized, recorder, workload)
     rejected = _rejections(views, schedulers, workload)
     stop()
-    rng = np.random.default_rng(config.seed)
-    routers = [ROUTERS[v.config.cluster.global_scheduler](v.num_replicas, rng) for v in views]
-    lockstep = config.cluster.data_parallel_size > 1 and config.cluster.pipeline_parallel_size == 1
-    simulator = Simulator(schedulers, routers[0], predictors, workload, recorder,
-                          fast_forward=config.engine.fast_forward and not _reads_load(routers, views) and not lockstep,
-                          num_entry=views[0].num_replicas,
-                          kv_copy_cost=KvCopyCost.from_config(config))
-    if lockstep:   # MoE attention DP: the ranks of a replica step together (stepwise: no fast-forward)
-        simulator.dp = DpLockstep(simulator, config.cluster.data_parallel_size, _graph_tokens(config))
-    if len(views) > 1:
-        simulator.handoff = Disaggregation(simulator, views[0].num_replicas, routers[1], config.disaggregation,
-                                           int(kv_bytes_per_token(config.model_spec(), config.kv_cache_dtype())))
+    simulator = _simulator(config, views, schedulers, predictors, workload, recorder)
     chains = build_chains(workload, [i for i in range(len(workload)) if i not in rejected], config.workload.sessions,
                           config.seed if config.workload.seed is None else config.workload.seed)
     simulator.run(chains, after_event, progress, stop if stop.active else None)
@@ -100,6 +89,25 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
                         num_batches=sum(scheduler.num_batches for scheduler in schedulers), predictors=predictors,
                         overlap_hidden_s=simulator.overlap.hidden_s if simulator.overlap is not None else 0.0,
                         transfers=simulator.handoff.table() if simulator.handoff is not None else None)
+
+
+def _simulator(config: SimulationConfig, views: list[PoolView], schedulers: list[ReplicaScheduler],
+               predictors: list[Predictor], workload: Workload, recorder: Recorder) -> Simulator:
+    """The simulator of the run: a router per pool (arrivals enter the first), DP ranks of a MoE
+    replica stepping together, and the P/D hand-off when there are two pools."""
+    rng = np.random.default_rng(config.seed)
+    routers = [ROUTERS[v.config.cluster.global_scheduler](v.num_replicas, rng) for v in views]
+    lockstep = config.cluster.data_parallel_size > 1 and config.cluster.pipeline_parallel_size == 1
+    simulator = Simulator(schedulers, routers[0], predictors, workload, recorder,
+                          fast_forward=config.engine.fast_forward and not _reads_load(routers, views) and not lockstep,
+                          num_entry=views[0].num_replicas,
+                          kv_copy_cost=KvCopyCost.from_config(config))
+    if lockstep:   # MoE attention DP: the ranks of a replica step together (stepwise: no fast-forward)
+        simulator.dp = DpLockstep(simulator, config.cluster.data_parallel_size, _graph_tokens(config))
+    if len(views) > 1:
+        simulator.handoff = Disaggregation(simulator, views[0].num_replicas, routers[1], config.disaggregation,
+                                           int(kv_bytes_per_token(config.model_spec(), config.kv_cache_dtype())))
+    return simulator
 
 
 def _graph_tokens(config: SimulationConfig) -> int:
