@@ -4,6 +4,7 @@ computable by hand; a few tests read the shipped tables (part of the project).""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -308,3 +309,21 @@ def test_the_fused_moe_table_is_read_at_the_experts_uniform_routing_touches():
     times = predictor(TINY_MOE).layer_ops(np.array([1.0, 2.0, 4.0, 64.0]))["mlp_experts"]
     assert times.tolist() == pytest.approx([3e-5, 3e-5 * 1.5 ** a, 3e-5 * (4 ** a - 2 ** a + 1.875 ** a), 9e-5],
                                            rel=1e-12)
+
+
+def test_more_than_two_gpus_over_pcie_all_reduce_through_nccl_only():
+    """vLLM disables its custom all-reduce on more than two PCIe-only GPUs. TP 4, hidden 1024, 4
+    tokens = 8 KiB: on H100 (NVLink) the custom table's 6 us; on L40S (PCIe, 32 GB/s) NCCL's
+    20 us (its flat 1 KiB..64 MiB log line at 8 KiB: 20 x 25^(log 8 / log 65536) us)."""
+    base = tables()
+    four = dataclasses.replace(base, allreduce={4: base.allreduce[2]}, nccl={4: base.nccl[2]})
+    nccl_at_8k = 2e-5 * (5e-4 / 2e-5) ** (math.log(8) / math.log(65536))
+
+    def all_reduce(device: str) -> float:
+        silicon = SiliconPredictor(TINY, "test", DEVICES[device], 4, 1, SiliconPredictorConfig(), four)
+        return float(silicon.layer_ops(np.array([4.0]))["tp_all_reduce"][0])
+
+    assert all_reduce("h100-sxm") == pytest.approx(2 * 6e-6, rel=1e-12)
+    assert all_reduce("l40s") == pytest.approx(2 * nccl_at_8k, rel=1e-12)
+    at_two = SiliconPredictor(TINY, "test", DEVICES["l40s"], 2, 1, SiliconPredictorConfig(), tables())
+    assert at_two.layer_ops(np.array([4.0]))["tp_all_reduce"][0] == pytest.approx(2 * 6e-6, rel=1e-12)

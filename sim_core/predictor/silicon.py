@@ -12,7 +12,9 @@ are interpolated in log space (LogGrid). Per layer, on the model's per-GPU shape
     mlp_experts      16-bit MoE models whose shape the fused-MoE table (bf16) has: the whole
                      expert block (up, activation, down) by tokens; other MoE models use the
                      roofline
-    tp_all_reduce    2 per layer with TP > 1: vLLM's custom all-reduce up to 8 MiB, NCCL above
+    tp_all_reduce    2 per layer with TP > 1: vLLM's custom all-reduce up to 8 MiB, NCCL above;
+                     NCCL only on more than two GPUs without a peer link beyond PCIe (vLLM
+                     disables its custom all-reduce there)
     attention        see `AttentionLookup`, `prefill_attention` and `decode_attention`; the
                      tables measured with the scenario's KV-cache format (bf16 or fp8)
 
@@ -42,8 +44,17 @@ from sim_core.predictor.shape import Count
 from sim_core.predictor.silicon_tables import AttentionTable, DeviceTables, LogGrid, load_tables
 
 CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 1024 * 1024   # vLLM's custom all-reduce buffer; NCCL above it
+PCIE_GEN5_X16_GBPS = 64.0                      # a peer link no faster than this is PCIe, not NVLink
 PREFILL_CACHE_SIZE = 1 << 16                   # remembered (chunk, cached tokens) prices
 ELEMENTWISE = ("attn_rope", "attn_kv_cache_save")   # the roofline's price, one kernel each a layer
+
+
+def custom_all_reduce_runs(device: DeviceSpec, tp: int) -> bool:
+    """Whether vLLM runs its custom all-reduce across `tp` GPUs of `device`: always on two
+    (peer-to-peer over PCIe is enough), on more only when a link beyond PCIe (NVLink) connects
+    them all (vLLM's CustomAllreduce disables itself on "more than two PCIe-only GPUs" and every
+    all-reduce goes through NCCL)."""
+    return tp <= 2 or device.link_bandwidth_gbps > PCIE_GEN5_X16_GBPS
 
 
 @dataclass(frozen=True)
@@ -115,6 +126,7 @@ class SiliconPredictor(GridPredictor):
                  cfg: OperatorModelConfig, tables: DeviceTables | None = None,
                  kv_cache_dtype: str | None = None) -> None:
         self.model, self.tp, self.pp = model, tp, pp
+        self.custom_all_reduce = custom_all_reduce_runs(device, tp)
         self.tables = tables or load_tables(device_id)
         kv = kv_cache_dtype or kv_dtype("auto", model.weight_dtype)
         self.roofline = RooflinePredictor(model, device, tp, pp, cfg, kv)
@@ -186,7 +198,8 @@ class SiliconPredictor(GridPredictor):
     def all_reduce(self, nbytes: np.ndarray) -> np.ndarray:
         """Seconds of one all-reduce of `nbytes` across the TP group (measured where the tables
         have this TP degree, else the roofline's ring)."""
-        custom, nccl = self.tables.allreduce.get(self.tp), self.tables.nccl.get(self.tp)
+        custom = self.tables.allreduce.get(self.tp) if self.custom_all_reduce else None
+        nccl = self.tables.nccl.get(self.tp)
         if custom is None and nccl is None:
             return self.roofline.roofs.all_reduce(nbytes, self.tp)
         small = (custom or nccl).grid(nbytes)      # type: ignore[union-attr]
