@@ -6,6 +6,8 @@ import pytest
 
 from sim_core import ConfigError, parse_config, run_simulation
 from sim_core.catalog import DEVICES, MODELS, load_hf_config, model_from_hf_config
+from sim_core.memory import plan_memory
+from sim_core.memory.plan import GIB
 
 MODEL_IDS = ["llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b", "mistral-7b", "qwen2.5-7b",
              "qwen2.5-72b", "codellama-34b", "phi-2", "mixtral-8x7b", "llama-3.1-8b", "llama-3.1-70b",
@@ -83,3 +85,13 @@ def test_every_catalog_model_runs_on_every_catalog_device_where_it_fits():
             ("llama-4-scout-fp8", "h200"), ("qwen3-30b-a3b", "a100-80gb"), ("gemma-3-27b", "a100-80gb")} <= ran
     # 140 GB of Llama-2-70B weights: not on a 96 GB RTX PRO 6000, on a 268.6 GiB B300
     assert ("llama-2-70b", "rtx-pro-6000") in refused and ("llama-2-70b", "b300") in ran
+
+
+def test_vllm_sizes_an_l40s_from_the_memory_pytorch_reports_not_the_nominal_48_gb():
+    """vLLM multiplies gpu_memory_utilization into PyTorch's total; an L40S reports 44.42 GiB
+    (nvidia-smi 46,068 MiB; the 48 is the nominal GB). At 0.9, 10% of 44.42 GiB is left unused:
+    4.442 GiB, where the nominal 48 would leave 4.8."""
+    plan = plan_memory(parse_config({"model": "llama-3.1-8b", "device": "l40s", "max_model_len": 4096,
+                                     "scheduler": {"type": "vllm_v1"}}))
+    assert plan.device_bytes == pytest.approx(44.42 * GIB, rel=1e-12)
+    assert plan.margin_bytes == pytest.approx(4.442 * GIB, abs=1.0)

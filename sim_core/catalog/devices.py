@@ -9,8 +9,8 @@ docs/design/precision.md); `memory_gib` the HBM/GDDR capacity as the driver repo
 capacity, the golden outputs pin them; the later ones give the total nvidia-smi / rocm-smi
 prints, noted per entry); `driver_memory_gib` the total PyTorch reports (`total_memory`, what
 vLLM's gpu_memory_utilization multiplies, so what the `vllm` planner uses) where known: 79.18
-(H100 SXM 80GB) and 79.15 / 39.39 (A100 80GB / 40GB) as PyTorch's out-of-memory messages print
-them, 23.52 for the RTX 4090 (25,250,627,584 bytes in a vLLM 0.19 run's metadata, LLMServingSim,
+(H100 SXM 80GB), 79.15 / 39.39 (A100 80GB / 40GB) and 44.42 (L40S) as PyTorch's out-of-memory
+messages print them, 23.52 for the RTX 4090 (25,250,627,584 bytes in a vLLM 0.19 run's metadata, LLMServingSim,
 MIT); `memory_bandwidth_gbps` in GB/s; `link_bandwidth_gbps` the per-GPU
 intra-node bandwidth (NVLink / Infinity Fabric where present, else PCIe), one direction, GB/s;
 `pcie_bandwidth_gbps` the GPU's host link, one direction, GB/s (it prices vLLM v0's KV swaps):
@@ -89,9 +89,10 @@ DEVICES: dict[str, DeviceSpec] = {
                        memory_bandwidth_gbps=7700, link_bandwidth_gbps=900, pcie_bandwidth_gbps=64,
                        compute_efficiency=0.6),  # new generation: kernels further from peak
     # NVIDIA L40S datasheet: 362 TFLOPS BF16 dense (733 with sparsity), FP8 733 dense (1,466 with sparsity),
-    # 48 GB GDDR6 at 864 GB/s, PCIe Gen4 x16.
+    # 48 GB GDDR6 at 864 GB/s, PCIe Gen4 x16. nvidia-smi prints 46,068 MiB; PyTorch's total 44.42 GiB (an
+    # out-of-memory message on 8 L40S, stepfun-ai/Step-Video-T2V#8; an L40, the same board memory, prints 44.40).
     "l40s": DeviceSpec(name="NVIDIA L40S 48GB", bf16_tflops=362, fp8_tflops=733, memory_gib=48,
-                       memory_bandwidth_gbps=864, link_bandwidth_gbps=32,
+                       driver_memory_gib=44.42, memory_bandwidth_gbps=864, link_bandwidth_gbps=32,
                        compute_efficiency=0.6, memory_efficiency=0.75),  # power-capped PCIe card, GDDR6
     # NVIDIA A40 datasheet: 149.7 TFLOPS BF16 dense, 48 GB GDDR6 at 696 GB/s, PCIe Gen4 x16.
     "a40": DeviceSpec(name="NVIDIA A40 48GB", bf16_tflops=149.7, memory_gib=48,
