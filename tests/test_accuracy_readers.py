@@ -108,6 +108,17 @@ def test_server_knobs_given_as_metadata_reach_the_scenario():
     assert run.scenario["cluster"]["tensor_parallel_size"] == 2
 
 
+@pytest.mark.parametrize("device,tokens,seqs", [("h100-sxm", 8192, 1024), ("a100-80gb", 2048, 256),
+                                                  ("l40s", 2048, 256)])
+def test_knobs_a_run_leaves_unset_are_the_api_servers_defaults_for_its_gpu(device, tokens, seqs):
+    """vLLM's API server budgets 8192 tokens and 1024 requests a step on a GPU of at least
+    70 GiB that is not an A100 (H100: 79.18 GiB), else 2048 and 256 (A100 80GB, excluded by name;
+    L40S, 44.42 GiB)."""
+    [run] = read_files("bench", bench(), ReadOptions(fallback_device=device))
+    scheduler = run.scenario["scheduler"]
+    assert (scheduler["max_num_batched_tokens"], scheduler["max_num_seqs"]) == (tokens, seqs)
+
+
 def test_data_parallel_metadata_of_a_dense_model_gives_replicas():
     """`--metadata data_parallel_size=2 enable_expert_parallel=true` on Llama-2-7B (dense): two
     independent engine cores, i.e. two replicas routed to the least loaded."""

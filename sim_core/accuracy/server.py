@@ -2,7 +2,8 @@
 
 Names in benchmark files are Hugging Face repositories and marketing GPU names; they map to
 catalog ids here. vLLM's defaults fill what a run does not state (V1 engine, async scheduling,
-chunked prefill and prefix caching on, gpu_memory_utilization 0.9).
+chunked prefill and prefix caching on, gpu_memory_utilization 0.9, and its API server's batch
+limits for the GPU: `vllm_batch_defaults`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ GPU_NAMES = (("h100 pcie", "h100-pcie"), ("h100-pcie", "h100-pcie"), ("h100", "h
              ("rtxpro6000", "rtx-pro-6000"),
              ("a40", "a40"), ("a30", "a30"), ("mi300x", "mi300x"), ("mi325x", "mi325x"), ("mi355x", "mi355x"))
 MODEL_SUFFIXES = ("-instruct-hf", "-instruct", "-chat-hf", "-hf")
-VLLM_MAX_NUM_SEQS = 256
+# vLLM's API-server defaults (EngineArgs.get_batch_defaults): (max_num_batched_tokens, max_num_seqs)
+# on a GPU of at least 70 GiB that is not an A100 (H100, H200, B200, ...), else on every other GPU
+VLLM_LARGE_GPU_GIB = 70.0
+VLLM_LARGE_GPU_BATCH = (8192, 1024)
+VLLM_BATCH = (2048, 256)
 VLLM_MAX_MODEL_LEN = 4096   # when a run gives none: our default (vLLM takes the model's own)
 
 
@@ -48,6 +53,18 @@ def model_of(repository: str) -> str | None:
     return next((VIDUR_MODELS[candidate] for candidate in candidates if candidate in VIDUR_MODELS), None)
 
 
+def vllm_batch_defaults(device: str) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) vLLM's API server takes on `device` when the run
+    sets neither: 8192 and 1024 on a GPU whose driver reports at least 70 GiB, but not on an
+    A100 (larger budgets slowed it, vLLM PR #17885), else 2048 and 256."""
+    spec = DEVICES.get(device)
+    if spec is None:     # not a catalog GPU: the scenario's validation names it
+        return VLLM_BATCH
+    memory = spec.driver_memory_gib or spec.memory_gib
+    large = memory >= VLLM_LARGE_GPU_GIB and "a100" not in spec.name.lower()
+    return VLLM_LARGE_GPU_BATCH if large else VLLM_BATCH
+
+
 def vllm_scenario(name: str, model: str, device: str, tp: int, knobs: dict[str, Any], seed: int = 42,
                   models: dict[str, Any] | None = None) -> dict[str, Any]:
     """A scenario document for vLLM V1 serving `model` on `tp` GPUs of `device` with `knobs`
@@ -58,14 +75,14 @@ def vllm_scenario(name: str, model: str, device: str, tp: int, knobs: dict[str, 
     if model not in MODELS and model not in (models or {}):
         raise ConfigError(f"{name}: model {model!r} is not in the catalog")
     knobs = {key: value for key, value in knobs.items() if value is not None}
+    default_tokens, default_seqs = vllm_batch_defaults(device)
     scheduler: dict[str, Any] = {
-        "type": "vllm_v1", "max_num_seqs": int(knobs.get("max_num_seqs") or VLLM_MAX_NUM_SEQS),
+        "type": "vllm_v1", "max_num_seqs": int(knobs.get("max_num_seqs") or default_seqs),
+        "max_num_batched_tokens": int(knobs.get("max_num_batched_tokens") or default_tokens),
         "enable_prefix_caching": bool(knobs.get("enable_prefix_caching", True)),
         "block_size": int(knobs.get("block_size") or 16),
         "async_scheduling": bool(knobs.get("async_scheduling", True)),
     }
-    if knobs.get("max_num_batched_tokens"):
-        scheduler["max_num_batched_tokens"] = int(knobs["max_num_batched_tokens"])
     blocks = knobs.get("num_gpu_blocks") or knobs.get("total_kv_blocks")
     if blocks:
         scheduler["num_blocks"] = int(blocks)
