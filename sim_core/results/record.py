@@ -70,7 +70,7 @@ class Table:
         for column, (name, dtype) in enumerate(self.dtypes.items()):
             values = [chunk[column] for chunk in chunks]
             rows = self.columns[name]
-            head = np.fromiter(rows, dtype=object, count=len(rows)) if dtype is object else np.asarray(rows, dtype)
+            head = np.fromiter(rows, dtype=dtype, count=len(rows))   # faster than np.asarray on long lists
             out[name] = np.concatenate((head, _chunk_column(values, lengths, dtype)))
         return out
 
