@@ -553,41 +553,45 @@ class FastForward:
         """The records the stepwise path makes for iterations 0..k-2 and their formations but
         the blocks' (`steps`: per slot, blocks taken and freed and holders done)."""
         recorder, k, first = self.sim.recorder, run.num_iterations, run.first
-        taken, freed, done = (values[1:k] for values in steps)
+        taken, freed, done = steps[0][1:k], steps[1][1:k], steps[2][1:k]
         ends = run.ends[: k - 1]
+        holders = None   # the time series' running column, only when it is kept
         if recorder.keeps_batches:
-            recorder.on_run_stages(replica, np.arange(first.id, first.id + k - 1),
-                                   np.concatenate(([run.started_at], ends[:-1])), ends)
+            starts = np.empty(k - 1)
+            starts[0], starts[1:] = run.started_at, ends[:-1]
+            recorder.on_run_stages(replica, np.arange(first.id, first.id + k - 1), starts, ends)
             self._record_batches(replica, run)
+            holders = (self.sim.schedulers[replica].pool.num_holders + int(done.sum()) - done.cumsum()).repeat(2)
         after = used_before + (taken - freed).cumsum()   # after each formation's allocations
         used = np.empty(2 * (k - 1), dtype=np.int64)
         used[0::2], used[1::2] = after - taken, after          # after the batch end, after formation
-        holders = None   # the time series' running column, only when it is kept
-        if recorder.keeps_batches:
-            holders = (self.sim.schedulers[replica].pool.num_holders + int(done.sum()) - done.cumsum()).repeat(2)
         recorder.on_replica_states(replica, ends.repeat(2), used, run.num_waiting, holders,
                                    sequential=run.promise.sequential_sums)
 
     def _record_batches(self, replica: int, run: DecodeRun) -> None:
         """Batch rows of formations 1+lead..k-1+lead, one chunk per set of live members."""
-        k, first, ends, lead = run.num_iterations, run.first, run.ends, run.promise.lead
-        ids, lefts = [m.id for m in first.requests], run.remaining
+        k, first, lead, lefts = run.num_iterations, run.first, run.promise.lead, run.remaining
         with_context = self.sim.predictors[replica].needs_context  # as BatchShape: decodes counted only then
-        stop = k + lead
-        boundaries = sorted({left for left in lefts if 1 + lead < left < stop})
+        origin, stop = 1 + lead, k + lead
+        ids = [m.id for m in first.requests]
+        # a new chunk where members finish: at each distinct count of iterations left in (origin, stop)
+        inner = [left for left in lefts if origin < left < stop]
+        boundaries = sorted(set(inner)) if inner else []
         boundaries.append(stop)
-        start = origin = 1 + lead
         formations = np.arange(origin, stop, dtype=np.int64)   # all the rows' formations, sliced per chunk
         batch_ids, contexts = first.id + formations, _live(run.order, run.suffix, formations, lead)[1]
+        formed = run.ends[: k - 1]     # formation f is formed as iteration f-1-lead ends
+        on_rows, padded_size = self.sim.recorder.on_run_batches, run.promise.padded_size
+        start, every = origin, min(lefts) > origin   # every: all members live in the first chunk
         for boundary in boundaries:
-            live = tuple([i for i, left in zip(ids, lefts) if left > start])
-            padded = run.promise.padded_size(len(live))   # BatchShape counts padding as decodes
-            self.sim.recorder.on_run_batches(
-                boundary - start, batch_id=batch_ids[start - origin: boundary - origin], replica_id=replica,
-                formed_at=ends[start - 1 - lead: boundary - 1 - lead], num_requests=len(live), num_tokens=len(live),
-                num_prefill_tokens=0, num_decodes=(len(live) if with_context else 0) + padded - len(live),
-                decode_context=contexts[start - origin: boundary - origin], request_ids=live,
-                request_tokens=(1,) * len(live), padded_size=padded)
+            live = tuple(ids) if every else tuple([i for i, left in zip(ids, lefts) if left > start])
+            every = False
+            num_live = len(live)
+            padded = padded_size(num_live)   # BatchShape counts padding as decodes
+            rows = slice(start - origin, boundary - origin)
+            on_rows(boundary - start, batch_ids[rows], replica, formed[rows], num_live, num_live, 0,
+                    (num_live if with_context else 0) + padded - num_live, contexts[rows], live, (1,) * num_live,
+                    padded)
             start = boundary
 
 

@@ -31,22 +31,32 @@ STATE_NAMES = ("queued", "admitted", "restarted", "finished", "rejected", "swapp
 class Table:
     """A growing table. Rows from the stepwise path go to per-column lists (`columns`, the
     cheapest appends Python has); rows made in bulk by fast-forwarded runs are kept as chunks
-    of numpy arrays (or one value for the whole chunk). `arrays()` joins both once, at the end.
+    (`chunks`: per chunk, a tuple with a value per column in `dtypes` order, each an array of
+    the chunk's length or one value for all its rows). `arrays()` joins both once, at the end.
     Row order is not kept across the two: tables are sorted by time when the result is built.
     """
 
-    __slots__ = ("dtypes", "columns", "chunks", "chunk_rows")
+    __slots__ = ("dtypes", "columns", "chunks", "chunk_lengths", "chunk_rows")
 
     def __init__(self, dtypes: dict[str, DTypeLike]) -> None:
         self.dtypes = dtypes
         self.columns: dict[str, list] = {name: [] for name in dtypes}
-        self.chunks: list[tuple[int, dict]] = []
+        self.chunks: list[tuple] = []
+        self.chunk_lengths: list[int] = []
         self.chunk_rows = 0
 
     def add_chunk(self, length: int, **values: object) -> None:
         """`length` rows; each value is an array of that length or one value for all rows."""
         if length > 0:
-            self.chunks.append((length, values))
+            self.add_chunk_values(length, *(values[name] for name in self.dtypes))
+
+    def add_chunk_values(self, length: int, *values: object) -> None:
+        """`add_chunk` with the values by position, in the order of `dtypes` (no keyword dict:
+        the hot path of fast-forwarded runs)."""
+        assert len(values) == len(self.dtypes), "a value per column"
+        if length > 0:
+            self.chunks.append(values)
+            self.chunk_lengths.append(length)
             self.chunk_rows += length
 
     @property
@@ -55,23 +65,41 @@ class Table:
         return len(next(iter(self.columns.values())))
 
     def arrays(self) -> dict[str, np.ndarray]:
-        lengths = np.array([length for length, _ in self.chunks], dtype=np.int64)
-        out = {}
-        for name, dtype in self.dtypes.items():
+        lengths = np.array(self.chunk_lengths, dtype=np.int64)
+        out, chunks = {}, self.chunks
+        for column, (name, dtype) in enumerate(self.dtypes.items()):
+            values = [chunk[column] for chunk in chunks]
             rows = self.columns[name]
-            head = np.fromiter(rows, dtype=object, count=len(rows)) if dtype is object else np.asarray(rows, dtype)
-            out[name] = np.concatenate((head, _chunk_column([v[name] for _, v in self.chunks], lengths, dtype)))
+            head = np.fromiter(rows, dtype=dtype, count=len(rows))   # faster than np.asarray on long lists
+            out[name] = np.concatenate((head, _chunk_column(values, lengths, dtype)))
         return out
 
 
-def _chunk_column(values: list, lengths: np.ndarray, dtype: DTypeLike) -> np.ndarray:
-    """One column of all chunks: per-chunk arrays joined, or per-chunk values repeated."""
+SEQUENCES = {list, np.ndarray}   # a chunk's column of this type holds a value per row
+
+
+def _chunk_column(values: Sequence, lengths: np.ndarray, dtype: DTypeLike) -> np.ndarray:
+    """One column of all chunks: per-chunk arrays (or lists) joined, per-chunk values repeated,
+    or, where a column has both, each chunk's rows made and joined."""
     if not values:
         return np.empty(0, dtype=dtype)
-    if isinstance(values[0], (list, np.ndarray)):
-        return np.concatenate([np.asarray(v, dtype=dtype) for v in values])
-    one_each = np.fromiter(values, dtype=object, count=len(values)) if dtype is object else np.asarray(values, dtype)
-    return np.repeat(one_each, lengths)
+    kinds = set(map(type, values))
+    if kinds <= SEQUENCES and dtype is not object:
+        return np.concatenate(values, dtype=dtype, casting="unsafe")   # as np.asarray(value, dtype) each
+    if kinds.isdisjoint(SEQUENCES):
+        one_each = (np.fromiter(values, dtype=object, count=len(values)) if dtype is object
+                    else np.asarray(values, dtype))
+        return np.repeat(one_each, lengths)
+    return np.concatenate([_chunk_rows(value, length, dtype) for value, length in zip(values, lengths.tolist())])
+
+
+def _chunk_rows(value: object, length: int, dtype: DTypeLike) -> np.ndarray:
+    """The rows of one chunk's column (`value`: its array or list, or one value for all rows)."""
+    if type(value) in SEQUENCES:
+        return np.asarray(value, dtype=dtype)
+    rows = np.empty(length, dtype=dtype)
+    rows[:] = [value] * length if dtype is object else value   # a tuple stays one object per row
+    return rows
 
 
 class Recorder:
@@ -218,7 +246,7 @@ class Recorder:
     def on_batch(self, batch: Batch) -> None:
         shape = batch.shape
         assert shape is not None, "set when the batch is formed"
-        self.on_batch_row(batch.id, batch.replica_id, tuple(r.id for r in batch.requests),
+        self.on_batch_row(batch.id, batch.replica_id, tuple([r.id for r in batch.requests]),
                           tuple(batch.num_tokens), batch.num_prefill_tokens, shape.num_decodes, shape.decode_context,
                           batch.num_padding)
 
@@ -285,8 +313,7 @@ class Recorder:
         self.kv_peak[replica] = max(self.kv_peak[replica], int(used.max()))
         if self.keeps_batches:
             assert running is not None, "the time series needs the running column"
-            self.series.add_chunk(len(times), time=times, replica_id=replica, kv_blocks_used=used,
-                                  num_waiting=waiting, num_running=running)
+            self.series.add_chunk_values(len(times), times, replica, used, waiting, running)
 
     # ---- decode runs advanced in one step (engine/fast_forward.py) ----------------------------
 
@@ -321,17 +348,21 @@ class Recorder:
 
     def on_run_allocations(self, replica: int, times: np.ndarray, requests: Sequence[int], blocks: list[int]) -> None:
         """Blocks taken one each during a decode run (full level), at the instants in `times`."""
-        self.blocks.add_chunk(len(blocks), time=times, replica=replica, request=requests, block=blocks, delta=1)
+        self.blocks.add_chunk_values(len(blocks), times, replica, requests, blocks, 1)
 
     def on_run_stages(self, replica: int, batch_ids: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
         """The stage rows of a decode run's iterations (one stage: fast-forward runs only at PP 1)."""
-        self.stages.add_chunk(len(batch_ids), batch_id=batch_ids, replica_id=replica, stage_id=0, start=starts,
-                              end=ends)
+        self.stages.add_chunk_values(len(batch_ids), batch_ids, replica, 0, starts, ends)
 
-    def on_run_batches(self, count: int, **columns: object) -> None:
-        """`count` batch rows of a decode run whose members do not change (columns of the batch table,
-        each an array of `count` values or one value for all)."""
-        self.batches.add_chunk(count, **columns)
+    def on_run_batches(self, count: int, batch_id: np.ndarray, replica_id: int, formed_at: np.ndarray,
+                       num_requests: int, num_tokens: int, num_prefill_tokens: int, num_decodes: int,
+                       decode_context: np.ndarray, request_ids: tuple, request_tokens: tuple, padded_size: int) -> None:
+        """`count` batch rows of a decode run whose members do not change (the columns of the
+        batch table, `on_batch_row`'s: the arrays hold `count` values, every other value is
+        the same for all rows)."""
+        self.batches.add_chunk_values(count, batch_id, replica_id, formed_at, num_requests, num_tokens,
+                                      num_prefill_tokens, num_decodes, decode_context, request_ids, request_tokens,
+                                      padded_size)
 
     def compact_gaps(self, force: bool = False) -> None:
         """Fold the token gaps and decode-run gaps into `gaps` (distinct values with their counts;

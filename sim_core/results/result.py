@@ -134,7 +134,10 @@ def _sorted(table: Table, keys: list[str]) -> pd.DataFrame:
     which they happened)."""
     arrays = table.arrays()
     order = np.lexsort([arrays[key] for key in reversed(keys)])
-    return pd.DataFrame({name: values[order] for name, values in arrays.items()})
+    # the sorted columns are new arrays nobody else holds: the frame takes them as they are
+    # (pandas would copy them into consolidated blocks: 0.06 s for the 1.75 million block rows
+    # of a 20,000-request `full` run)
+    return pd.DataFrame({name: values[order] for name, values in arrays.items()}, copy=False)
 
 
 def _batch_ends(batches: pd.DataFrame, stages: pd.DataFrame, num_stages: np.ndarray) -> np.ndarray:

@@ -1,0 +1,62 @@
+"""The app pauses Python's cyclic garbage collector while it simulates (explorer/collector.py)."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+
+from explorer.collector import collector_paused
+
+
+@pytest.fixture(autouse=True)
+def enabled_collector():
+    """Each test starts with the collector running and leaves it running."""
+    gc.enable()
+    yield
+    gc.enable()
+
+
+def test_paused_inside_and_running_after():
+    """Inside the block the collector is off; after it, on again."""
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_overlapping_runs_resume_after_the_last():
+    """Two runs overlap (as two sessions' threads do): the collector stays paused until the
+    second of them ends, whichever ends first."""
+    first_in, first_may_leave, first_out = threading.Event(), threading.Event(), threading.Event()
+
+    def first_run() -> None:
+        with collector_paused():
+            first_in.set()
+            first_may_leave.wait(5)
+        first_out.set()
+
+    thread = threading.Thread(target=first_run)
+    thread.start()
+    first_in.wait(5)
+    with collector_paused():
+        first_may_leave.set()
+        first_out.wait(5)
+        assert first_out.is_set() and not gc.isenabled()   # the first ended, this one still holds it
+    thread.join(5)
+    assert gc.isenabled()
+
+
+def test_a_run_that_raises_resumes_the_collector():
+    """A run that fails still lets the collector go again."""
+    with pytest.raises(ValueError, match="bad run"), collector_paused():
+        raise ValueError("bad run")
+    assert gc.isenabled()
+
+
+def test_a_collector_disabled_before_stays_disabled():
+    """Whoever disabled the collector before the run keeps it disabled after it."""
+    gc.disable()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert not gc.isenabled()
