@@ -59,6 +59,7 @@ from sim_core.memory.radix_pool import RadixKvPool
 from sim_core.predictor.shape import BatchShape
 
 if TYPE_CHECKING:
+    from sim_core.engine.pipeline_run import PipelineRuns
     from sim_core.engine.routing import Queued
     from sim_core.engine.simulator import Simulator
     from sim_core.engine.stage import Stage
@@ -130,7 +131,7 @@ class RunView:
 
     __slots__ = ("endpoint", "fast", "replica")
 
-    def __init__(self, endpoint: Queued, fast: FastForward, replica: int) -> None:
+    def __init__(self, endpoint: Queued, fast: FastForward | PipelineRuns, replica: int) -> None:
         self.endpoint, self.fast, self.replica = endpoint, fast, replica
 
     @property
