@@ -1,4 +1,4 @@
-"""Advance runs of decode iterations in one step (pipeline parallelism 1 only).
+"""Advance runs of decode iterations in one step (pipeline parallelism 1; PP > 1: pipeline_run.py).
 
 When a replica forms a decode-only batch that its policy promises to re-form (minus finished
 requests) at every following iteration (`ReplicaScheduler.steady_decode`, schedulers/steady.py),
