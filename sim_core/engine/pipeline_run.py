@@ -32,12 +32,13 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from sim_core.engine.fast_forward import MAX_RUN, FastForward, _live, _members
+from sim_core.engine.fast_forward import FIRST_CHUNK, MAX_RUN, FastForward, _live, _members
 from sim_core.entities import Batch
 
 if TYPE_CHECKING:
@@ -55,25 +56,13 @@ class Lane:
     order: np.ndarray           # `remaining` sorted
     suffix: np.ndarray | None   # KV tokens held by the members in `order` from position i on
     durations: list[list[float]]   # [stage][iteration] seconds
-    ends: list[float] = field(default_factory=list)   # when each iteration left the last stage
+    ends: list[float] = field(default_factory=list)   # its batch ends inside the run (set at its end)
     ids: list[int] = field(default_factory=list)      # batch id of each iteration
 
     @property
     def num_iterations(self) -> int:
         """Iterations until its last member finishes (its static batch then ends)."""
         return int(self.order[-1])
-
-
-@dataclass(slots=True, eq=False)
-class Timeline:
-    """The stage executions of a run from its start until `end` (exclusive), and what runs and
-    waits at `end`."""
-
-    executions: tuple[list[int], list[int], list[int], list[float], list[float]]  # lane, iteration, stage, start, end
-    formations: list[tuple[float, int]]   # (instant, lane) of each batch formed, in order
-    running: list[tuple[int, float, float] | None]   # per stage: (lane, start, end) or idle
-    queues: list[list[int]]          # per stage: the lanes queued, in order
-    end: float
 
 
 @dataclass(slots=True, eq=False)
@@ -99,6 +88,7 @@ class PipelineRuns:
         self.sim = simulator
         self.runs: dict[int, PipelineRun] = {}
         self._tokens = 0
+        self._last_length: dict[int, int] = {}   # replica -> executions its last run computed
 
     # ---- the simulator's hooks (as FastForward's) -------------------------------------------
 
@@ -130,7 +120,8 @@ class PipelineRuns:
             return False
         self._durations(replica, lanes, shortest)
         now, num_stages = sim.kernel.now, len(sim.stages[replica])
-        plan = _timeline(lanes, located, now, num_stages, math.inf)
+        plan = Timeline(lanes, located, now, num_stages)
+        plan.advance(math.inf, max(FIRST_CHUNK, 2 * self._last_length.get(replica, 0)))
         self._tokens += 1
         run = PipelineRun(promise, lanes, located, now, scheduler.endpoint.num_waiting, plan,
                           [b for b in (stage.running for stage in sim.stages[replica] if stage.busy)
@@ -155,7 +146,9 @@ class PipelineRuns:
             return
         assert not kernel.late_phase, "runs that arrivals cut are not started where a turn may arrive late"
         del self.runs[replica]
-        plan = _timeline(run.lanes, run.located, run.started_at, len(self.sim.stages[replica]), kernel.now)
+        plan = Timeline(run.lanes, run.located, run.started_at, len(self.sim.stages[replica]))
+        plan.advance(kernel.now, len(run.plan.executions[0]))   # (recomputed up to now: it ran past it)
+        self._last_length[replica] = len(plan.executions[0])
         self._hand_back(replica, run, plan)
 
     def absorbs(self, replica: int, batch: Batch) -> bool:
@@ -217,12 +210,19 @@ class PipelineRuns:
     # ---- the end -----------------------------------------------------------------------------
 
     def on_run_end(self, replica: int, token: int) -> None:
-        """A lane's final iteration leaves the last stage now: the run ends."""
+        """The run got to the end of its timeline as far as computed: a lane's final iteration
+        leaves the last stage now (the run ends), or the timeline goes on (twice as far)."""
         run = self.runs.get(replica)
         if run is None or run.token != token:
             return   # cut by an arrival
+        plan = run.plan
+        if not plan.final:
+            plan.advance(math.inf, 2 * len(plan.executions[0]))
+            self.sim.kernel.at(plan.end, self.on_run_end, replica, token)
+            return
         del self.runs[replica]
-        self._hand_back(replica, run, run.plan)
+        self._last_length[replica] = len(plan.executions[0])
+        self._hand_back(replica, run, plan)
 
     def _hand_back(self, replica: int, run: PipelineRun, plan: Timeline) -> None:
         """Apply the run up to `plan.end` (now) and hand the replica back as stepwise simulation
@@ -230,17 +230,17 @@ class PipelineRuns:
         ends due now handled here (their follow-ups queued), as the kernel would have."""
         sim, scheduler = self.sim, self.sim.schedulers[replica]
         base = scheduler.num_batches
-        for lane in run.lanes:
-            lane.ids = [lane.first.id]
+        for lane, ends in zip(run.lanes, plan.lanes_done):
+            lane.ends, lane.ids = ends, [lane.first.id]
         for i, (_, m) in enumerate(plan.formations):
             run.lanes[m].ids.append(base + i)
         scheduler.num_batches = base + len(plan.formations)
         self._record(replica, run, plan)
         current = [self._advance(replica, run, lane) for lane in run.lanes]
-        due = []
+        due, running = [], plan.running()
         for k, stage in enumerate(sim.stages[replica]):
             stage.queue = deque(current[m] for m in plan.queues[k])
-            slot = plan.running[k]
+            slot = running[k]
             stage.busy = slot is not None
             if slot is None:
                 stage.running = None
@@ -278,8 +278,11 @@ class PipelineRuns:
         """The stage rows, batch rows and time series the stepwise path makes inside the run."""
         recorder, pool = self.sim.recorder, self.sim.schedulers[replica].pool
         if recorder.keeps_batches:
-            lanes, iterations, stages, starts, ends = plan.executions
-            ids = np.array([run.lanes[m].ids[j] for m, j in zip(lanes, iterations)], dtype=np.int64)
+            lanes, iterations, stages, starts, ends = (np.asarray(values) for values in plan.executions)
+            ids = np.empty(len(lanes), dtype=np.int64)
+            for m, lane in enumerate(run.lanes):
+                mine = lanes == m
+                ids[mine] = np.asarray(lane.ids, dtype=np.int64)[iterations[mine]]
             # (Recorder.on_run_stages writes stage 0 only: single-stage runs)
             recorder.stages.add_chunk(len(ids), batch_id=ids, replica_id=replica,
                                       stage_id=np.asarray(stages, dtype=np.int64),
@@ -323,71 +326,134 @@ class PipelineRuns:
             start = boundary
 
 
-def _timeline(lanes: list[Lane], located: list[tuple[int, Batch, float | None]], now: float, num_stages: int,
-              until: float) -> Timeline:
-    """Run the stage executions forward from `now` (when the last lane's batch was formed, the
-    others being where `located` says) until a lane's final iteration leaves the last stage or
-    until `until`, whichever comes first: that instant is the timeline's end. Events at one
-    instant are taken with a lane's final one first, so every event before the end is handled
-    and none at it. Fills each lane's `ends` (its batch ends before the end)."""
-    heap: list[tuple[float, int, int, int, int]] = []   # (end, not final, seq, lane, stage)
-    iteration = [0] * len(lanes)
-    started = [0.0] * len(lanes)
-    busy: list[int | None] = [None] * num_stages
-    queues: list[deque[int]] = [deque() for _ in range(num_stages)]
-    ex_lane: list[int] = []
-    ex_iter: list[int] = []
-    ex_stage: list[int] = []
-    ex_start: list[float] = []
-    ex_end: list[float] = []
-    formations: list[tuple[float, int]] = []
-    last, seq = num_stages - 1, 0
-    finals = [lane.num_iterations - 1 for lane in lanes]
-    for lane in lanes:
-        lane.ends = []
-    durations = [lane.durations for lane in lanes]
+class Timeline:
+    """The stage executions of a run, computed forward from its start by a small event loop
+    (`advance`), and what runs and waits at the point reached.
 
-    def start(m: int, k: int, time: float) -> None:
-        nonlocal seq
-        seq += 1
-        busy[k], started[m] = m, time
-        j = iteration[m]
-        heapq.heappush(heap, (time + durations[m][k][j], 0 if k == last and j == finals[m] else 1, seq, m, k))
+    An execution starts when its micro-batch is ready for the stage (its previous stage ended,
+    or for stage 0 its previous iteration left the last stage, its batch end and re-formation
+    being at that instant) and the stage is free; it ends a stage time later. Events at one
+    instant are taken with a lane's final execution first, so when the loop stops at an instant
+    (a lane's final iteration ends, or a cut) every event before it has been handled and none
+    at it."""
 
-    for m, (k, _, since) in enumerate(located):   # lane m is located[m]'s batch
-        if since is None:
-            queues[k].append(m)
+    __slots__ = ("durations", "finals", "last", "heap", "seq", "iteration", "started", "busy", "queues",
+                 "lanes_done", "executions", "formations", "end", "final", "solo")
+
+    def __init__(self, lanes: list[Lane], located: list[tuple[int, Batch, float | None]], now: float,
+                 num_stages: int) -> None:
+        """`located[m]` says where lane m's batch is; the last lane's batch was formed `now`."""
+        self.durations = [lane.durations for lane in lanes]
+        self.finals = [lane.num_iterations - 1 for lane in lanes]
+        self.last = num_stages - 1
+        self.heap: list[tuple[float, int, int, int, int]] = []   # (end, not final, seq, lane, stage)
+        self.seq = 0
+        self.iteration = [0] * len(lanes)
+        self.started = [0.0] * len(lanes)
+        self.busy: list[int | None] = [None] * num_stages
+        self.queues: list[deque[int]] = [deque() for _ in range(num_stages)]
+        self.lanes_done: list[list[float]] = [[] for _ in lanes]   # per lane, its batch ends so far
+        # lane, iteration, stage, start, end of each execution handled, in order (arrays when solo)
+        self.executions: tuple[Sequence[int], Sequence[int], Sequence[int], Sequence[float], Sequence[float]] = (
+            [], [], [], [], [])
+        self.formations: list[tuple[float, int]] = []   # (instant, lane) of each batch formed, in order
+        self.end = now          # every event before it handled, none at or after it
+        self.final = False      # whether `end` is a lane's final batch end
+        self.solo: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        if len(lanes) == 1:   # alone in the pipeline: its executions follow each other back to back
+            self.solo = self._solo(lanes[0], now, num_stages)
+            return
+        for m, (k, _, since) in enumerate(located):
+            if since is None:
+                self.queues[k].append(m)
+            else:
+                self._start(m, k, since)
+        new = len(lanes) - 1   # the batch just formed enters stage 0
+        if self.busy[0] is None:
+            self._start(new, 0, now)
         else:
-            start(m, k, since)
-    new = len(lanes) - 1   # the batch just formed enters stage 0
-    if busy[0] is None:
-        start(new, 0, now)
-    else:
-        queues[0].append(new)
-    while True:
-        end, not_final, _, m, k = heapq.heappop(heap)
-        if not not_final or end >= until:
-            break
-        ex_lane.append(m)
-        ex_iter.append(iteration[m])
-        ex_stage.append(k)
-        ex_start.append(started[m])
-        ex_end.append(end)
-        busy[k] = None
-        if queues[k]:
-            start(queues[k].popleft(), k, end)
-        if k == last:   # the batch ends; the policy forms its next iteration now
-            lanes[m].ends.append(end)
-            iteration[m] += 1
-            formations.append((end, m))
-            k = -1
-        if busy[k + 1] is None:
-            start(m, k + 1, end)
-        else:
-            queues[k + 1].append(m)
-    heapq.heappush(heap, (end, not_final, 0, m, k))
-    running: list[tuple[int, float, float] | None] = [None] * num_stages
-    for end_k, _, _, m_k, stage in heap:
-        running[stage] = (m_k, started[m_k], end_k)
-    return Timeline((ex_lane, ex_iter, ex_stage, ex_start, ex_end), formations, running, [list(q) for q in queues],
-                    min(end, until))
+            self.queues[0].append(new)
+
+    @staticmethod
+    def _solo(lane: Lane, now: float, num_stages: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """A lone micro-batch (formed now, so entering stage 0 now) never waits for a stage:
+        each execution starts as the one before ends, so the ends are the sequential sums of
+        its stage times in order (numpy's cumsum adds in order: the loop's floats), up to its
+        final iteration's last stage. Returns the iterations, stages, starts and ends."""
+        count = lane.num_iterations * num_stages
+        durations = np.array(lane.durations, dtype=np.float64).T.ravel()[:count]   # iteration-major
+        durations[0] += now
+        ends = durations.cumsum()
+        starts = np.concatenate(([now], ends[:-1]))
+        index = np.arange(count, dtype=np.int64)
+        return index // num_stages, index % num_stages, starts, ends
+
+    def _advance_solo(self, until: float) -> None:
+        """`advance` of a lone micro-batch: cut its executions at `until` (or its final one)."""
+        assert self.solo is not None
+        iterations, stages, starts, ends = self.solo
+        done = min(int(ends.searchsorted(until, side="left")), len(ends) - 1)
+        self.final = until > ends[-1]
+        self.end = float(ends[-1]) if self.final else until
+        self.executions = (np.zeros(done, dtype=np.int64).tolist(), iterations[:done].tolist(),
+                           stages[:done].tolist(), starts[:done].tolist(), ends[:done].tolist())
+        batch_ends = ends[:done][stages[:done] == self.last].tolist()
+        self.lanes_done = [batch_ends]
+        self.formations = [(end, 0) for end in batch_ends]
+        self.busy = [None] * len(self.busy)
+        self.busy[int(stages[done])] = 0
+        self.started = [float(starts[done])]
+        self.heap = [(float(ends[done]), 0 if self.final else 1, 0, 0, int(stages[done]))]
+
+    def _start(self, m: int, k: int, time: float) -> None:
+        self.seq += 1
+        self.busy[k], self.started[m] = m, time
+        j = self.iteration[m]
+        heapq.heappush(self.heap, (time + self.durations[m][k][j], 0 if k == self.last and j == self.finals[m] else 1,
+                                   self.seq, m, k))
+
+    def advance(self, until: float, budget: int) -> None:
+        """Handle events before `until`, at most `budget` executions (then up to the next
+        instant, `end`, the earliest end not handled), stopping at a lane's final batch end
+        (`final`, `end` its instant)."""
+        if self.solo is not None:
+            return self._advance_solo(until)
+        heap, busy, queues, iteration, started, last = (self.heap, self.busy, self.queues, self.iteration,
+                                                        self.started, self.last)
+        ex_lane, ex_iter, ex_stage, ex_start, ex_end = cast(
+            tuple[list[int], list[int], list[int], list[float], list[float]], self.executions)   # lists unless solo
+        start, formations, done = self._start, self.formations, self.lanes_done
+        while budget > 0 or heap[0][0] == self.end:
+            end, not_final, _, m, k = heap[0]
+            if not not_final or end >= until:
+                break
+            heapq.heappop(heap)
+            budget -= 1
+            self.end = end
+            ex_lane.append(m)
+            ex_iter.append(iteration[m])
+            ex_stage.append(k)
+            ex_start.append(started[m])
+            ex_end.append(end)
+            busy[k] = None
+            if queues[k]:
+                start(queues[k].popleft(), k, end)
+            if k == last:   # the batch ends; the policy forms its next iteration now
+                done[m].append(end)
+                iteration[m] += 1
+                formations.append((end, m))
+                k = -1
+            if busy[k + 1] is None:
+                start(m, k + 1, end)
+            else:
+                queues[k + 1].append(m)
+        end, not_final = heap[0][0], heap[0][1]
+        self.final = not not_final and end < until
+        self.end = min(end, until)
+
+    def running(self) -> list[tuple[int, float, float] | None]:
+        """Per stage: (lane, start, end) of the execution running at `end`, or None (idle)."""
+        slots: list[tuple[int, float, float] | None] = [None] * len(self.busy)
+        for end, _, _, m, k in self.heap:
+            slots[k] = (m, self.started[m], end)
+        return slots
