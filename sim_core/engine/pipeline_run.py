@@ -5,16 +5,17 @@ stages in order, each stage runs one batch at a time, first come first served, a
 leaves the last stage ends there and (for a static or otherwise steady batch) is formed again at
 that instant, entering stage 0's queue. When the policy promises that this is all that happens
 (`SteadyDecode.micro_batches`: every in-flight decode batch re-forms unchanged minus its finished
-members, nothing else is formed whatever arrives, the pool does not change: FasterTransformer's
-static batches with the pipeline full), the replica's future is a pure function of the stage
-times until the first micro-batch's last member finishes (its static batch then ends and frees
-its blocks). A pipeline run computes that timeline when the replica forms such a batch, holds one
-kernel event at its end and there applies the skipped iterations in bulk, with every record the
+members, nothing else is formed, the pool does not change: FasterTransformer's static batches),
+the replica's future is a pure function of the stage times until the first micro-batch's last
+member finishes (its static batch then ends and frees its blocks). A pipeline run computes that
+timeline (in chunks) from when the replica forms such a batch, holds one kernel event at the end
+of what is computed and at its end applies the skipped iterations in bulk, with every record the
 stepwise path would have made at the same float times (docs/design/fast-forward.md, "Pipeline
 runs"). Where the pipeline has room, a request arriving is formed into a new batch at once: the
 run is cut at the routing instant (`on_request_routed`).
 
-The timeline is a small event loop over stage executions (no Batch objects, no kernel events):
+The timeline (`Timeline`) is a small event loop over stage executions (no Batch objects, no
+kernel events; a micro-batch alone in the pipeline is one cumulative sum):
 an execution starts when its micro-batch is ready for the stage (its previous stage ended, or
 for stage 0 its previous iteration left the last stage) and the stage is free; it ends a stage
 time later (the cost model's, bitwise `Simulator.stage_time`). Same-instant events of one
@@ -278,16 +279,15 @@ class PipelineRuns:
         """The stage rows, batch rows and time series the stepwise path makes inside the run."""
         recorder, pool = self.sim.recorder, self.sim.schedulers[replica].pool
         if recorder.keeps_batches:
-            lanes, iterations, stages, starts, ends = (np.asarray(values) for values in plan.executions)
+            lanes, iterations, stages = (np.asarray(values, dtype=np.int64) for values in plan.executions[:3])
+            starts, ends = (np.asarray(values, dtype=np.float64) for values in plan.executions[3:])
             ids = np.empty(len(lanes), dtype=np.int64)
             for m, lane in enumerate(run.lanes):
                 mine = lanes == m
                 ids[mine] = np.asarray(lane.ids, dtype=np.int64)[iterations[mine]]
             # (Recorder.on_run_stages writes stage 0 only: single-stage runs)
             recorder.stages.add_chunk(len(ids), batch_id=ids, replica_id=replica,
-                                      stage_id=np.asarray(stages, dtype=np.int64),
-                                      start=np.asarray(starts, dtype=np.float64),
-                                      end=np.asarray(ends, dtype=np.float64))
+                                      stage_id=stages, start=starts, end=ends)
             for lane in run.lanes:
                 self._record_batches(replica, lane)
         if not plan.formations:
