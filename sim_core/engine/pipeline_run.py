@@ -68,7 +68,8 @@ class Lane:
 
 @dataclass(slots=True, eq=False)
 class PipelineRun:
-    """A planned run: `plan` is its timeline up to its end (a lane's final iteration)."""
+    """A planned run: `plan` is its timeline as far as computed (to a lane's final iteration
+    at most); `located` and the lanes keep what a cut recomputes it from."""
 
     promise: SteadyDecode
     lanes: list[Lane]
