@@ -1,6 +1,6 @@
 """Speed of every engine scheduler against vllm on the same chat trace.
 
-    python bench/engine_speed.py [--requests 10000] [--qps 2] [--repeats 3] [--cases vllm_v1,sglang]
+    python bench/engine_speed.py [--requests 10000] [--qps 2] [--repeats 3] [--cases vllm_v1,sglang] [--stepwise]
 
 Workload and model as bench/sim_speed.py (Poisson chat trace, prompts 64..1536, outputs
 16..768, Llama-2-7B on an 80 GB A100, Vidur's planner: 7424 blocks of 16, linear cost 5 ms +
@@ -11,7 +11,9 @@ cache). Prints the median CPU seconds of the repeats (time.process_time: sharing
 not distort them), their ratio to vllm's on the same workload, batches per second and the
 prefix hit rate; `--cases` keeps the cases whose name contains one of its comma-separated words
 (substrings: `vllm` keeps every vllm case, `vllm_v0` only that one; the ratio needs the `vllm`
-case). lightllm runs with 1-token blocks, which it requires.
+case). lightllm runs with 1-token blocks, which it requires. The `PP 2` cases run the policy on
+two pipeline stages (faster_transformer's static batches are fast-forwarded in pipeline runs,
+vllm's PP 2 runs stepwise); `--stepwise` turns fast-forward off in every case.
 """
 
 from __future__ import annotations
@@ -43,7 +45,10 @@ CASES = {
     "faster_transformer": {"type": "faster_transformer"},
     "lightllm (token blocks)": {"type": "lightllm", "block_size": 1},
     "vllm_v0": {"type": "vllm_v0"},
+    "faster_transformer, PP 2": {"type": "faster_transformer"},
+    "vllm, PP 2": {"type": "vllm"},
 }
+STAGES = {"faster_transformer, PP 2": 2, "vllm, PP 2": 2}   # pipeline stages of a case (default 1)
 
 
 def workloads(num_requests: int, qps: float) -> dict:
@@ -69,7 +74,9 @@ def main() -> None:
     parser.add_argument("--qps", type=float, default=2.0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cases", default="", help="comma-separated words: only the cases whose name contains one")
+    parser.add_argument("--stepwise", action="store_true", help="fast-forward off (engine.fast_forward: false)")
     args = parser.parse_args()
+    engine = {**BASE["engine"], "fast_forward": not args.stepwise}
     words = [word.strip() for word in args.cases.split(",") if word.strip()]
     print(f"{'workload':16s} {'case':28s} {'seconds':>8s} {'x vllm':>7s} {'batches/s':>10s} {'hit rate':>9s}")
     for label, workload in workloads(args.requests, args.qps).items():
@@ -77,7 +84,8 @@ def main() -> None:
         for name, scheduler in CASES.items():
             if words and not any(word in name for word in words):
                 continue
-            config = parse_config({**BASE, "scheduler": scheduler, "workload": workload})
+            config = parse_config({**BASE, "engine": engine, "scheduler": scheduler, "workload": workload,
+                                   "cluster": {"pipeline_parallel_size": STAGES.get(name, 1)}})
             runs = [timed(config) for _ in range(args.repeats)]
             seconds = statistics.median(cpu for cpu, _ in runs)
             summary = runs[0][1]

@@ -1,6 +1,7 @@
 """Capacity-search speed: configurations per minute on the local process pool and on Ray.
 
     python bench/sweep_speed.py [--configs 1000] [--ray-configs 200] [--address HOST:PORT] [--workers N] [--every K]
+                                [--breakdown [--where KEY=VALUE ...]]
 
 The grid (1,000 configurations) is Llama-2-7B with the roofline predictor on a synthetic chat
 workload (uniform prompts 64-1024, outputs 16-256 tokens), SLOs TTFT p90 <= 2 s and TBT p99 <=
@@ -14,7 +15,8 @@ stopped at the end) and times `--ray-configs` configurations (0 skips Ray); thei
 checked equal to the local ones. `--breakdown` instead searches the chosen configurations one at
 a time in this process and prints each probe's CPU seconds, then the totals by kind of probe
 (short, long, reseeded; passed or failed) and the requests simulated (in units of one replica's
-`num_requests`).
+`num_requests`); `--where cluster.pipeline_parallel_size=2` (repeatable) keeps only the grid's
+points with those values before taking every K-th.
 """
 
 from __future__ import annotations
@@ -86,10 +88,13 @@ def _sample(spec, base, backend, limit: int, every: int) -> list[dict]:
     return [record for record in records if record is not None]
 
 
-def breakdown(limit: int, every: int) -> None:
-    """Search every `every`-th configuration (at most `limit`) in this process, timing each probe."""
+def breakdown(limit: int, every: int, where: list[str]) -> None:
+    """Search every `every`-th configuration (at most `limit`) of those whose values match
+    `where` (KEY=VALUE strings) in this process, timing each probe."""
     spec, base = parse_sweep_spec(SPEC, source="bench spec")
-    points = build_grid(spec, base).points[::every][:limit]
+    wanted = dict(item.split("=", 1) for item in where)
+    points = [point for point in build_grid(spec, base).points
+              if all(str(point.values.get(key)) == value for key, value in wanted.items())][::every][:limit]
     cpu: Counter = Counter()
     units: Counter = Counter()
     real_probe = search.run_probe
@@ -144,9 +149,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--every", type=int, default=1, help="time every K-th configuration (local pool only)")
     parser.add_argument("--breakdown", action="store_true", help="one at a time in this process, CPU per probe")
+    parser.add_argument("--where", action="append", default=[], help="KEY=VALUE: --breakdown only these points")
     args = parser.parse_args()
     if args.breakdown:
-        breakdown(args.configs, args.every)
+        breakdown(args.configs, args.every, args.where)
         return
     print(f"{os.cpu_count()} cores, {args.workers} local workers")
     local = timed("local", LocalBackend(args.workers), args.configs, args.every) if args.configs else []

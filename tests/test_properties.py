@@ -58,6 +58,22 @@ def scenarios(draw, policies=tuple(POLICIES)):
     return config, workload
 
 
+@st.composite
+def pipeline_scenarios(draw):
+    """FasterTransformer on 2 or 4 pipeline stages (its static batches are fast-forwarded in
+    pipeline runs, engine/pipeline_run.py), with up to 60 requests so that the pipeline fills."""
+    config, workload = draw(scenarios(policies=("faster_transformer",)))
+    config["cluster"]["pipeline_parallel_size"] = draw(st.sampled_from([2, 4]))
+    n = draw(st.integers(1, 60))
+    arrivals = sorted(draw(st.lists(st.floats(0, 1, allow_nan=False), min_size=n, max_size=n)))
+    if draw(st.booleans()):
+        arrivals = [round(a, 1) for a in arrivals]
+    decode = draw(st.lists(st.integers(1, 80), min_size=n, max_size=n))
+    prefill = draw(st.lists(st.integers(1, 100), min_size=n, max_size=n))
+    return config, Workload(np.array(arrivals), np.array(prefill, dtype=np.int64), np.array(decode, dtype=np.int64),
+                            "h")
+
+
 def _check_state(simulator, last_time):
     assert simulator.kernel.now >= last_time[0], "time went backwards"
     last_time[0] = simulator.kernel.now
@@ -154,3 +170,24 @@ SWAPPED_HEAD_IGNORED = (
 def test_vllm_v0_fast_forward_and_record_levels_agree(case):
     """vllm_v0: fast-forwarded and stepwise runs, reruns and every record level agree."""
     test_fast_forward_and_reruns_give_identical_results.hypothesis.inner_test(case)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pipeline_scenarios(), st.sampled_from(["full", "requests"]))
+def test_pipeline_invariants_hold_after_every_event(case, record):
+    """FasterTransformer on 2 or 4 stages, fast-forwarded in pipeline runs: the invariants of
+    every scheduler hold after every event (a run's end applies its iterations in bulk)."""
+    config, workload = case
+    config = parse_config({**config, "engine": {"fast_forward": True, "record": record}})
+    last_time = [0.0]
+    result = run_simulation(config, workload, after_event=lambda sim: _check_state(sim, last_time))
+    assert set(result.requests["status"]) <= {"finished", "rejected"}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pipeline_scenarios())
+def test_pipeline_fast_forward_agrees(case):
+    """FasterTransformer on 2 or 4 stages: pipeline runs and stepwise simulation, reruns and
+    every record level agree."""
+    config, workload = case
+    assert_runs_agree(config, workload)

@@ -1,4 +1,4 @@
-"""Advance runs of decode iterations in one step (pipeline parallelism 1 only).
+"""Advance runs of decode iterations in one step (pipeline parallelism 1; PP > 1: pipeline_run.py).
 
 When a replica forms a decode-only batch that its policy promises to re-form (minus finished
 requests) at every following iteration (`ReplicaScheduler.steady_decode`, schedulers/steady.py),
@@ -59,6 +59,7 @@ from sim_core.memory.radix_pool import RadixKvPool
 from sim_core.predictor.shape import BatchShape
 
 if TYPE_CHECKING:
+    from sim_core.engine.pipeline_run import PipelineRuns
     from sim_core.engine.routing import Queued
     from sim_core.engine.simulator import Simulator
     from sim_core.engine.stage import Stage
@@ -130,7 +131,7 @@ class RunView:
 
     __slots__ = ("endpoint", "fast", "replica")
 
-    def __init__(self, endpoint: Queued, fast: FastForward, replica: int) -> None:
+    def __init__(self, endpoint: Queued, fast: FastForward | PipelineRuns, replica: int) -> None:
         self.endpoint, self.fast, self.replica = endpoint, fast, replica
 
     @property

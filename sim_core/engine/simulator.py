@@ -24,6 +24,7 @@ from sim_core.cluster.sessions import SessionChains
 from sim_core.engine.fast_forward import FastForward, RunView
 from sim_core.engine.kernel import EventKernel
 from sim_core.engine.overlap import OverlapClock
+from sim_core.engine.pipeline_run import PipelineRuns
 from sim_core.engine.stage import Stage
 from sim_core.entities import Batch, Request, RequestStatus
 from sim_core.predictor import BatchShape, Predictor, padded, shape_of
@@ -65,7 +66,10 @@ class Simulator:
         self._heads: list[int] = []     # requests that arrive at their workload time
         self._num_arrived = 0
         self.single_stage = all(s.num_stages == 1 for s in schedulers)
-        self.fast = FastForward(self) if fast_forward and self.single_stage else None
+        # decode runs: single-stage ones (engine/fast_forward.py), or pipelines (engine/pipeline_run.py)
+        self.fast: FastForward | PipelineRuns | None = None
+        if fast_forward:
+            self.fast = FastForward(self) if self.single_stage else PipelineRuns(self)
         if self.fast is not None and router.reads == "outstanding":   # see engine/routing.py
             self.entry = [RunView(endpoint, self.fast, r) for r, endpoint in enumerate(self.entry)]
         self.overlapping = [s.config.overlap_schedule(s.num_stages) for s in schedulers]   # per replica
@@ -268,6 +272,8 @@ class Simulator:
         self.kernel.soon(self.on_stage_schedule, replica, stage)
 
     def on_stage_schedule(self, replica: int, stage: int) -> None:
+        if self.fast is not None and self.fast.runs and replica in self.fast.runs:
+            return   # a pipeline run started the batch this schedule would start (pipeline_run.py)
         state = self.stages[replica][stage]
         batch = state.start_next(self.kernel.now)
         if batch is not None:
@@ -294,7 +300,7 @@ class Simulator:
 
     def on_stage_end(self, replica: int, stage: int, batch: Batch) -> None:
         if self.fast is not None and self.fast.runs and self.fast.absorbs(replica, batch):
-            return   # vllm_v1's async steps: a decode run goes on from this step (fast_forward.py)
+            return   # a run accounts for this stage end (vllm_v1's async steps; a pipeline run's batches)
         state = self.stages[replica][stage]
         state.finish()
         self.recorder.on_stage(batch.id, replica, stage, state.started_at, self.kernel.now)

@@ -18,6 +18,7 @@ class Stage:
     queue: deque = field(default_factory=deque)
     busy: bool = False
     started_at: float = 0.0
+    running: Batch | None = None   # the batch it runs (set by start_next: PP > 1, read by pipeline runs)
 
     def add(self, batch: Batch) -> None:
         self.queue.append(batch)
@@ -27,7 +28,8 @@ class Stage:
         if self.busy or not self.queue:
             return None
         self.start(now)
-        return self.queue.popleft()
+        self.running = batch = self.queue.popleft()
+        return batch
 
     def start(self, now: float) -> None:
         """The stage runs a batch from `now` (the caller checked it was idle)."""

@@ -59,9 +59,16 @@ class FasterTransformerScheduler(ReplicaScheduler):
         # A static batch re-runs its unfinished members: unchanged until one of them finishes,
         # and it only loses members until it is done. Blocks return when the whole static batch
         # finishes.
-        if batch.num_prefill_tokens or self.num_stages > 1:
+        if batch.num_prefill_tokens:
             return None
-        return SteadyDecode(self, UNBOUNDED, past_completions=True, frees_on_completion=False)
+        if self.num_stages == 1:
+            return SteadyDecode(self, UNBOUNDED, past_completions=True, frees_on_completion=False)
+        # pipeline: every static batch in flight re-runs alone at its batch end; a new one forms
+        # only when a request arrives while the pipeline has room and the pool can reserve for it
+        # (with room, nothing waits now: on_schedule would have formed it)
+        joins = self._has_room() and self.pool.can_allocate(self._limits.max_blocks_per_request)
+        return SteadyDecode(self, UNBOUNDED, past_completions=True, frees_on_completion=False,
+                            micro_batches=self._num_running_batches, arrivals_join=joins)
 
     def _on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
         self.members[last.id] = self.members.pop(first.id)

@@ -48,7 +48,13 @@ class SteadyDecode:
     faster bulk sum keep it; the two differ in the last bits only). `ends_in_bulk`: the run's
     last iteration ends in bulk too (no batch is formed for it): its members' tokens are applied
     with the skipped ones and its batch end is the policy's plain one (`end_batch`), which only
-    policies whose batch end and resume are the base ones can promise."""
+    policies whose batch end and resume are the base ones can promise. `micro_batches` (pipeline
+    parallelism, engine/pipeline_run.py): the promise covers the replica's whole pipeline: it
+    has this many batches in flight, this one included; every one of them that is a decode
+    batch re-forms unchanged (minus finished members) at its batch end, nothing else is formed
+    while they last, and nothing but the re-formation changes the pool (0: no such promise);
+    `arrivals_join`: except that a request arriving is formed into a new batch at once (the
+    pipeline has room), which ends the run there (else arrivals change nothing)."""
 
     scheduler: ReplicaScheduler
     limit: int
@@ -63,6 +69,8 @@ class SteadyDecode:
     counts_frees: bool = True
     sequential_sums: bool = False
     ends_in_bulk: bool = False
+    micro_batches: int = 0
+    arrivals_join: bool = False
 
     @property
     def block_size(self) -> int:
@@ -98,6 +106,11 @@ class SteadyDecode:
         """`ends_in_bulk`: the run's last iteration, of the `live` members (tokens applied), ended
         now: the policy's batch end, as `ReplicaScheduler.on_batch_end` of that batch."""
         self.scheduler._end_steady(live)
+
+    def moved(self, first: Batch, last: Batch, num_iterations: int) -> None:
+        """`micro_batches`: a pipeline run advanced the micro-batch of `first` by
+        num_iterations - 1 iterations (tokens applied); `last` is its batch in flight now."""
+        self.scheduler._on_steady_decode(first, last, num_iterations)
 
     def step_ended(self, batch: Batch) -> None:
         """A batch formed before the run (its first, or with async steps the one queued behind

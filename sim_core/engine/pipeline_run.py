@@ -1,0 +1,460 @@
+"""Advance a pipeline-parallel replica's decode micro-batches in one step (PP > 1).
+
+With S pipeline stages a replica keeps up to S micro-batches in flight; each runs through the
+stages in order, each stage runs one batch at a time, first come first served, and a batch that
+leaves the last stage ends there and (for a static or otherwise steady batch) is formed again at
+that instant, entering stage 0's queue. When the policy promises that this is all that happens
+(`SteadyDecode.micro_batches`: every in-flight decode batch re-forms unchanged minus its finished
+members, nothing else is formed, the pool does not change: FasterTransformer's static batches),
+the replica's future is a pure function of the stage times until the first micro-batch's last
+member finishes (its static batch then ends and frees its blocks). A pipeline run computes that
+timeline (in chunks) from when the replica forms such a batch, holds one kernel event at the end
+of what is computed and at its end applies the skipped iterations in bulk, with every record the
+stepwise path would have made at the same float times (docs/design/fast-forward.md, "Pipeline
+runs"). Where the pipeline has room, a request arriving is formed into a new batch at once: the
+run is cut at the routing instant (`on_request_routed`).
+
+The timeline (`Timeline`) is a small event loop over stage executions (no Batch objects, no
+kernel events; a micro-batch alone in the pipeline is one cumulative sum):
+an execution starts when its micro-batch is ready for the stage (its previous stage ended, or
+for stage 0 its previous iteration left the last stage) and the stage is free; it ends a stage
+time later (the cost model's, bitwise `Simulator.stage_time`). Same-instant events of one
+replica cannot reorder anything: a stage receives batches only from the stage before it (stage
+0 from the last), whose executions are serial, so no two batches become ready for a stage at
+one instant, and a start time is max(ready, free) whichever of two same-instant events is
+handled first.
+
+With the pipeline full, arrivals do not cut a run (the promise says they change nothing); they
+only change the queue length in the replica's time series, which the run records per batch end.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
+
+from sim_core.engine.fast_forward import FIRST_CHUNK, MAX_RUN, FastForward, _live, _members
+from sim_core.entities import Batch
+
+if TYPE_CHECKING:
+    from sim_core.engine.simulator import Simulator
+    from sim_core.schedulers.steady import SteadyDecode
+
+
+@dataclass(slots=True, eq=False)
+class Lane:
+    """One micro-batch of a pipeline run: `first` is its batch in flight when the run started
+    (iteration 0); it runs until its members' iterations (`remaining`) are done."""
+
+    first: Batch
+    remaining: list[int]        # per member: iterations left, iteration 0 included
+    order: np.ndarray           # `remaining` sorted
+    suffix: np.ndarray | None   # KV tokens held by the members in `order` from position i on
+    durations: list[list[float]]   # [stage][iteration] seconds
+    ends: list[float] = field(default_factory=list)   # its batch ends inside the run (set at its end)
+    ids: list[int] = field(default_factory=list)      # batch id of each iteration
+
+    @property
+    def num_iterations(self) -> int:
+        """Iterations until its last member finishes (its static batch then ends)."""
+        return int(self.order[-1])
+
+
+@dataclass(slots=True, eq=False)
+class PipelineRun:
+    """A planned run: `plan` is its timeline as far as computed (to a lane's final iteration
+    at most); `located` and the lanes keep what a cut recomputes it from."""
+
+    promise: SteadyDecode
+    lanes: list[Lane]
+    located: list[tuple[int, Batch, float | None]]   # the batches in flight before the new one (`_located`)
+    started_at: float
+    num_waiting: int                 # queue length when the run started
+    plan: Timeline
+    pending: list[Batch]             # batches whose stage-end events, on the kernel when it started, are still due
+    token: int
+    arrivals: list[float] = field(default_factory=list)   # requests routed to the replica meanwhile
+
+
+class PipelineRuns:
+    """Plans and completes pipeline runs for a Simulator whose replicas have several stages
+    (it stands where `FastForward` stands for single-stage runs: the simulator's `fast`)."""
+
+    def __init__(self, simulator: Simulator) -> None:
+        self.sim = simulator
+        self.runs: dict[int, PipelineRun] = {}
+        self._tokens = 0
+        self._last_length: dict[int, int] = {}   # replica -> executions its last run computed
+
+    # ---- the simulator's hooks (as FastForward's) -------------------------------------------
+
+    def try_start(self, replica: int, batch: Batch) -> bool:
+        """Start a run for a batch just formed on a replica whose other batches in flight are
+        all located (running on a stage or queued at one, no event of theirs due now but a
+        stage's schedule): False leaves it to the ordinary path."""
+        sim = self.sim
+        if sim.handoff is not None or sim.dp is not None or sim.overlapping[replica] or replica in self.runs:
+            return False
+        scheduler = sim.schedulers[replica]
+        promise = scheduler.steady_decode(batch)
+        if promise is None or not promise.micro_batches:
+            return False
+        located = self._located(replica)
+        if len(located) + 1 != promise.micro_batches:
+            return False
+        batches = [b for _, b, _ in located] + [batch]
+        if any(b.num_prefill_tokens or b.cache_seconds or b.stale is not None for b in batches):
+            return False
+        if sim.sessions.closed_loop and (promise.arrivals_join or any(
+                sim.sessions.follower(r.id) >= 0 for b in batches for r in b.requests)):
+            # a completion releases a turn at its own instant; a turn may arrive at the end of
+            # an instant, after that instant's batch ends (a run cut then would differ)
+            return False
+        lanes = [self._lane(replica, b) for b in batches]
+        shortest = min(lane.num_iterations for lane in lanes)
+        if shortest < 2 or shortest > MAX_RUN:
+            return False
+        self._durations(replica, lanes, shortest)
+        now, num_stages = sim.kernel.now, len(sim.stages[replica])
+        plan = Timeline(lanes, located, now, num_stages)
+        plan.advance(math.inf, max(FIRST_CHUNK, 2 * self._last_length.get(replica, 0)))
+        self._tokens += 1
+        run = PipelineRun(promise, lanes, located, now, scheduler.endpoint.num_waiting, plan,
+                          [b for b in (stage.running for stage in sim.stages[replica] if stage.busy)
+                           if b is not None], self._tokens)
+        self.runs[replica] = run
+        sim.kernel.at(plan.end, self.on_run_end, replica, run.token)
+        return True
+
+    def on_request_routed(self, replica: int) -> None:
+        """A request joined the replica's queue. With the pipeline full the run goes on
+        (nothing it does depends on the queue) and its time series counts the request from now
+        (from just after now at the end of an instant, when this instant's batch ends have
+        recorded theirs); with room for a batch, the request is formed into one now: the run
+        ends here, in the state stepwise simulation has when the request is routed (every stage
+        end up to now handled, their follow-ups not yet)."""
+        run = self.runs.get(replica)
+        if run is None:
+            return
+        kernel = self.sim.kernel
+        if not run.promise.arrivals_join:
+            run.arrivals.append(math.nextafter(kernel.now, math.inf) if kernel.late_phase else kernel.now)
+            return
+        assert not kernel.late_phase, "runs that arrivals cut are not started where a turn may arrive late"
+        del self.runs[replica]
+        plan = Timeline(run.lanes, run.located, run.started_at, len(self.sim.stages[replica]))
+        plan.advance(kernel.now, len(run.plan.executions[0]))   # (recomputed up to now: it ran past it)
+        self._last_length[replica] = len(plan.executions[0])
+        self._hand_back(replica, run, plan)
+
+    def absorbs(self, replica: int, batch: Batch) -> bool:
+        """Whether a stage end belongs to a run: a batch that was running when the run started
+        ends inside it (the run has accounted for it)."""
+        run = self.runs.get(replica)
+        if run is None:
+            return False
+        for i, original in enumerate(run.pending):
+            if original is batch:
+                del run.pending[i]
+                return True
+        return False
+
+    def finished_members(self, replica: int) -> int:
+        """Requests a router counting outstanding ones would see gone inside a run: none (the
+        promise's blocks return only when a static batch ends, which ends the run)."""
+        return 0
+
+    # ---- planning ----------------------------------------------------------------------------
+
+    def _located(self, replica: int) -> list[tuple[int, Batch, float | None]]:
+        """The replica's batches in flight as (stage, batch, when it started there or None
+        when queued), per stage the running one first, then its queue in order. A stage that
+        is idle with a queue has a schedule due now (queued by the arrival that filled it),
+        which starts the head now: the run starts it so (and the simulator drops that schedule
+        while the run lasts). A batch between stages, or between its last stage and its batch
+        end, is in no list: the caller's count of batches in flight catches it."""
+        located: list[tuple[int, Batch, float | None]] = []
+        now = self.sim.kernel.now
+        for k, stage in enumerate(self.sim.stages[replica]):
+            queue = list(stage.queue)
+            if stage.busy:
+                assert stage.running is not None, "stages of several-stage replicas start through start_next"
+                located.append((k, stage.running, stage.started_at))
+            elif queue:
+                located.append((k, queue.pop(0), now))
+            located += [(k, queued, None) for queued in queue]
+        return located
+
+    def _lane(self, replica: int, batch: Batch) -> Lane:
+        requests = batch.requests
+        remaining = [r.num_prefill_tokens + r.num_decode_tokens - r.num_processed_tokens for r in requests]
+        order, suffix = _members(batch, remaining, self.sim.predictors[replica].needs_context)
+        return Lane(batch, remaining, order, suffix, [])
+
+    def _durations(self, replica: int, lanes: list[Lane], shortest: int) -> None:
+        """Stage times of each lane's iterations: iteration 0 as the simulator prices its batch,
+        later ones with the cost model's decode-run pricing (bitwise the same), as far as the
+        run can reach (a lane is never more than one iteration ahead of another)."""
+        sim, predictor = self.sim, self.sim.predictors[replica]
+        num_stages = len(sim.stages[replica])
+        for lane in lanes:
+            count = min(lane.num_iterations, shortest + 3)
+            counts, context = _live(lane.order, lane.suffix, np.arange(1, count, dtype=np.int64), 0)
+            lane.durations = [[sim.stage_time(replica, lane.first, k)]
+                              + predictor.decode_run_times(counts, context, k).tolist() for k in range(num_stages)]
+
+    # ---- the end -----------------------------------------------------------------------------
+
+    def on_run_end(self, replica: int, token: int) -> None:
+        """The run got to the end of its timeline as far as computed: a lane's final iteration
+        leaves the last stage now (the run ends), or the timeline goes on (twice as far)."""
+        run = self.runs.get(replica)
+        if run is None or run.token != token:
+            return   # cut by an arrival
+        plan = run.plan
+        if not plan.final:
+            plan.advance(math.inf, 2 * len(plan.executions[0]))
+            self.sim.kernel.at(plan.end, self.on_run_end, replica, token)
+            return
+        del self.runs[replica]
+        self._last_length[replica] = len(plan.executions[0])
+        self._hand_back(replica, run, plan)
+
+    def _hand_back(self, replica: int, run: PipelineRun, plan: Timeline) -> None:
+        """Apply the run up to `plan.end` (now) and hand the replica back as stepwise simulation
+        holds it at this point of the instant: every event before now handled, and the stage
+        ends due now handled here (their follow-ups queued), as the kernel would have."""
+        sim, scheduler = self.sim, self.sim.schedulers[replica]
+        base = scheduler.num_batches
+        for lane, ends in zip(run.lanes, plan.lanes_done):
+            lane.ends, lane.ids = ends, [lane.first.id]
+        for i, (_, m) in enumerate(plan.formations):
+            run.lanes[m].ids.append(base + i)
+        scheduler.num_batches = base + len(plan.formations)
+        self._record(replica, run, plan)
+        current = [self._advance(replica, run, lane) for lane in run.lanes]
+        due, running = [], plan.running()
+        for k, stage in enumerate(sim.stages[replica]):
+            stage.queue = deque(current[m] for m in plan.queues[k])
+            slot = running[k]
+            stage.busy = slot is not None
+            if slot is None:
+                stage.running = None
+                continue
+            m, started, end = slot
+            batch = stage.running = current[m]
+            stage.started_at = started
+            if end == plan.end:
+                due.append((k, batch))
+            elif not any(original is batch for original in run.pending):   # (else its event is still due)
+                sim.kernel.at(end, sim.on_stage_end, replica, k, batch)
+        for k, batch in due:
+            sim.on_stage_end(replica, k, batch)
+
+    def _advance(self, replica: int, run: PipelineRun, lane: Lane) -> Batch:
+        """Apply a lane's iterations that ended inside the run (tokens, token gaps, completions)
+        and return its batch in flight now (formed at its last batch end)."""
+        done = len(lane.ends)
+        if not done:
+            return lane.first
+        members, sim = lane.first.requests, self.sim
+        ends = np.array([*lane.ends, 0.0])   # _advance_tokens applies all but the last slot
+        FastForward._advance_tokens(members, lane.remaining, ends, sim.recorder, lane.order)
+        finished = sorted((left, i) for i, left in enumerate(lane.remaining) if left <= done)
+        for left, i in finished:
+            sim.recorder.on_finished_at(lane.ends[left - 1], replica, members[i].id, [])
+        live = [r for r, left in zip(members, lane.remaining) if left > done]
+        batch = Batch(lane.ids[done], replica, live, [1] * len(live), 0)
+        batch.shape = sim.batch_shape(batch)
+        batch.formed_at = lane.ends[done - 1]
+        run.promise.moved(lane.first, batch, done + 1)
+        return batch
+
+    def _record(self, replica: int, run: PipelineRun, plan: Timeline) -> None:
+        """The stage rows, batch rows and time series the stepwise path makes inside the run."""
+        recorder, pool = self.sim.recorder, self.sim.schedulers[replica].pool
+        if recorder.keeps_batches:
+            lanes, iterations, stages = (np.asarray(values, dtype=np.int64) for values in plan.executions[:3])
+            starts, ends = (np.asarray(values, dtype=np.float64) for values in plan.executions[3:])
+            ids = np.empty(len(lanes), dtype=np.int64)
+            for m, lane in enumerate(run.lanes):
+                mine = lanes == m
+                ids[mine] = np.asarray(lane.ids, dtype=np.int64)[iterations[mine]]
+            # (Recorder.on_run_stages writes stage 0 only: single-stage runs)
+            recorder.stages.add_chunk(len(ids), batch_id=ids, replica_id=replica,
+                                      stage_id=stages, start=starts, end=ends)
+            for lane in run.lanes:
+                self._record_batches(replica, lane)
+        if not plan.formations:
+            return
+        times = np.array([time for time, _ in plan.formations])   # every batch end inside the run, in order
+        waiting = run.num_waiting + np.searchsorted(np.asarray(run.arrivals), times, side="right")
+        used, holders = pool.num_used, pool.num_holders
+        cuts = np.flatnonzero(np.diff(waiting)) + 1
+        for segment in np.split(np.arange(len(times)), cuts):
+            at = times[segment].repeat(2)   # after the batch end, after the formation
+            recorder.on_replica_states(replica, at, np.full(len(at), used, dtype=np.int64), int(waiting[segment[0]]),
+                                       np.full(len(at), holders, dtype=np.int64), sequential=True)
+
+    def _record_batches(self, replica: int, lane: Lane) -> None:
+        """Batch rows of the lane's formations inside the run, one chunk per set of live members."""
+        done = len(lane.ends)
+        if not done:
+            return
+        ids = [m.id for m in lane.first.requests]
+        with_context = self.sim.predictors[replica].needs_context
+        formations = np.arange(1, done + 1, dtype=np.int64)
+        contexts = _live(lane.order, lane.suffix, formations, 0)[1]
+        batch_ids = np.asarray(lane.ids[1:], dtype=np.int64)
+        formed = np.asarray(lane.ends)
+        boundaries = sorted({left for left in lane.remaining if 1 < left <= done})
+        boundaries.append(done + 1)
+        start = 1
+        for boundary in boundaries:
+            live = tuple([i for i, left in zip(ids, lane.remaining) if left > start])
+            self.sim.recorder.on_run_batches(
+                boundary - start, batch_id=batch_ids[start - 1: boundary - 1], replica_id=replica,
+                formed_at=formed[start - 1: boundary - 1], num_requests=len(live), num_tokens=len(live),
+                num_prefill_tokens=0, num_decodes=len(live) if with_context else 0,
+                decode_context=contexts[start - 1: boundary - 1], request_ids=live,
+                request_tokens=(1,) * len(live), padded_size=len(live))
+            start = boundary
+
+
+class Timeline:
+    """The stage executions of a run, computed forward from its start by a small event loop
+    (`advance`), and what runs and waits at the point reached.
+
+    An execution starts when its micro-batch is ready for the stage (its previous stage ended,
+    or for stage 0 its previous iteration left the last stage, its batch end and re-formation
+    being at that instant) and the stage is free; it ends a stage time later. Events at one
+    instant are taken with a lane's final execution first, so when the loop stops at an instant
+    (a lane's final iteration ends, or a cut) every event before it has been handled and none
+    at it."""
+
+    __slots__ = ("durations", "finals", "last", "heap", "seq", "iteration", "started", "busy", "queues",
+                 "lanes_done", "executions", "formations", "end", "final", "solo")
+
+    def __init__(self, lanes: list[Lane], located: list[tuple[int, Batch, float | None]], now: float,
+                 num_stages: int) -> None:
+        """`located[m]` says where lane m's batch is; the last lane's batch was formed `now`."""
+        self.durations = [lane.durations for lane in lanes]
+        self.finals = [lane.num_iterations - 1 for lane in lanes]
+        self.last = num_stages - 1
+        self.heap: list[tuple[float, int, int, int, int]] = []   # (end, not final, seq, lane, stage)
+        self.seq = 0
+        self.iteration = [0] * len(lanes)
+        self.started = [0.0] * len(lanes)
+        self.busy: list[int | None] = [None] * num_stages
+        self.queues: list[deque[int]] = [deque() for _ in range(num_stages)]
+        self.lanes_done: list[list[float]] = [[] for _ in lanes]   # per lane, its batch ends so far
+        # lane, iteration, stage, start, end of each execution handled, in order (arrays when solo)
+        self.executions: tuple[Sequence[int], Sequence[int], Sequence[int], Sequence[float], Sequence[float]] = (
+            [], [], [], [], [])
+        self.formations: list[tuple[float, int]] = []   # (instant, lane) of each batch formed, in order
+        self.end = now          # every event before it handled, none at or after it
+        self.final = False      # whether `end` is a lane's final batch end
+        self.solo: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        if len(lanes) == 1:   # alone in the pipeline: its executions follow each other back to back
+            self.solo = self._solo(lanes[0], now, num_stages)
+            return
+        for m, (k, _, since) in enumerate(located):
+            if since is None:
+                self.queues[k].append(m)
+            else:
+                self._start(m, k, since)
+        new = len(lanes) - 1   # the batch just formed enters stage 0
+        if self.busy[0] is None:
+            self._start(new, 0, now)
+        else:
+            self.queues[0].append(new)
+
+    @staticmethod
+    def _solo(lane: Lane, now: float, num_stages: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """A lone micro-batch (formed now, so entering stage 0 now) never waits for a stage:
+        each execution starts as the one before ends, so the ends are the sequential sums of
+        its stage times in order (numpy's cumsum adds in order: the loop's floats), up to its
+        final iteration's last stage. Returns the iterations, stages, starts and ends."""
+        count = lane.num_iterations * num_stages
+        durations = np.array(lane.durations, dtype=np.float64).T.ravel()[:count]   # iteration-major
+        durations[0] += now
+        ends = durations.cumsum()
+        starts = np.concatenate(([now], ends[:-1]))
+        index = np.arange(count, dtype=np.int64)
+        return index // num_stages, index % num_stages, starts, ends
+
+    def _advance_solo(self, until: float) -> None:
+        """`advance` of a lone micro-batch: cut its executions at `until` (or its final one)."""
+        assert self.solo is not None
+        iterations, stages, starts, ends = self.solo
+        done = min(int(ends.searchsorted(until, side="left")), len(ends) - 1)
+        self.final = until > ends[-1]
+        self.end = float(ends[-1]) if self.final else until
+        self.executions = (np.zeros(done, dtype=np.int64).tolist(), iterations[:done].tolist(),
+                           stages[:done].tolist(), starts[:done].tolist(), ends[:done].tolist())
+        batch_ends = ends[:done][stages[:done] == self.last].tolist()
+        self.lanes_done = [batch_ends]
+        self.formations = [(end, 0) for end in batch_ends]
+        self.busy = [None] * len(self.busy)
+        self.busy[int(stages[done])] = 0
+        self.started = [float(starts[done])]
+        self.heap = [(float(ends[done]), 0 if self.final else 1, 0, 0, int(stages[done]))]
+
+    def _start(self, m: int, k: int, time: float) -> None:
+        self.seq += 1
+        self.busy[k], self.started[m] = m, time
+        j = self.iteration[m]
+        heapq.heappush(self.heap, (time + self.durations[m][k][j], 0 if k == self.last and j == self.finals[m] else 1,
+                                   self.seq, m, k))
+
+    def advance(self, until: float, budget: int) -> None:
+        """Handle events before `until`, at most `budget` executions (then up to the next
+        instant, `end`, the earliest end not handled), stopping at a lane's final batch end
+        (`final`, `end` its instant)."""
+        if self.solo is not None:
+            return self._advance_solo(until)
+        heap, busy, queues, iteration, started, last = (self.heap, self.busy, self.queues, self.iteration,
+                                                        self.started, self.last)
+        ex_lane, ex_iter, ex_stage, ex_start, ex_end = cast(
+            tuple[list[int], list[int], list[int], list[float], list[float]], self.executions)   # lists unless solo
+        start, formations, done = self._start, self.formations, self.lanes_done
+        while budget > 0 or heap[0][0] == self.end:
+            end, not_final, _, m, k = heap[0]
+            if not not_final or end >= until:
+                break
+            heapq.heappop(heap)
+            budget -= 1
+            self.end = end
+            ex_lane.append(m)
+            ex_iter.append(iteration[m])
+            ex_stage.append(k)
+            ex_start.append(started[m])
+            ex_end.append(end)
+            busy[k] = None
+            if queues[k]:
+                start(queues[k].popleft(), k, end)
+            if k == last:   # the batch ends; the policy forms its next iteration now
+                done[m].append(end)
+                iteration[m] += 1
+                formations.append((end, m))
+                k = -1
+            if busy[k + 1] is None:
+                start(m, k + 1, end)
+            else:
+                queues[k + 1].append(m)
+        end, not_final = heap[0][0], heap[0][1]
+        self.final = not not_final and end < until
+        self.end = min(end, until)
+
+    def running(self) -> list[tuple[int, float, float] | None]:
+        """Per stage: (lane, start, end) of the execution running at `end`, or None (idle)."""
+        slots: list[tuple[int, float, float] | None] = [None] * len(self.busy)
+        for end, _, _, m, k in self.heap:
+            slots[k] = (m, self.started[m], end)
+        return slots
