@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 import pandas as pd
 import streamlit as st
 
-from explorer.collector import collector_paused
 from explorer.run_cost import estimated_seconds
 from explorer.safe_text import plain
 from explorer.server import confine, public_text, run_slots, session_alive, settings
@@ -286,8 +285,7 @@ def _simulate(scenario_key: str, record: str) -> SimulationResult:
         raise ServerBusy(f"the server is running its {chosen.max_concurrent_runs} simultaneous simulations "
                          "(SIM_EXPLORER_MAX_CONCURRENT_RUNS); change a knob or reload in a moment")
     try:
-        with collector_paused():   # its walks over the server's heap cost a big run seconds
-            return run_simulation(config, progress=report, limits=chosen.limits, should_stop=lambda: not alive())
+        return run_simulation(config, progress=report, limits=chosen.limits, should_stop=lambda: not alive())
     finally:
         slots.release()
         bar.empty()

@@ -1,4 +1,4 @@
-"""The app pauses Python's cyclic garbage collector while it simulates (explorer/collector.py)."""
+"""Runs pause Python's cyclic garbage collector while they simulate (sim_core/engine/collector.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import threading
 
 import pytest
 
-from explorer.collector import collector_paused
+from sim_core import parse_config, run_simulation
+from sim_core.engine.collector import collector_paused
+from sim_core.engine.run_watch import RunCancelled
 
 
 @pytest.fixture(autouse=True)
@@ -60,3 +62,22 @@ def test_a_collector_disabled_before_stays_disabled():
     with collector_paused():
         assert not gc.isenabled()
     assert not gc.isenabled()
+
+
+def test_run_simulation_pauses_the_collector_for_its_events_only():
+    """`run_simulation` (the CLI's, the app's and the sweep's entry point) holds the collector
+    paused: every event of a small run sees it off, and it runs again once the result is back.
+    A run stopped inside (its `should_stop` says so at once) resumes it too."""
+    seen: list[bool] = []
+    scenario = {"model": "llama-2-7b", "device": "a100-80gb", "predictor": {"type": "linear"},
+                "scheduler": {"type": "vllm", "num_blocks": 64, "block_size": 16},
+                "workload": {"num_requests": 5, "arrival": {"process": "poisson", "qps": 5.0},
+                             "prompt_tokens": {"distribution": "fixed", "value": 64},
+                             "output_tokens": {"distribution": "fixed", "value": 8}}}
+    result = run_simulation(parse_config(scenario), after_event=lambda _: seen.append(gc.isenabled()))
+    assert result.summary["num_finished"] == 5
+    assert seen and not any(seen)
+    assert gc.isenabled()
+    with pytest.raises(RunCancelled):
+        run_simulation(parse_config(scenario), should_stop=lambda: True)
+    assert gc.isenabled()

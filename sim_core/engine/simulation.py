@@ -12,6 +12,7 @@ from sim_core.cluster.sessions import build_chains, session_notes
 from sim_core.config import SimulationConfig
 from sim_core.config.policies import policy_names, policy_traits
 from sim_core.engine.budget import CostEstimate, Limits, check_budget
+from sim_core.engine.collector import collector_paused
 from sim_core.engine.dp_group import DpLockstep, graph_limit
 from sim_core.engine.routing import ROUTERS
 from sim_core.engine.run_watch import MemoryWatch, StopCheck
@@ -61,7 +62,15 @@ def run_simulation(config: SimulationConfig, workload: Workload | None = None,
         RunCancelled, RunTimeLimit: `should_stop` said so, or `deadline_s` passed.
         SimulationError: the policy hit a state it cannot handle (e.g. LightLLM out of KV).
     """
-    stop = _stop_check(limits, should_stop, deadline_s)
+    with collector_paused():   # its walks over everything the caller holds cost a big run seconds
+        return _run(config, workload, after_event, progress, _stop_check(limits, should_stop, deadline_s), limits,
+                    gap_window)
+
+
+def _run(config: SimulationConfig, workload: Workload | None, after_event: Callable[[Simulator], None] | None,
+         progress: Callable[[float], None] | None, stop: StopCheck, limits: Limits | None,
+         gap_window: tuple[float, float] | None) -> SimulationResult:
+    """`run_simulation`'s body, with the collector paused."""
     workload, estimate = _budgeted_workload(config, workload, limits)
     stop()
     views = pool_views(config)

@@ -1,16 +1,17 @@
-"""Python's cyclic garbage collector, paused while the server simulates.
+"""Python's cyclic garbage collector, paused while a run simulates (`run_simulation`).
 
 A run allocates millions of small objects and keeps many (requests, records, tables). Each time
 the objects kept grow by a quarter, Python's collector walks every tracked object of the
-process, the server's cached runs and their figures included: on the app's default scenario
-at 20,000 requests that is 0.4-1.7 CPU-s of a 5-7 s run, growing with what the server holds
-(`bench/README.md`, "The app's latency"). Reference counting still frees what a run drops while
-the collector waits; the reference cycles it leaves (about 10^5 small objects, no growth of the
-peak memory measured) are collected once the collector resumes.
+process, including everything the caller holds (the app server's cached runs and their figures, a
+sweep's earlier results): on the app's default scenario at 20,000 requests that was 0.4-1.7
+CPU-s of a 5-7 s run, growing with what the process holds (`bench/README.md`, "The app's
+latency"). Reference counting still frees what a run drops while the collector waits; the
+reference cycles it leaves (about 10^5 small objects at 20,000 requests; no growth of the peak
+memory measured, also at 200,000 requests on 16 replicas) are collected once it resumes.
 
-The collector is one per process and runs may overlap (one per session thread, up to the
-server's run slots): it stays paused while any run holds it, and after the last one resumes as
-it was before the first (a collector someone else disabled stays disabled).
+The collector is one per process and runs may overlap (the app runs one per session thread, up
+to its run slots): it stays paused while any run holds it, and after the last one resumes as it
+was before the first (a collector someone else disabled stays disabled).
 """
 
 from __future__ import annotations
