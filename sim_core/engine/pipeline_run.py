@@ -286,9 +286,7 @@ class PipelineRuns:
             for m, lane in enumerate(run.lanes):
                 mine = lanes == m
                 ids[mine] = np.asarray(lane.ids, dtype=np.int64)[iterations[mine]]
-            # (Recorder.on_run_stages writes stage 0 only: single-stage runs)
-            recorder.stages.add_chunk(len(ids), batch_id=ids, replica_id=replica,
-                                      stage_id=stages, start=starts, end=ends)
+            recorder.on_run_stages(replica, ids, starts, ends, stages)
             for lane in run.lanes:
                 self._record_batches(replica, lane)
         if not plan.formations:

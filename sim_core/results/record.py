@@ -350,9 +350,11 @@ class Recorder:
         """Blocks taken one each during a decode run (full level), at the instants in `times`."""
         self.blocks.add_chunk_values(len(blocks), times, replica, requests, blocks, 1)
 
-    def on_run_stages(self, replica: int, batch_ids: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
-        """The stage rows of a decode run's iterations (one stage: fast-forward runs only at PP 1)."""
-        self.stages.add_chunk_values(len(batch_ids), batch_ids, replica, 0, starts, ends)
+    def on_run_stages(self, replica: int, batch_ids: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                      stage_ids: np.ndarray | int = 0) -> None:
+        """The stage rows of a decode run's executions (a single-stage run's are all stage 0; a
+        pipeline run passes each execution's stage)."""
+        self.stages.add_chunk_values(len(batch_ids), batch_ids, replica, stage_ids, starts, ends)
 
     def on_run_batches(self, count: int, batch_id: np.ndarray, replica_id: int, formed_at: np.ndarray,
                        num_requests: int, num_tokens: int, num_prefill_tokens: int, num_decodes: int,
