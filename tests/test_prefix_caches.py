@@ -238,3 +238,86 @@ def test_mooncake_hash_ids_decide_equal_blocks():
 def test_a_prefix_len_without_a_group_or_session_shares_nothing():
     a, b = _keys(4, prompt=[8, 8], output=[1, 1], prefix_len=[8, 8])
     assert not set(a) & set(b)
+
+
+def test_a_key_held_by_two_blocks_hits_the_oldest_until_it_is_evicted():
+    """Requests a and b both compute the content of key 9 (neither was cached when the other
+    started): a's block 0 is keyed first, b's block 1 second. A lookup gives block 0; once
+    both are freed (a first: queue [0, 1] behind the never-used [2]) and c takes 2 new blocks
+    (2, then the front of the cached ones, 0: evicted), key 9 leads to block 1."""
+    pool = HashedBlockPool(3, 4)
+    a, b, c = request(0), request(1), request(2)
+    pool.allocate(a, 1)
+    pool.allocate(b, 1)
+    pool.cache_blocks(a, [9], 4)
+    pool.cache_blocks(b, [9], 4)
+    assert pool.cached_prefix([9]) == [0]
+    pool.check_integrity([a, b])
+    pool.free(a)
+    pool.free(b)
+    assert pool.free_order() == [2, 0, 1]
+    assert pool.allocate(c, 2) == [2, 0]
+    assert pool.key_of(0) is None and pool.cached_prefix([9, 10]) == [1]
+    pool.check_integrity([c])
+
+
+def test_a_hit_on_a_free_block_leaves_the_queue_order_of_the_others():
+    """Blocks 0-3 of a are freed, keyed, last first: queue [3, 2, 1, 0]. b hits blocks 0-1 (its
+    prefix), so the queue is [3, 2]; b frees them again, last first: [3, 2, 1, 0]. c takes 3
+    blocks: 3, 2, 1 (evicted in that order), and the hit block 0 is still cached."""
+    pool = HashedBlockPool(4, 1)
+    a, b, c = request(0), request(1), request(2)
+    pool.allocate(a, 4)
+    pool.cache_blocks(a, [10, 11, 12, 13], 4)
+    pool.free(a)
+    assert pool.free_order() == [3, 2, 1, 0]
+    pool.allocate(b, 0, pool.cached_prefix([10, 11, 99]))
+    assert pool.free_order() == [3, 2] and pool.num_free == 2
+    pool.check_integrity([b])
+    pool.free(b)
+    assert pool.free_order() == [3, 2, 1, 0]
+    assert pool.allocate(c, 3) == [3, 2, 1]
+    assert pool.cached_prefix([10, 11]) == [0] and pool.num_free == 1
+    pool.check_integrity([c])
+
+
+def test_many_hits_on_free_blocks_keep_the_queue_exact():
+    """1,500 rounds of: a request hits the 2 cached blocks of a 3-block pool and frees them
+    (block 1 then 0 to the back of the queue, behind the never-used block 2). The entries the
+    hits leave behind are dropped on the way (more than the pool's 1,024 tolerated ones), the
+    queue stays [2, 1, 0], and a request taking all 3 blocks evicts 1 then 0."""
+    pool = HashedBlockPool(3, 1)
+    first = request(0)
+    pool.allocate(first, 2)
+    pool.cache_blocks(first, [5, 6], 2)
+    pool.free(first)
+    for rid in range(1, 1501):
+        hitter = request(rid)
+        pool.allocate(hitter, 0, pool.cached_prefix([5, 6]))
+        pool.free(hitter)
+        assert pool.free_order() == [2, 1, 0]
+    pool.check_integrity([])
+    last = request(2000)
+    assert pool.allocate(last, 3) == [2, 1, 0]
+    assert pool.cached_prefix([5]) == [] and pool.num_free == 0
+    pool.check_integrity([last])
+
+
+def test_a_turn_takes_its_earlier_turns_keys_as_if_hashed_again():
+    """Blocks of 4. Turn 0 (row 0): 10-token prompt + 6 outputs, 4 blocks. Turn 1 (row 2) copies
+    the first 14 tokens (prefix_len 14): its blocks 0-2 lie inside them and are turn 0's keys;
+    block 3 holds copied tokens 12-13 and its own 14-15. Keys made in row order (turn 1 takes
+    turn 0's kept keys) equal keys made by a fresh PrefixKeys for turn 1 alone."""
+    import numpy as np
+
+    from sim_core.memory.prefix_keys import PrefixKeys
+    from sim_core.workload import Workload
+
+    workload = Workload(np.zeros(3), np.array([10, 8, 20]), np.array([6, 4, 4]), "t",
+                        session_id=np.array([3, 4, 3]), prefix_len=np.array([0, 0, 14]))
+    in_order = PrefixKeys(workload, 4)
+    turn0 = in_order.block_keys(0)
+    turn1 = in_order.block_keys(2)
+    alone = PrefixKeys(workload, 4).block_keys(2)
+    assert turn1 == alone and len(turn1) == 6
+    assert turn1[:3] == turn0[:3] and turn1[3] != turn0[3]
