@@ -70,6 +70,37 @@ def test_eviction_takes_the_least_recently_used_leaf_first():
     assert tree.evict(1) == []
 
 
+def test_eviction_order_holds_after_many_touches_of_the_same_leaves():
+    """Leaves A [1] and B [2] are matched in turn 1,500 times each, A last: each touch leaves
+    an outdated entry behind in the eviction heap (more than the 1,024 it tolerates, so it is
+    rebuilt on the way). B is still the least recently used: it goes first, then A."""
+    tree = RadixCache()
+    tree.insert([1], [10])
+    tree.insert([2], [20])
+    for _ in range(1500):
+        tree.match_prefix([2])
+        tree.match_prefix([1])
+    tree.check_integrity()
+    assert tree.evict(1) == [20]
+    assert tree.evict(1) == [10]
+    tree.check_integrity()
+
+
+def test_insert_and_match_walks_once_as_insert_then_match():
+    """[1 2 3 4] cached, then [1 2 5] inserted and matched: 2 keys were present, the path
+    holds blocks 10 11 22 and ends at the new leaf [5]; the edge [3 4] was split at [1 2].
+    The touches equal insert + match_prefix: [1 2 5] is the most recent, so eviction takes
+    [3 4] first, then [5], then [1 2]."""
+    tree = RadixCache()
+    tree.insert([1, 2, 3, 4], [10, 11, 12, 13])
+    present, blocks, node = tree.insert_and_match([1, 2, 5], [20, 21, 22])
+    assert (present, blocks, node.key) == (2, [10, 11, 22], [5])
+    tree.check_integrity()
+    assert tree.evict(1) == [12, 13]
+    assert tree.evict(1) == [22]
+    assert tree.evict(1) == [10, 11]
+
+
 def test_two_holders_lock_a_shared_path_twice():
     tree = RadixCache()
     tree.insert([1, 2, 3], [5, 6, 7])
