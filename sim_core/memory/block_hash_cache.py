@@ -93,15 +93,13 @@ class HashedBlockPool:
         return [*self._unkeyed, *range(self.next_fresh, self.num_blocks), *self._live_cached()]
 
     def _live_cached(self) -> list[int]:
-        """The live entries of `_cached`, front first."""
-        skip = {block: count for block, count in enumerate(self._stale) if count}
-        live = []
-        for block in self._cached:
-            if skip.get(block):
-                skip[block] -= 1
-            else:
-                live.append(block)
-        return live
+        """The live entries of `_cached`, front first: a block's live entry is its last one, and
+        only a block nobody holds has one (a held block's entries are all stale)."""
+        if not self._num_stale:
+            return list(self._cached)
+        last_first = dict.fromkeys(reversed(self._cached))   # each block once, by its last entry
+        ref = self._ref
+        return [block for block in reversed(last_first) if not ref[block]]
 
     # ---- lookups and allocation -------------------------------------------------------------
 
