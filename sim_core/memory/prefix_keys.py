@@ -146,25 +146,31 @@ def chain_keys(runs: list, block_size: int, num_blocks: int, head: list[int] | N
     """Chained keys of blocks 0..num_blocks-1 over `runs` (which must cover them); `head`: the
     keys of the leading blocks, known already (only the rest are hashed)."""
     keys = list(head) if head else []
-    parent, first, stop = keys[-1] if keys else ROOT, 0, len(keys) * block_size
-    for _ in range(len(keys), num_blocks):
-        start, stop = stop, stop + block_size
+    append, parent, first, block = keys.append, keys[-1] if keys else ROOT, 0, len(keys)
+    while block < num_blocks:
+        start = block * block_size
         while runs[first][0] <= start:
             first += 1
         end, source = runs[first]
-        if end >= stop:   # the block lies inside one run (the usual case)
-            parent = hash((parent, ((source, stop),)))
-        else:
-            content, i = [(source, end)], first + 1
-            while True:
-                end, source = runs[i]
-                if end >= stop:
-                    content.append((source, stop))
-                    break
-                content.append((source, end))
-                i += 1
-            parent = hash((parent, tuple(content)))
-        keys.append(parent)
+        if end >= start + block_size:   # the usual case: blocks block..inside-1 lie inside this run
+            inside = min(num_blocks, end // block_size)
+            for stop in range(start + block_size, inside * block_size + 1, block_size):
+                parent = hash((parent, ((source, stop),)))
+                append(parent)
+            block = inside
+            continue
+        stop = start + block_size
+        content, i = [(source, end)], first + 1
+        while True:
+            end, source = runs[i]
+            if end >= stop:
+                content.append((source, stop))
+                break
+            content.append((source, end))
+            i += 1
+        parent = hash((parent, tuple(content)))
+        append(parent)
+        block += 1
     return keys
 
 
