@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 HASH, GROUP, REQUEST = 1, 2, 3
 ROOT = 0x5EED  # the parent key of block 0
-KEPT_TURNS = 1024   # earlier turns' keys kept for their followers (the oldest go first beyond this)
+KEPT_TURNS = 256   # earlier turns' keys kept for their followers (the oldest go first beyond this)
 
 
 class PrefixKeys:

@@ -534,7 +534,7 @@ class VllmV1Scheduler(EngineScheduler):
 
     def _release(self, request: Request) -> None:
         if self.caching:   # no-op stepwise; keeps a run's blocks cached whatever frees them
-            self._hashed.cache_blocks(request, self.keys(request), self.kv_tokens(request))
+            self._key_blocks(request, self.kv_tokens(request))
         super()._release(request)
 
     def _rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
