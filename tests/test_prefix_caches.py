@@ -70,6 +70,37 @@ def test_eviction_takes_the_least_recently_used_leaf_first():
     assert tree.evict(1) == []
 
 
+def test_eviction_order_holds_after_many_touches_of_the_same_leaves():
+    """Leaves A [1] and B [2] are matched in turn 1,500 times each, A last: each touch leaves
+    an outdated entry behind in the eviction heap (more than the 1,024 it tolerates, so it is
+    rebuilt on the way). B is still the least recently used: it goes first, then A."""
+    tree = RadixCache()
+    tree.insert([1], [10])
+    tree.insert([2], [20])
+    for _ in range(1500):
+        tree.match_prefix([2])
+        tree.match_prefix([1])
+    tree.check_integrity()
+    assert tree.evict(1) == [20]
+    assert tree.evict(1) == [10]
+    tree.check_integrity()
+
+
+def test_insert_and_match_walks_once_as_insert_then_match():
+    """[1 2 3 4] cached, then [1 2 5] inserted and matched: 2 keys were present, the path
+    holds blocks 10 11 22 and ends at the new leaf [5]; the edge [3 4] was split at [1 2].
+    The touches equal insert + match_prefix: [1 2 5] is the most recent, so eviction takes
+    [3 4] first, then [5], then [1 2]."""
+    tree = RadixCache()
+    tree.insert([1, 2, 3, 4], [10, 11, 12, 13])
+    present, blocks, node = tree.insert_and_match([1, 2, 5], [20, 21, 22])
+    assert (present, blocks, node.key) == (2, [10, 11, 22], [5])
+    tree.check_integrity()
+    assert tree.evict(1) == [12, 13]
+    assert tree.evict(1) == [22]
+    assert tree.evict(1) == [10, 11]
+
+
 def test_two_holders_lock_a_shared_path_twice():
     tree = RadixCache()
     tree.insert([1, 2, 3], [5, 6, 7])
@@ -238,3 +269,86 @@ def test_mooncake_hash_ids_decide_equal_blocks():
 def test_a_prefix_len_without_a_group_or_session_shares_nothing():
     a, b = _keys(4, prompt=[8, 8], output=[1, 1], prefix_len=[8, 8])
     assert not set(a) & set(b)
+
+
+def test_a_key_held_by_two_blocks_hits_the_oldest_until_it_is_evicted():
+    """Requests a and b both compute the content of key 9 (neither was cached when the other
+    started): a's block 0 is keyed first, b's block 1 second. A lookup gives block 0; once
+    both are freed (a first: queue [0, 1] behind the never-used [2]) and c takes 2 new blocks
+    (2, then the front of the cached ones, 0: evicted), key 9 leads to block 1."""
+    pool = HashedBlockPool(3, 4)
+    a, b, c = request(0), request(1), request(2)
+    pool.allocate(a, 1)
+    pool.allocate(b, 1)
+    pool.cache_blocks(a, [9], 4)
+    pool.cache_blocks(b, [9], 4)
+    assert pool.cached_prefix([9]) == [0]
+    pool.check_integrity([a, b])
+    pool.free(a)
+    pool.free(b)
+    assert pool.free_order() == [2, 0, 1]
+    assert pool.allocate(c, 2) == [2, 0]
+    assert pool.key_of(0) is None and pool.cached_prefix([9, 10]) == [1]
+    pool.check_integrity([c])
+
+
+def test_a_hit_on_a_free_block_leaves_the_queue_order_of_the_others():
+    """Blocks 0-3 of a are freed, keyed, last first: queue [3, 2, 1, 0]. b hits blocks 0-1 (its
+    prefix), so the queue is [3, 2]; b frees them again, last first: [3, 2, 1, 0]. c takes 3
+    blocks: 3, 2, 1 (evicted in that order), and the hit block 0 is still cached."""
+    pool = HashedBlockPool(4, 1)
+    a, b, c = request(0), request(1), request(2)
+    pool.allocate(a, 4)
+    pool.cache_blocks(a, [10, 11, 12, 13], 4)
+    pool.free(a)
+    assert pool.free_order() == [3, 2, 1, 0]
+    pool.allocate(b, 0, pool.cached_prefix([10, 11, 99]))
+    assert pool.free_order() == [3, 2] and pool.num_free == 2
+    pool.check_integrity([b])
+    pool.free(b)
+    assert pool.free_order() == [3, 2, 1, 0]
+    assert pool.allocate(c, 3) == [3, 2, 1]
+    assert pool.cached_prefix([10, 11]) == [0] and pool.num_free == 1
+    pool.check_integrity([c])
+
+
+def test_many_hits_on_free_blocks_keep_the_queue_exact():
+    """1,500 rounds of: a request hits the 2 cached blocks of a 3-block pool and frees them
+    (block 1 then 0 to the back of the queue, behind the never-used block 2). The entries the
+    hits leave behind are dropped on the way (more than the pool's 1,024 tolerated ones), the
+    queue stays [2, 1, 0], and a request taking all 3 blocks evicts 1 then 0."""
+    pool = HashedBlockPool(3, 1)
+    first = request(0)
+    pool.allocate(first, 2)
+    pool.cache_blocks(first, [5, 6], 2)
+    pool.free(first)
+    for rid in range(1, 1501):
+        hitter = request(rid)
+        pool.allocate(hitter, 0, pool.cached_prefix([5, 6]))
+        pool.free(hitter)
+        assert pool.free_order() == [2, 1, 0]
+    pool.check_integrity([])
+    last = request(2000)
+    assert pool.allocate(last, 3) == [2, 1, 0]
+    assert pool.cached_prefix([5]) == [] and pool.num_free == 0
+    pool.check_integrity([last])
+
+
+def test_a_turn_takes_its_earlier_turns_keys_as_if_hashed_again():
+    """Blocks of 4. Turn 0 (row 0): 10-token prompt + 6 outputs, 4 blocks. Turn 1 (row 2) copies
+    the first 14 tokens (prefix_len 14): its blocks 0-2 lie inside them and are turn 0's keys;
+    block 3 holds copied tokens 12-13 and its own 14-15. Keys made in row order (turn 1 takes
+    turn 0's kept keys) equal keys made by a fresh PrefixKeys for turn 1 alone."""
+    import numpy as np
+
+    from sim_core.memory.prefix_keys import PrefixKeys
+    from sim_core.workload import Workload
+
+    workload = Workload(np.zeros(3), np.array([10, 8, 20]), np.array([6, 4, 4]), "t",
+                        session_id=np.array([3, 4, 3]), prefix_len=np.array([0, 0, 14]))
+    in_order = PrefixKeys(workload, 4)
+    turn0 = in_order.block_keys(0)
+    turn1 = in_order.block_keys(2)
+    alone = PrefixKeys(workload, 4).block_keys(2)
+    assert turn1 == alone and len(turn1) == 6
+    assert turn1[:3] == turn0[:3] and turn1[3] != turn0[3]

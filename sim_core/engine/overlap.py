@@ -129,8 +129,16 @@ class OverlapClock:
         of their starts among every replica's, as iteration by iteration). Also for a run that
         ended without any (`hidden` empty)."""
         del self._runs[replica]
-        for start, seconds in zip(starts.tolist(), hidden.tolist()):
-            self._hold(start, seconds)
-        self._flush()
+        if not self._runs and not self._pending:
+            # nothing else held: the heap would give these back in their (sorted) order, and
+            # the flush would add them all, one by one
+            total = self._hidden_s
+            for seconds in hidden.tolist():
+                total += seconds
+            self._hidden_s = total
+        else:
+            for start, seconds in zip(starts.tolist(), hidden.tolist()):
+                self._hold(start, seconds)
+            self._flush()
         if len(hidden):
             self._last[replica] = (end, gpu)

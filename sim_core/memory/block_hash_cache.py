@@ -13,19 +13,33 @@ Memory grows with the blocks the run uses, not with `num_blocks`. The queue is h
 
     _unkeyed                   blocks freed without a key, front first (the latest frees first)
     [next_fresh, num_blocks)   never handed out: implicit, in id order
-    _free                      blocks freed with a key, front first (least recently freed)
+    _cached                    blocks freed with a key, front first (least recently freed)
 
 This is exactly the queue of a pool that starts with every id queued: unkeyed frees are put in
-front of everything, keyed ones behind everything. `_ref` and `_key` cover ids [0, next_fresh).
+front of everything, keyed ones behind everything. `_ref`, `_key` and `_stale` cover ids
+[0, next_fresh).
+
+A hit on a cached free block takes it out of the middle of `_cached`: its entry stays there,
+counted in `_stale[block]`, and is skipped when it reaches the front (a block's stale entries
+all lie before its live one, which a later free appends). `_cached` is rebuilt without them when
+they outnumber the live ones.
+
+The key index keeps, per key, the blocks holding it oldest first: the oldest in `_by_key` (one
+int: almost every key is held by one block), any later ones in `_more` (two requests computed
+the same content before either was cached). While `_more` is empty, `_by_key[key]` is the one
+block holding `key`.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Sequence
+from itertools import takewhile
 
 from sim_core.entities import Request
 from sim_core.memory.kv_pool import BlockHolder
+
+STALE_SLACK = 1024   # stale entries tolerated in the cached free queue before it is rebuilt
 
 
 class HashedBlockPool:
@@ -43,26 +57,30 @@ class HashedBlockPool:
         assert num_blocks >= 1
         self.num_blocks, self.block_size = num_blocks, block_size
         self._unkeyed: deque[int] = deque()                   # blocks freed without a key, front first
-        self._free: OrderedDict[int, None] = OrderedDict()   # blocks freed with a key, front first
+        self._cached: deque[int] = deque()                    # blocks freed with a key, front first, and stale entries
+        self._num_cached = 0                                  # live entries of _cached
         self.next_fresh = 0                                   # ids >= this were never handed out
         self._ref: list[int] = []                             # per id below next_fresh
         self._key: list[int | None] = []
-        self._by_key: dict[int, dict[int, None]] = {}   # key -> blocks holding it, oldest first
+        self._stale: list[int] = []                           # stale entries of each block in _cached
+        self._num_stale = 0
+        self._by_key: dict[int, int] = {}                # key -> the oldest block holding it
+        self._more: dict[int, dict[int, None]] = {}      # key -> the later blocks holding it, oldest first
         self._num_keyed: dict[int, int] = {}             # request id -> leading table blocks with keys
         self.num_holders = 0
-        self._on_cache = on_cache or (lambda blocks, delta: None)
+        self._on_cache = on_cache   # None: nobody listens (the hot paths skip the call)
 
     @property
     def num_free(self) -> int:
         """Blocks nobody holds (cached ones included: they are evictable)."""
-        return len(self._unkeyed) + len(self._free) + self.num_blocks - self.next_fresh
+        return len(self._unkeyed) + self._num_cached + self.num_blocks - self.next_fresh
 
     @property
     def num_used(self) -> int:
-        return self.next_fresh - len(self._free) - len(self._unkeyed)
+        return self.next_fresh - self._num_cached - len(self._unkeyed)
 
     def num_cached_free(self) -> int:
-        return len(self._free)
+        return self._num_cached
 
     def ref_count(self, block: int) -> int:
         return self._ref[block] if block < self.next_fresh else 0
@@ -72,62 +90,39 @@ class HashedBlockPool:
 
     def free_order(self) -> list[int]:
         """The free queue, front (next to be handed out) first (for tests: lists every free id)."""
-        return [*self._unkeyed, *range(self.next_fresh, self.num_blocks), *self._free]
+        return [*self._unkeyed, *range(self.next_fresh, self.num_blocks), *self._live_cached()]
+
+    def _live_cached(self) -> list[int]:
+        """The live entries of `_cached`, front first: a block's live entry is its last one, and
+        only a block nobody holds has one (a held block's entries are all stale)."""
+        if not self._num_stale:
+            return list(self._cached)
+        last_first = dict.fromkeys(reversed(self._cached))   # each block once, by its last entry
+        ref = self._ref
+        return [block for block in reversed(last_first) if not ref[block]]
 
     # ---- lookups and allocation -------------------------------------------------------------
 
     def cached_prefix(self, keys: list[int]) -> list[int]:
         """Blocks holding the longest cached prefix of `keys` (stops at the first miss); the
         oldest block is taken when several hold a key. Does not change anything."""
-        blocks = []
-        for key in keys:
-            holders = self._by_key.get(key)
-            if not holders:
-                break
-            blocks.append(next(iter(holders)))
-        return blocks
+        by_key = self._by_key
+        return list(map(by_key.__getitem__, takewhile(by_key.__contains__, keys)))   # (in C)
 
     def can_allocate(self, num: int, hits: Sequence[int] = ()) -> bool:
         """Whether `num` new blocks fit beside the `hits` a request is about to take (a hit that
         is free cannot also be handed out as a new block)."""
-        return num <= self.num_free - sum(1 for block in hits if not self._ref[block])
+        if not hits:
+            return num <= self.num_free
+        ref = self._ref
+        return num <= self.num_free - [ref[block] for block in hits].count(0)
 
     def allocate(self, request: Request, num: int, hits: Sequence[int] = ()) -> list[int]:
         """Give `request` the cached `hits` (first, once, as its table's head) and `num` new
         blocks; returns every block taken, in table order (caller checked can_allocate)."""
-        if num == 1 and not hits:
-            return [self._allocate_single(request)]
-        taken = []
-        if not request.num_blocks:
-            self.num_holders += 1
-            self._num_keyed[request.id] = len(hits)
-        for block in hits:
-            if not self._ref[block]:
-                del self._free[block]
-            self._ref[block] += 1
-            taken.append(block)
-        reused = min(num, len(self._unkeyed))
-        for _ in range(reused):
-            block = self._unkeyed.popleft()
-            self._ref[block] = 1
-            taken.append(block)
-        fresh = self._take_fresh(num - reused, taken) if self.next_fresh < self.num_blocks else 0
-        evicted = []
-        for _ in range(num - reused - fresh):
-            block, _ = self._free.popitem(last=False)
-            if self._key[block] is not None:
-                self._drop_key(block)
-                evicted.append(block)
-            self._ref[block] = 1
-            taken.append(block)
-        if evicted:
-            self._on_cache(evicted, -2)
-        request.blocks.extend(taken)
-        request.num_blocks += len(taken)
-        return taken
-
-    def _allocate_single(self, request: Request) -> int:
-        """allocate(request, 1) without hits, step for step (the hot path: a decode's next block)."""
+        if num != 1 or hits:
+            return self._allocate_many(request, num, hits)
+        # the hot path, step for step as _allocate_many: a decode's next block
         if not request.num_blocks:
             self.num_holders += 1
             self._num_keyed[request.id] = 0
@@ -139,15 +134,50 @@ class HashedBlockPool:
             self.next_fresh += 1
             self._ref.append(1)
             self._key.append(None)
+            self._stale.append(0)
         else:
-            block, _ = self._free.popitem(last=False)
+            block = self._pop_cached()
             if self._key[block] is not None:
                 self._drop_key(block)
-                self._on_cache([block], -2)
+                if self._on_cache is not None:
+                    self._on_cache([block], -2)
             self._ref[block] = 1
         request.blocks.append(block)
         request.num_blocks += 1
-        return block
+        return [block]
+
+    def _allocate_many(self, request: Request, num: int, hits: Sequence[int]) -> list[int]:
+        if not request.num_blocks:
+            self.num_holders += 1
+            self._num_keyed[request.id] = len(hits)
+        ref, stale = self._ref, self._stale
+        taken = list(hits)
+        for block in hits:
+            if not ref[block]:   # out of the cached free blocks: its entry there goes stale
+                stale[block] += 1
+                self._num_stale += 1
+                self._num_cached -= 1
+            ref[block] += 1
+        reused = min(num, len(self._unkeyed))
+        for _ in range(reused):
+            block = self._unkeyed.popleft()
+            ref[block] = 1
+            taken.append(block)
+        fresh = self._take_fresh(num - reused, taken) if self.next_fresh < self.num_blocks else 0
+        evicted = []
+        key_of, drop, pop = self._key, self._drop_key, self._pop_cached
+        for _ in range(num - reused - fresh):
+            block = pop()
+            if key_of[block] is not None:
+                drop(block)
+                evicted.append(block)
+            ref[block] = 1
+            taken.append(block)
+        if evicted and self._on_cache is not None:
+            self._on_cache(evicted, -2)
+        request.blocks.extend(taken)
+        request.num_blocks += len(taken)
+        return taken
 
     def _take_fresh(self, num: int, taken: list[int]) -> int:
         """Up to `num` never-used ids (the front of the queue, in order) onto `taken`, each with
@@ -158,7 +188,19 @@ class HashedBlockPool:
         self.next_fresh = end
         self._ref.extend([1] * (end - start))
         self._key.extend([None] * (end - start))
+        self._stale.extend([0] * (end - start))
         return end - start
+
+    def _pop_cached(self) -> int:
+        """The front of the cached free blocks, taken out (stale entries before it dropped)."""
+        cached, stale = self._cached, self._stale
+        block = cached.popleft()
+        while stale[block]:
+            stale[block] -= 1
+            self._num_stale -= 1
+            block = cached.popleft()
+        self._num_cached -= 1
+        return block
 
     def allocate_one(self, request: Request) -> int:
         """One new block for a request that already holds blocks."""
@@ -166,7 +208,7 @@ class HashedBlockPool:
 
     def allocate_each(self, requests: list[Request]) -> list[int]:
         """One new block to each request in order (fast-forward's bulk growth); returns them."""
-        return [self._allocate_single(request) for request in requests]
+        return [self.allocate(request, 1)[0] for request in requests]
 
     def num_keyed(self, request: Request) -> int:
         """Leading blocks of the request's table known to have keys: cache_blocks for no more
@@ -178,6 +220,8 @@ class HashedBlockPool:
         keyed are skipped); returns the blocks that got a key."""
         full = min(num_tokens // self.block_size, len(keys), request.num_blocks)
         start = self._num_keyed.get(request.id, 0)
+        if full <= start:
+            return []
         keyed = []
         blocks, key_of, by_key = request.blocks, self._key, self._by_key
         for index in range(start, full):
@@ -185,11 +229,11 @@ class HashedBlockPool:
             if key_of[block] is None:
                 key = keys[index]
                 key_of[block] = key
-                by_key.setdefault(key, {})[block] = None
+                if by_key.setdefault(key, block) != block:   # held already: this block is a later holder
+                    self._more.setdefault(key, {})[block] = None
                 keyed.append(block)
-        if full > start:
-            self._num_keyed[request.id] = full
-        if keyed:
+        self._num_keyed[request.id] = full
+        if keyed and self._on_cache is not None:
             self._on_cache(keyed, 2)
         return keyed
 
@@ -198,28 +242,44 @@ class HashedBlockPool:
         the others to its front, in that order); returns its table."""
         blocks = request.blocks
         if blocks:
-            ref, free, key, unkeyed = self._ref, self._free, self._key, []
+            ref, cached, key, unkeyed = self._ref, self._cached, self._key, []
+            size = len(cached)
             for block in reversed(blocks):
-                ref[block] -= 1
-                if not ref[block]:
+                count = ref[block] = ref[block] - 1
+                if not count:
                     if key[block] is None:
                         unkeyed.append(block)
                     else:
-                        free[block] = None
+                        cached.append(block)
+            self._num_cached += len(cached) - size
             self._unkeyed.extendleft(reversed(unkeyed))
+            if self._num_stale > max(STALE_SLACK, self._num_cached):
+                self._compact()
             self.num_holders -= 1
             self._num_keyed.pop(request.id, None)
             request.blocks, request.num_blocks = [], 0
         return blocks
 
+    def _compact(self) -> None:
+        """Rebuild `_cached` from its live entries (same order)."""
+        self._cached = deque(self._live_cached())
+        self._stale = [0] * self.next_fresh
+        self._num_stale = 0
+
     def _drop_key(self, block: int) -> None:
         key = self._key[block]
         assert key is not None, "only keyed blocks lose their key"
-        holders = self._by_key[key]
-        del holders[block]
-        if not holders:
-            del self._by_key[key]
         self._key[block] = None
+        more = self._more.get(key) if self._more else None
+        if more is None:   # the key's only holder
+            del self._by_key[key]
+        elif block in more:
+            del more[block]
+        else:   # the oldest holder goes: the next oldest takes its place
+            self._by_key[key] = next(iter(more))
+            del more[self._by_key[key]]
+        if more is not None and not more:
+            del self._more[key]
 
     # ---- invariants -------------------------------------------------------------------------
 
@@ -227,17 +287,22 @@ class HashedBlockPool:
         """Assert: the free queue is exactly the unreferenced blocks, keyed ones at its back; the
         key index matches the blocks' keys; with `holders` (every request holding blocks),
         reference counts equal the number of tables holding each block."""
-        assert len(self._ref) == len(self._key) == self.next_fresh <= self.num_blocks, "tables out of step"
-        freed = [*self._unkeyed, *self._free]
+        assert len(self._ref) == len(self._key) == len(self._stale) == self.next_fresh <= self.num_blocks, \
+            "tables out of step"
+        cached = self._live_cached()
+        assert len(cached) == self._num_cached, "cached free count drifted"
+        assert sum(self._stale) == self._num_stale == len(self._cached) - len(cached), "stale entries drifted"
+        freed = [*self._unkeyed, *cached]
         assert all(b < self.next_fresh for b in freed), "a never-used block is in the freed queue"
         assert all(self._ref[b] == 0 for b in freed), "a referenced block is in the free queue"
         assert all(self._key[b] is None for b in self._unkeyed), "a keyed block is at the front of the queue"
-        assert all(self._key[b] is not None for b in self._free), "an unkeyed block is at the back of the queue"
+        assert all(self._key[b] is not None for b in cached), "an unkeyed block is at the back of the queue"
         assert sum(1 for r in self._ref if r == 0) == len(freed) == len(set(freed)), "an unreferenced block is lost"
         assert all(r >= 0 for r in self._ref), "negative reference count"
-        indexed = {(key, b) for key, blocks in self._by_key.items() for b in blocks}
-        assert indexed == {(k, b) for b, k in enumerate(self._key) if k is not None}, "key index drifted"
-        assert all(self._by_key.values()), "an empty key entry"
+        indexed = [*self._by_key.items(), *((key, b) for key, blocks in self._more.items() for b in blocks)]
+        assert len(indexed) == len(set(indexed)), "a block indexed twice under one key"
+        assert set(indexed) == {(k, b) for b, k in enumerate(self._key) if k is not None}, "key index drifted"
+        assert all(self._more.values()) and self._more.keys() <= self._by_key.keys(), "a later holder without an oldest"
         if holders is None:
             return
         counts = [0] * self.next_fresh

@@ -19,6 +19,11 @@ Block k covers positions [k * B, (k + 1) * B) for the cache's block size B. Its 
 hash chaining block k-1's key with the runs of sources inside block k (each run's source and
 where it ends), as vLLM chains block hashes: equal keys mean equal prefixes up to and including
 the block (a false match needs a 64-bit hash collision). Only full blocks have keys.
+
+A session turn's blocks that lie inside the part it copies from its earlier turn have that
+turn's keys (the same sources at the same positions, and the same parents): they are taken from
+the earlier turn's keys when those are still at hand (`PrefixKeys` keeps the latest ones of turns
+that have a follower) instead of being hashed again.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ if TYPE_CHECKING:
 
 HASH, GROUP, REQUEST = 1, 2, 3
 ROOT = 0x5EED  # the parent key of block 0
+KEPT_TURNS = 256   # earlier turns' keys kept for their followers (the oldest go first beyond this)
 
 
 class PrefixKeys:
@@ -46,6 +52,12 @@ class PrefixKeys:
         self.prefix_len = columns.get("prefix_len")
         self.previous = previous_turns(columns["session_id"]) if "session_id" in columns else None
         self._session_runs: dict[int, list[tuple[int, tuple[int, int]]]] = {}
+        # keys of turns a later turn copies, until that turn takes them (a memo: a turn whose
+        # keys are gone, or whose follower runs on another replica, is hashed in full)
+        self._followed = None if self.previous is None else np.zeros(len(self.previous), dtype=bool)
+        if self.previous is not None and self._followed is not None:
+            self._followed[self.previous[self.previous >= 0]] = True
+        self._turn_keys: dict[int, list[int]] = {}
 
     def stream_length(self, row: int) -> int:
         return int(self.workload.num_prefill_tokens[row] + self.workload.num_decode_tokens[row])
@@ -53,7 +65,23 @@ class PrefixKeys:
     def block_keys(self, row: int) -> list[int]:
         """Keys of the full blocks of the row's stream (prompt + output), in order."""
         runs = self.runs(row)
-        return chain_keys(runs, self.block_size, self.stream_length(row) // self.block_size)
+        keys = chain_keys(runs, self.block_size, self.stream_length(row) // self.block_size, self._copied_keys(row))
+        if self._followed is not None and self._followed[row]:
+            self._turn_keys[row] = keys
+            if len(self._turn_keys) > KEPT_TURNS:
+                del self._turn_keys[next(iter(self._turn_keys))]
+        return keys
+
+    def _copied_keys(self, row: int) -> list[int]:
+        """Keys of the row's leading blocks that lie inside what it copies from its earlier turn,
+        when that turn's keys are kept (else none); the earlier turn's are let go."""
+        if self.previous is None or self.previous[row] < 0 or self._has_hashes(row):
+            return []
+        earlier = int(self.previous[row])
+        keys = self._turn_keys.pop(earlier, None)
+        if keys is None:
+            return []
+        return keys[: self._shared_length(row, earlier) // self.block_size]
 
     def runs(self, row: int) -> list[tuple[int, tuple[int, int]]]:
         """The row's stream as (end position, source) runs in order, covering [0, length)."""
@@ -73,11 +101,13 @@ class PrefixKeys:
         if earlier < 0 or self._has_hashes(row):
             return self._own_runs(row)
         before = self._session_runs[earlier]
-        prompt = int(self.workload.num_prefill_tokens[row])
+        return truncate(before, self._shared_length(row, earlier)) + [(self.stream_length(row), (REQUEST, row))]
+
+    def _shared_length(self, row: int, earlier: int) -> int:
+        """Leading positions a session turn copies from its earlier turn."""
         shared = (int(self.prefix_len[row]) if self.prefix_len is not None
                   else self.stream_length(earlier))
-        shared = min(shared, prompt, before[-1][0])
-        return truncate(before, shared) + [(self.stream_length(row), (REQUEST, row))]
+        return min(shared, int(self.workload.num_prefill_tokens[row]), self.stream_length(earlier))
 
     def _has_hashes(self, row: int) -> bool:
         return self.workload.hash_ids is not None and len(self.workload.hashes_of(row)) > 0
@@ -112,27 +142,35 @@ def truncate(runs: list, length: int) -> list:
     return kept
 
 
-def chain_keys(runs: list, block_size: int, num_blocks: int) -> list[int]:
-    """Chained keys of blocks 0..num_blocks-1 over `runs` (which must cover them)."""
-    keys, parent, first, stop = [], ROOT, 0, 0
-    for _ in range(num_blocks):
-        start, stop = stop, stop + block_size
+def chain_keys(runs: list, block_size: int, num_blocks: int, head: list[int] | None = None) -> list[int]:
+    """Chained keys of blocks 0..num_blocks-1 over `runs` (which must cover them); `head`: the
+    keys of the leading blocks, known already (only the rest are hashed)."""
+    keys = list(head) if head else []
+    append, parent, first, block = keys.append, keys[-1] if keys else ROOT, 0, len(keys)
+    while block < num_blocks:
+        start = block * block_size
         while runs[first][0] <= start:
             first += 1
         end, source = runs[first]
-        if end >= stop:   # the block lies inside one run (the usual case)
-            parent = hash((parent, ((source, stop),)))
-        else:
-            content, i = [(source, end)], first + 1
-            while True:
-                end, source = runs[i]
-                if end >= stop:
-                    content.append((source, stop))
-                    break
-                content.append((source, end))
-                i += 1
-            parent = hash((parent, tuple(content)))
-        keys.append(parent)
+        if end >= start + block_size:   # the usual case: blocks block..inside-1 lie inside this run
+            inside = min(num_blocks, end // block_size)
+            for stop in range(start + block_size, inside * block_size + 1, block_size):
+                parent = hash((parent, ((source, stop),)))
+                append(parent)
+            block = inside
+            continue
+        stop = start + block_size
+        content, i = [(source, end)], first + 1
+        while True:
+            end, source = runs[i]
+            if end >= stop:
+                content.append((source, stop))
+                break
+            content.append((source, end))
+            i += 1
+        parent = hash((parent, tuple(content)))
+        append(parent)
+        block += 1
     return keys
 
 

@@ -6,12 +6,20 @@ path); unlocked leaves can be evicted, least recently used first, and a parent w
 child goes becomes a leaf candidate in the same pass. Recency is a logical clock (every node
 touched by a match or an insert gets the next tick, root to leaf), so eviction order is
 deterministic. `evictable_size` + `protected_size` is the number of blocks in the tree.
+
+The eviction heap lives as long as the tree: an entry (tick, leaf) is pushed whenever a node
+becomes a leaf or a leaf is touched; an entry whose node is no longer a leaf, or has been touched
+since, is stale and skipped when popped (the heap is rebuilt from the leaves when stale entries
+pile up). So its valid entries are exactly the leaves at their current ticks: the heap an
+eviction would build from scratch.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
+
+STALE_SLACK = 1024   # stale heap entries tolerated (beyond one per leaf) before the heap is rebuilt
 
 
 class RadixNode:
@@ -39,10 +47,22 @@ class RadixCache:
         self.evictable_size = 0   # blocks in unlocked nodes
         self.protected_size = 0   # blocks in locked nodes
         self._leaves: set[RadixNode] = set()   # nodes without children, the root aside: eviction candidates
+        # (tick, leaf) for every leaf, and stale entries: ticks are unique (every touch takes the
+        # next one), so the heap orders by the int alone and never compares nodes
+        self._heap: list[tuple[int, RadixNode]] = []
 
     def _touch(self, node: RadixNode) -> None:
         self._tick += 1
         node.last_access = self._tick
+        if not node.children and node is not self.root:   # a leaf: its entry is now this one
+            self._push(node)
+
+    def _push(self, leaf: RadixNode) -> None:
+        heap = self._heap
+        heapq.heappush(heap, (leaf.last_access, leaf))
+        if len(heap) > 2 * len(self._leaves) + STALE_SLACK:
+            self._heap = [(node.last_access, node) for node in self._leaves]
+            heapq.heapify(self._heap)
 
     def match_prefix(self, keys: list) -> tuple[list, RadixNode]:
         """Blocks of the longest cached prefix of `keys` and the node where it ends (an edge
@@ -62,8 +82,21 @@ class RadixCache:
     def insert(self, keys: list, values: list) -> int:
         """Cache `values` (blocks) under `keys`; returns how many leading keys were already
         cached (the caller frees its own blocks for them). New nodes are unlocked."""
+        return self._insert(keys, values)[0]
+
+    def insert_and_match(self, keys: list, values: list) -> tuple[int, list, RadixNode]:
+        """`insert`, then `match_prefix(keys)` in one walk: what insert returns, the blocks now
+        cached under `keys` and the node where they end (touched as match_prefix touches them)."""
+        present, path = self._insert(keys, values)
+        for node in path:   # insert ended at node boundaries: match_prefix would split nothing
+            self._touch(node)
+        return present, [block for node in path[1:] for block in node.value], path[-1]
+
+    def _insert(self, keys: list, values: list) -> tuple[int, list[RadixNode]]:
+        """`insert`; also returns the nodes, root first, whose edges hold `keys`."""
         assert len(keys) == len(values)
         node, i = self.root, 0
+        path = [node]
         self._touch(node)
         while i < len(keys) and keys[i] in node.children:
             child = node.children[keys[i]]
@@ -72,14 +105,17 @@ class RadixCache:
             if matched < len(child.key):
                 child = self._split(child, matched)
             node, i = child, i + matched
+            path.append(node)
         if i < len(keys):
             self._tick += 1
             leaf = RadixNode(list(keys[i:]), list(values[i:]), node, self._tick)
             self._leaves.discard(node)
             self._leaves.add(leaf)
             node.children[keys[i]] = leaf
+            self._push(leaf)
             self.evictable_size += len(leaf.value)
-        return i
+            path.append(leaf)
+        return i, path
 
     def _split(self, child: RadixNode, length: int) -> RadixNode:
         """Cut `child`'s edge after `length` keys; returns the new upper node."""
@@ -115,23 +151,26 @@ class RadixCache:
         """Remove unlocked leaves, least recently used first, until at least `num_blocks`
         blocks are freed or nothing more can go; returns the freed blocks in eviction order
         (every node has its own tick, so the order does not depend on how leaves are listed)."""
-        # (tick, node) pairs: ticks are unique (every touch takes the next one), so the heap
-        # orders by the int alone and never compares nodes (C comparisons, not __lt__ calls)
-        leaves = [(leaf.last_access, leaf) for leaf in self._leaves]
-        heapq.heapify(leaves)
+        heap, leaves = self._heap, self._leaves
         freed: list = []
-        while len(freed) < num_blocks and leaves:
-            leaf = heapq.heappop(leaves)[1]
+        locked = []   # popped leaves that stay (locked): back into the heap afterwards
+        while len(freed) < num_blocks and heap:
+            tick, leaf = heapq.heappop(heap)
+            if tick != leaf.last_access or leaf not in leaves:
+                continue   # stale
             if leaf.lock_ref > 0:
+                locked.append((tick, leaf))
                 continue
             freed.extend(leaf.value)
             parent = self._parent(leaf)
             del parent.children[leaf.key[0]]
-            self._leaves.discard(leaf)
+            leaves.discard(leaf)
             self.evictable_size -= len(leaf.value)
             if not parent.children and parent is not self.root:
-                heapq.heappush(leaves, (parent.last_access, parent))
-                self._leaves.add(parent)
+                leaves.add(parent)
+                heapq.heappush(heap, (parent.last_access, parent))
+        for entry in locked:
+            heapq.heappush(heap, entry)
         return freed
 
     @staticmethod
@@ -167,6 +206,8 @@ class RadixCache:
         assert (evictable, protected) == (self.evictable_size, self.protected_size), "sizes drifted"
         leaves = {node for node in self._nodes() if not node.children and node is not self.root}
         assert leaves == self._leaves, "leaf set out of step"
+        current = {node for tick, node in self._heap if node in leaves and node.last_access == tick}
+        assert current == leaves, "a leaf has no eviction heap entry at its tick"
 
 
 def _common_length(edge: list, keys: list, start: int) -> int:

@@ -54,6 +54,7 @@ class RadixKvPool:
         self._tree_len: dict[int, int] = {}        # request id -> leading table blocks from the tree
         self.num_holders = 0
         self._event = on_event or (lambda request, blocks, delta: None)
+        self._records = on_event is not None   # (the per-block loops skip the call when nobody listens)
 
     @property
     def num_free(self) -> int:
@@ -135,14 +136,15 @@ class RadixKvPool:
         start = self.next_fresh
         end = min(self.num_blocks, start + num)
         self.next_fresh = end
-        place, free, event = self._place, self._free, self._event
+        place, free, event, records = self._place, self._free, self._event, self._records
         place.extend([FREE] * (end - start))   # owners set below
         taken = list(range(start, end)) + [free.popleft() for _ in range(num - (end - start))]
         for request, block in zip(requests, taken):   # the order allocate() takes them one by one
             place[block] = request.id
             request.blocks.append(block)
             request.num_blocks += 1
-            event(request.id, [block], 1)
+            if records:
+                event(request.id, [block], 1)
         return taken
 
     def _take_fresh(self, num: int, owner: int) -> list[int]:
@@ -173,7 +175,7 @@ class RadixKvPool:
         start = self._tree_len[request.id]
         if count <= start:
             return
-        present = self.tree.insert(keys[:count], request.blocks[:count])
+        present, path, node = self.tree.insert_and_match(keys[:count], request.blocks[:count])
         table = request.blocks
         if present > start:
             duplicates = table[start:present]
@@ -184,7 +186,6 @@ class RadixKvPool:
             self._place[block] = IN_TREE
         if new:
             self._event(-1, new, 2)
-        path, node = self.tree.match_prefix(keys[:count])
         assert len(path) == count
         if present > start:
             self._event(request.id, path[start:present], 1)

@@ -179,9 +179,12 @@ class EngineEndpoint(ReplicaEndpoint):
         request.status = RequestStatus.RUNNING
 
 
-def pool_event_recorder(recorder: Recorder, replica: int) -> Callable[[int, list[int], int], None]:
+def pool_event_recorder(recorder: Recorder, replica: int) -> Callable[[int, list[int], int], None] | None:
     """The `on_event(request, blocks, delta)` a pool reports to: +1/-1 a request takes/lets go of
-    blocks, +2/-2 blocks get/lose a prefix-cache key."""
+    blocks, +2/-2 blocks get/lose a prefix-cache key; None when the record level keeps no block
+    events (the pool then calls nothing)."""
+    if not recorder.keeps_blocks:
+        return None
     def record(request: int, blocks: list[int], delta: int) -> None:
         if delta == 1:
             recorder.on_allocate(replica, request, blocks)

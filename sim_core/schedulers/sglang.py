@@ -131,8 +131,11 @@ class SglangScheduler(SglangPrefill):
                 return None
         else:
             self.new_token_ratio = decayed(self.new_token_ratio)
-        for request in requests:
-            self._allocate_for(request, request.num_processed_tokens)
+        pool, size = self.pool, self._block_size
+        for request in requests:   # _allocate_for(request, num_processed_tokens), inline (the hot loop)
+            needed = -(-request.num_processed_tokens // size) - request.num_blocks
+            if needed > 0:
+                pool.allocate(request, needed)
         padding = padded_size(len(requests), self.graph_sizes) - len(requests)
         return self.launch(requests, [1] * len(requests), padding)
 

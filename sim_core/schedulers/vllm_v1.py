@@ -160,19 +160,22 @@ class VllmV1Scheduler(EngineScheduler):
         offload = limits.offload if self.caching else None
         self.offload = OffloadConnector(offload, self._block_size, replica_id, recorder) if offload else None
         self._loaded_now: dict[int, int] = {}   # offload: loaded tokens of requests admitted this step
+        # the pool as a prefix cache (caching on), else None: read on the hot paths
+        self._cache = self.pool if isinstance(self.pool, HashedBlockPool) else None
 
     def _make_pool(self) -> KvPool:
         if not self.config.enable_prefix_caching:
             return super()._make_pool()
         replica, recorder = self.replica_id, self._recorder
-        return HashedBlockPool(self._limits.num_blocks, self._block_size,
-                               lambda blocks, delta: recorder.on_cache(replica, blocks, delta))
+        # key events are recorded only at the level that keeps block events (else no call at all)
+        on_cache = (lambda blocks, delta: recorder.on_cache(replica, blocks, delta)) if recorder.keeps_blocks else None
+        return HashedBlockPool(self._limits.num_blocks, self._block_size, on_cache)
 
     @property
     def _hashed(self) -> HashedBlockPool:
         """The pool, which is a prefix cache when caching is on (callers check `caching`)."""
-        assert isinstance(self.pool, HashedBlockPool), "prefix caching is off"
-        return self.pool
+        assert self._cache is not None, "prefix caching is off"
+        return self._cache
 
     def on_schedule(self) -> list[Batch]:
         """Async scheduling: schedule while fewer than two steps are in flight, when the host is
@@ -215,6 +218,7 @@ class VllmV1Scheduler(EngineScheduler):
         if self.offload is not None:
             self.offload.on_batch_end(batch)
         stale = batch.stale or {}
+        keys_outputs = self.async_steps and self.caching
         for request in batch.requests:
             if request.id in stale:
                 if request.completed:   # preempted, its last token came with the stale output
@@ -224,7 +228,7 @@ class VllmV1Scheduler(EngineScheduler):
                         self.offload.on_finished(request)
             elif request.completed:
                 self.finish(request)
-            elif self.async_steps and self.caching and request.is_prefill_complete:
+            elif keys_outputs and request.is_prefill_complete:
                 # vLLM keys the blocks its outputs completed once it has them (placeholders before)
                 self._key_blocks(request, self.kv_tokens(request))
 
@@ -254,41 +258,54 @@ class VllmV1Scheduler(EngineScheduler):
     # ---- phase 1: running requests -----------------------------------------------------------
 
     def _run(self, step: Step, candidates: list[Request]) -> None:
-        in_flight, kv_tokens = self.in_flight.tokens, self.kv_tokens   # (the hot loop: bound once)
+        # the hot loop (once per running request and step): attributes bound once, the clamp
+        # and the computed / known tokens (`computed`, `num_known_tokens`) inline
+        flying_of, pool, size, threshold = self.in_flight.tokens, self.pool, self._block_size, self._threshold
+        # a P/D prefill replica yields only the first output (vLLM's prefill instance runs with
+        # max_tokens 1): the request's last token here is the one after its prompt
+        prefill_role = self.endpoint.role == "prefill"
         for request in candidates:
-            if step.budget <= 0:
+            budget = step.budget
+            if budget <= 0:
                 return
             if request.status != RequestStatus.RUNNING or request in step:
                 continue  # preempted earlier in this step
-            flying = in_flight(request)
-            computed, target = kv_tokens(request) + flying, request.num_known_tokens   # as self.computed
+            flying = flying_of(request)
+            if request.is_prefill_complete:   # its newest output token's KV is not computed yet
+                known = request.num_processed_tokens
+                computed = known - 1 + flying
+            else:
+                known = request.num_prefill_tokens
+                computed = request.num_processed_tokens + flying
+            target = known
             if computed >= target and flying:   # its step in flight samples a token
-                if computed + 1 >= self._last_token(request):
+                if computed + 1 >= (request.initial_prefill_tokens + 1 if prefill_role else request.total_tokens):
                     continue   # that token is its last here: nothing more to run
                 target += 1    # a placeholder for it
-            n = self.clamp(target - computed, step.budget)
+            n = target - computed   # clamped as `clamp`
+            if 0 < threshold < n:
+                n = threshold
+            if n > budget:
+                n = budget
             if n <= 0:
                 continue
-            if not self._fit(step, request, computed, n) and not (
-                    self.by_priority and request.status == RequestStatus.WAITING):
-                return   # FCFS: the request itself was the tail; priority: the others outrank it, go on
-
-    def _last_token(self, request: Request) -> int:
-        """Tokens of the request once its last output here is known (a P/D prefill replica
-        yields only the first output, as vLLM's prefill instance runs with max_tokens 1)."""
-        if self.endpoint.role == "prefill":
-            return request.initial_prefill_tokens + 1
-        return request.total_tokens
+            needed = -(-(computed + n) // size) - request.num_blocks
+            if needed > pool.num_free and not self._make_room(step, request, needed):
+                if self.by_priority and request.status == RequestStatus.WAITING:
+                    continue   # the others outrank it: go on
+                return   # FCFS: the request itself was the tail; or it waits for a batch in flight
+            if needed > 0 or self.caching:
+                self._take(request, max(0, needed), min(computed + n, known))
+            step.add(request, n)
 
     def computed(self, request: Request) -> int:
         """Tokens vLLM counts as computed: those whose KV is computed and those in flight."""
         return self.kv_tokens(request) + self.in_flight.tokens(request)
 
-    def _fit(self, step: Step, request: Request, computed: int, n: int) -> bool:
-        """Find blocks for `n` more tokens of a running request, preempting as needed; False
-        when the request itself was preempted."""
-        needed = max(0, ceil((computed + n) / self._block_size) - request.num_blocks)
-        while needed and needed > self.pool.num_free:
+    def _make_room(self, step: Step, request: Request, needed: int) -> bool:
+        """Preempt the tail of running until `needed` blocks are free for a running request;
+        False when the request itself was preempted (or, PP > 1, waits for the batch in flight)."""
+        while needed > self.pool.num_free:
             victim = self._victim()
             if victim is request and self.busy:
                 step.blocked = True   # PP > 1: wait for the batch in flight rather than give up
@@ -302,8 +319,6 @@ class VllmV1Scheduler(EngineScheduler):
             step.preempted = True
             if victim is request:
                 return False
-        self._take(request, needed, min(computed + n, request.num_known_tokens))
-        step.add(request, n)
         return True
 
     def _victim(self) -> Request:
@@ -415,9 +430,9 @@ class VllmV1Scheduler(EngineScheduler):
     def _take(self, request: Request, needed: int, upto: int, hits: Sequence[int] = ()) -> None:
         """Blocks for more tokens: the cached `hits` and `needed` new ones; with caching, key
         the blocks the first `upto` tokens fill."""
-        if self.caching:
+        if self._cache is not None:
             if needed or hits:
-                taken = self._hashed.allocate(request, needed, hits)
+                taken = self._cache.allocate(request, needed, hits)
                 self._recorder.on_allocate(self.replica_id, request.id, taken)
             self._key_blocks(request, upto)
         elif needed:
@@ -508,9 +523,9 @@ class VllmV1Scheduler(EngineScheduler):
             self.offload.on_finished(request)
 
     def _key_blocks(self, request: Request, num_tokens: int) -> None:
-        pool = self._hashed
-        if num_tokens // self._block_size > pool.num_keyed(request):   # else nothing new fills (the hot path)
-            pool.cache_blocks(request, self.keys(request), num_tokens)
+        assert self._cache is not None, "only a prefix cache keys blocks"
+        keys = self._keys.get(request.id)   # (the hot path: once per formation and member)
+        self._cache.cache_blocks(request, self.keys(request) if keys is None else keys, num_tokens)
 
     def _make_endpoint(self) -> V1Endpoint:
         from sim_core.schedulers.vllm_v1_endpoint import V1Endpoint  # it reads this scheduler
@@ -519,7 +534,7 @@ class VllmV1Scheduler(EngineScheduler):
 
     def _release(self, request: Request) -> None:
         if self.caching:   # no-op stepwise; keeps a run's blocks cached whatever frees them
-            self._hashed.cache_blocks(request, self.keys(request), self.kv_tokens(request))
+            self._key_blocks(request, self.kv_tokens(request))
         super()._release(request)
 
     def _rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
