@@ -10,7 +10,8 @@ median and minimum process CPU seconds of `run_simulation` over --repeats runs; 
 how much of the median run went to building the result (`build_result`: joining, sorting and
 summarising the records). `--root` imports sim_core from another checkout (e.g. an unchanged
 copy, for before/after figures). `--pause-collector` runs with Python's cyclic garbage collector
-paused, as the app does (`explorer/collector.py`); `--hold N` keeps the results of N earlier runs
+paused, as the app did before `run_simulation` paused it itself (`sim_core/engine/collector.py`:
+since then every run is paused, with or without the flag, unless `--root` names an older copy); `--hold N` keeps the results of N earlier runs
 alive meanwhile, as the app's run cache does (the collector's walks grow with what is held).
 """
 
