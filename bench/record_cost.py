@@ -11,8 +11,9 @@ how much of the median run went to building the result (`build_result`: joining,
 summarising the records). `--root` imports sim_core from another checkout (e.g. an unchanged
 copy, for before/after figures). `--pause-collector` runs with Python's cyclic garbage collector
 paused, as the app did before `run_simulation` paused it itself (`sim_core/engine/collector.py`:
-since then every run is paused, with or without the flag, unless `--root` names an older copy); `--hold N` keeps the results of N earlier runs
-alive meanwhile, as the app's run cache does (the collector's walks grow with what is held).
+since then every run is paused, with or without the flag, unless `--root` names an older copy);
+`--hold N` keeps the results of N earlier runs alive meanwhile, as the app's run cache does (the
+collector's walks grow with what is held).
 """
 
 from __future__ import annotations

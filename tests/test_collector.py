@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import gc
 import threading
+import weakref
 
 import pytest
 
 from sim_core import parse_config, run_simulation
-from sim_core.engine.collector import collector_paused
+from sim_core.engine.collector import CollectorPause, collector_paused
 from sim_core.engine.run_watch import RunCancelled
 
 
@@ -80,4 +81,43 @@ def test_run_simulation_pauses_the_collector_for_its_events_only():
     assert gc.isenabled()
     with pytest.raises(RunCancelled):
         run_simulation(parse_config(scenario), should_stop=lambda: True)
+    assert gc.isenabled()
+
+
+class _Cycle:
+    """An object in a reference cycle: only the cyclic collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def _cycle() -> weakref.ref:
+    return weakref.ref(_Cycle())
+
+
+def test_a_pause_held_throughout_by_overlapping_runs_collects_once_a_minute():
+    """Runs overlap without a gap (a busy server): the pause never ends, so one that has lasted
+    MAX_PAUSE_S (60 s) collects at the next run's start or end, and the minute starts again.
+    Clock: the first run holds at 0; a second starts at 59 (not yet a minute: the cycle made at
+    0 survives); the first ends at 60 (a minute: collected, still paused); a third starts at 100
+    (40 s since the collection: a new cycle survives) and the second ends at 120 (collected).
+    The last run ends and the collector runs again."""
+    now = [0.0]
+    pause = CollectorPause(clock=lambda: now[0])
+    pause.hold()
+    early = _cycle()
+    now[0] = 59.0
+    pause.hold()
+    assert early() is not None and not gc.isenabled()
+    now[0] = 60.0
+    pause.release()
+    assert early() is None and not gc.isenabled()
+    later = _cycle()
+    now[0] = 100.0
+    pause.hold()
+    assert later() is not None
+    now[0] = 120.0
+    pause.release()
+    assert later() is None and not gc.isenabled()
+    pause.release()
     assert gc.isenabled()

@@ -45,6 +45,9 @@ class PolicyTraits:
         has_prefix_cache: the policy can reuse KV of shared prompt prefixes (reports hit rates).
         serves_parallel_samples: the policy reads the workload's `n` column (else one sequence
             per request).
+        pipeline_runs: at pipeline parallelism above 1 the policy may promise a pipeline run
+            (`SteadyDecode.micro_batches`, engine/pipeline_run.py); the simulator asks no other
+            policy there.
         implied_changes: dotted scenario path -> value that choosing this policy must set for
             the scenario to stay valid (the app applies them when the type changes).
     """
@@ -57,6 +60,7 @@ class PolicyTraits:
     supports_disaggregation: bool = True
     has_prefix_cache: bool = False
     serves_parallel_samples: bool = False
+    pipeline_runs: bool = False
     implied_changes: Mapping[str, object] = field(default_factory=dict)
 
     @property

@@ -18,17 +18,22 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+MAX_PAUSE_S = 60.0   # a pause held this long (runs overlapping throughout) collects once
 
-class _Pause:
+
+class CollectorPause:
     """How many runs hold the collector paused, and whether it ran before the first did."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.lock = threading.Lock()
         self.holders = 0
         self.was_enabled = False
+        self.clock = clock
+        self.since = 0.0   # when the pause began, or last collected
 
     def hold(self) -> None:
         """One more run holds the collector paused (the first pauses it)."""
@@ -36,6 +41,9 @@ class _Pause:
             if self.holders == 0:
                 self.was_enabled = gc.isenabled()
                 gc.disable()
+                self.since = self.clock()
+            else:
+                self._collect_if_long()
             self.holders += 1
 
     def release(self) -> None:
@@ -44,9 +52,16 @@ class _Pause:
             self.holders -= 1
             if self.holders == 0 and self.was_enabled:
                 gc.enable()
+            elif self.holders > 0:
+                self._collect_if_long()
+
+    def _collect_if_long(self) -> None:
+        if self.was_enabled and self.clock() - self.since >= MAX_PAUSE_S:
+            gc.collect()
+            self.since = self.clock()
 
 
-_PAUSE = _Pause()
+_PAUSE = CollectorPause()
 
 
 @contextmanager

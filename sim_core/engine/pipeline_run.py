@@ -41,6 +41,7 @@ import numpy as np
 
 from sim_core.engine.fast_forward import FIRST_CHUNK, MAX_RUN, FastForward, _live, _members
 from sim_core.entities import Batch
+from sim_core.schedulers.base import UNBOUNDED
 
 if TYPE_CHECKING:
     from sim_core.engine.simulator import Simulator
@@ -102,9 +103,16 @@ class PipelineRuns:
         if sim.handoff is not None or sim.dp is not None or sim.overlapping[replica] or replica in self.runs:
             return False
         scheduler = sim.schedulers[replica]
+        if not scheduler.traits.pipeline_runs:
+            return False
         promise = scheduler.steady_decode(batch)
         if promise is None or not promise.micro_batches:
             return False
+        # what a run models today: static batches (no limit, no KV growth, no padding, blocks
+        # returned with the whole batch); a policy promising more must be modelled first
+        assert (promise.limit == UNBOUNDED and promise.growth is None and promise.padded_sizes is None
+                and promise.past_completions and not promise.frees_on_completion), \
+            "pipeline runs model static batches only"
         located = self._located(replica)
         if len(located) + 1 != promise.micro_batches:
             return False

@@ -68,8 +68,10 @@ class Simulator:
         self.single_stage = all(s.num_stages == 1 for s in schedulers)
         # decode runs: single-stage ones (engine/fast_forward.py), or pipelines (engine/pipeline_run.py)
         self.fast: FastForward | PipelineRuns | None = None
-        if fast_forward:
-            self.fast = FastForward(self) if self.single_stage else PipelineRuns(self)
+        if fast_forward and self.single_stage:
+            self.fast = FastForward(self)
+        elif fast_forward and any(s.traits.pipeline_runs for s in schedulers):
+            self.fast = PipelineRuns(self)
         if self.fast is not None and router.reads == "outstanding":   # see engine/routing.py
             self.entry = [RunView(endpoint, self.fast, r) for r, endpoint in enumerate(self.entry)]
         self.overlapping = [s.config.overlap_schedule(s.num_stages) for s in schedulers]   # per replica

@@ -37,7 +37,8 @@ class FasterTransformerConfig(SchedulerConfig):
 class FasterTransformerScheduler(ReplicaScheduler):
     # a static batch cannot take over a request mid-generation: no P/D disaggregation
     traits = PolicyTraits(FasterTransformerConfig, "FasterTransformer (static batching) as modelled by Vidur",
-                          memory_planner="vidur", reserves_max_model_len=True, supports_disaggregation=False)
+                          memory_planner="vidur", reserves_max_model_len=True, supports_disaggregation=False,
+                          pipeline_runs=True)
 
     def __init__(self, replica_id: int, num_stages: int, config: SchedulerConfig, limits: ReplicaLimits,
                  recorder: Recorder) -> None:
@@ -66,6 +67,7 @@ class FasterTransformerScheduler(ReplicaScheduler):
         # pipeline: every static batch in flight re-runs alone at its batch end; a new one forms
         # only when a request arrives while the pipeline has room and the pool can reserve for it
         # (with room, nothing waits now: on_schedule would have formed it)
+        assert not self.unfinished, "a static batch re-forms at its own batch end, none waits for it"
         joins = self._has_room() and self.pool.can_allocate(self._limits.max_blocks_per_request)
         return SteadyDecode(self, UNBOUNDED, past_completions=True, frees_on_completion=False,
                             micro_batches=self._num_running_batches, arrivals_join=joins)
