@@ -360,7 +360,7 @@ class Timeline:
         self.busy: list[int | None] = [None] * num_stages
         self.queues: list[deque[int]] = [deque() for _ in range(num_stages)]
         self.lanes_done: list[list[float]] = [[] for _ in lanes]   # per lane, its batch ends so far
-        # lane, iteration, stage, start, end of each execution handled, in order (arrays when solo)
+        # lane, iteration, stage, start, end of each execution handled, in order
         self.executions: tuple[Sequence[int], Sequence[int], Sequence[int], Sequence[float], Sequence[float]] = (
             [], [], [], [], [])
         self.formations: list[tuple[float, int]] = []   # (instant, lane) of each batch formed, in order

@@ -18,7 +18,7 @@ class Stage:
     queue: deque = field(default_factory=deque)
     busy: bool = False
     started_at: float = 0.0
-    running: Batch | None = None   # the batch it runs (set by start_next: PP > 1, read by pipeline runs)
+    running: Batch | None = None   # the batch it last started (start_next; read by pipeline runs while busy)
 
     def add(self, batch: Batch) -> None:
         self.queue.append(batch)
