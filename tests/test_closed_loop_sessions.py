@@ -5,6 +5,7 @@ decode step of one request 0.011 s.
 """
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import cost, scenario
 
@@ -146,3 +147,29 @@ def test_a_generated_agentic_run_never_overlaps_the_turns_of_a_session():
     for _, turns in requests.groupby("session"):
         turns = turns.sort_values("turn")
         assert (turns["arrived_at"].to_numpy()[1:] > turns["completed_at"].to_numpy()[:-1]).all()
+
+
+def test_a_turn_arriving_where_a_run_finishes_a_request_is_recorded_after_that_finish():
+    """Two replicas (round robin), each step 0.25 s whatever its size; four 4-token prompts at
+    0: A1 (request 0, 10 tokens) and A2 (2, 30 tokens) on replica 0, C (1, 10 tokens) and E
+    (3, 30 tokens) on replica 1. Both replicas run the same steps: the prefill to 0.25 s, the
+    tenth token of A1 and C at 0.25 + 9 x 0.25 = 2.5 s. C's next turn D (request 4, pause 0)
+    arrives at the end of that instant and is routed to replica 0 (the fifth routing), where A1
+    finished at 2.5 s in the instant's ordinary phase: replica 0's states at 2.5 s are A1
+    finished, then D queued. Fast-forward finishes A1 inside a decode run whose records are made
+    after D was routed; the state table is still stepwise's, row for row."""
+    workload = session_workload((0.0, 4, 10, 0, 0), (0.0, 4, 10, 1, 0), (0.0, 4, 30, 2, 0), (0.0, 4, 30, 3, 0),
+                                (0.0, 4, 3, 1, 1))
+    config = {"seed": 0, "model": "llama-2-7b", "device": "a100-80gb", "max_model_len": 256,
+              "predictor": {"type": "linear", "base_s": 0.25, "per_token_s": 0.0},
+              "cluster": {"num_replicas": 2, "global_scheduler": "round_robin"},
+              "scheduler": {"type": "vllm", "block_size": 16, "num_blocks": 64, "batch_size_cap": 4},
+              "workload": CLOSED}
+    states = []
+    for fast in (False, True):
+        result = run_simulation(parse_config({**config, "engine": {"fast_forward": fast, "record": "full"}}), workload)
+        events = result.state_events
+        at = events[(events["time"] == 2.5) & (events["replica"] == 0)]
+        assert [(int(r), str(s)) for r, s in zip(at["request"], at["state"])] == [(0, "finished"), (4, "queued")]
+        states.append(events)
+    pd.testing.assert_frame_equal(states[0], states[1])

@@ -34,14 +34,16 @@ def test_a_hand_off_moves_the_blocks_to_their_stand_in():
 
 
 def test_a_finish_inside_a_run_is_recorded_at_its_own_time_without_moving_the_clock():
-    """At t=9 a request is recorded as finished at t=7.5, letting go of blocks 3 and 4: the state
-    row and both block rows carry 7.5, and records made next still carry 9."""
+    """At t=9, at the end of the instant, a request is recorded as finished at t=7.5, letting go
+    of blocks 3 and 4: the state row and both block rows carry 7.5 and the ordinary phase (late
+    False: a finish is never made at the end of an instant), and records made next still carry 9
+    and the end of the instant."""
     recorder = Recorder("full", 1)
-    recorder.now = 9.0
+    recorder.now, recorder.late = 9.0, True
     recorder.on_finished_at(7.5, 0, 42, [3, 4])
     recorder.on_state(0, 43, FINISHED)
     assert recorder.states.columns == {"time": [7.5, 9.0], "replica": [0, 0], "request": [42, 43],
-                                       "state": [FINISHED, FINISHED]}
+                                       "state": [FINISHED, FINISHED], "late": [False, True]}
     assert recorder.blocks.columns == {"time": [7.5, 7.5], "replica": [0, 0], "request": [42, 42],
                                        "block": [3, 4], "delta": [-1, -1]}
 

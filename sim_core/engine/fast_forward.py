@@ -670,7 +670,8 @@ def _grow_evicting(pool: RadixKvPool, recorder: Recorder, promise: SteadyDecode,
         return [_complete(pool, promise, members, formation, member)
                 for formation, kind, member in events if kind == 0], changes
     finished: Finished = []
-    now = recorder.now
+    now, late = recorder.now, recorder.late
+    recorder.late = False   # the formations' instants are past: their records are of the ordinary phase
     for formation, group in groupby(events, key=lambda event: event[0]):
         recorder.now = float(ends[formation - 1])
         takers = []
@@ -681,7 +682,7 @@ def _grow_evicting(pool: RadixKvPool, recorder: Recorder, promise: SteadyDecode,
                 finished.append(_complete(pool, promise, members, formation, member))
         if takers:
             pool.allocate_each(takers)
-    recorder.now = now
+    recorder.now, recorder.late = now, late
     return finished, changes
 
 

@@ -63,6 +63,7 @@ class EventKernel:
         self._arrivals: list[tuple[float, tuple, Handler, tuple]] = []   # created during the run
         self._late: list[tuple[tuple, Handler, tuple]] = []   # due at the end of the current instant
         self.late_phase = False
+        self.on_late: Callable[[], None] | None = None   # told when the end of an instant begins
 
     def at(self, time: float, handler: Callable[[Unpack[Ts]], None], *args: *Ts) -> None:
         """Run `handler(*args)` at `time` (> now).
@@ -114,6 +115,8 @@ class EventKernel:
                 handler, args = soon.popleft()
             elif self._late:   # the end of the instant: a batch in key order, then what it creates
                 self.late_phase = True
+                if self.on_late is not None:
+                    self.on_late()
                 soon.extend([(handler, args) for _, handler, args in sorted(self._late, key=_key)])
                 self._late = []
                 continue

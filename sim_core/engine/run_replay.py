@@ -67,7 +67,8 @@ def replay(promise: SteadyDecode, pool: KvPool, members: list[Request], processe
     taken = np.zeros(k, dtype=np.int64)
     freed = np.zeros(k, dtype=np.int64)
     done = np.zeros(k, dtype=np.int64)
-    frees, now = promise.frees_on_completion, recorder.now
+    frees, now, late = promise.frees_on_completion, recorder.now, recorder.late
+    recorder.late = False   # the slots' instants are past: their records are of the ordinary phase
     slot_now = -1
     for slot, _, member, kind in events:
         if slot != slot_now:
@@ -85,5 +86,5 @@ def replay(promise: SteadyDecode, pool: KvPool, members: list[Request], processe
                 promise.release(request)
                 freed[slot] += before - pool.num_used
                 done[slot] += held
-    recorder.now = now
+    recorder.now, recorder.late = now, late
     return taken, freed, done

@@ -52,6 +52,7 @@ class Simulator:
         """`predictors[r]` prices replica r's batches; arrivals are routed to replicas
         0..num_entry-1 (default: all); `kv_copy_cost` prices vllm_v0's KV swaps and copies."""
         self.kernel = EventKernel()
+        self.kernel.on_late = self._set_late
         self.schedulers = schedulers
         self.entry: list[Queued] = [s.endpoint for s in (schedulers if num_entry is None else schedulers[:num_entry])]
         self.stages = [[Stage(s.replica_id, k, k == s.num_stages - 1) for k in range(s.num_stages)]
@@ -114,6 +115,12 @@ class Simulator:
         """The kernel's clock moved to `now`: records made from here on carry it (the only writer
         of `Recorder.now`, but for fast-forward replaying a run's radix-pool formations)."""
         self.recorder.now = now
+        self.recorder.late = False
+
+    def _set_late(self) -> None:
+        """The end of the current instant began: state records made from here on sort after
+        the instant's others (as a run's completions recorded later at this instant must)."""
+        self.recorder.late = True
 
     # ---- tier 1: arrivals and routing ------------------------------------------------------
 

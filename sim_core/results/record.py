@@ -114,7 +114,11 @@ class Recorder:
         self.gap_window = gap_window
         i64, f64 = np.int64, np.float64
         self.blocks = Table({"time": f64, "replica": i64, "request": i64, "block": i64, "delta": np.int8})
-        self.states = Table({"time": f64, "replica": i64, "request": i64, "state": np.int8})
+        # `late`: made at the end of its instant (kernel.late_phase); the result sorts on it after
+        # time and replica, so a run's completions recorded afterwards, at an earlier phase of the
+        # same instant, land where stepwise simulation records them (then dropped)
+        self.states = Table({"time": f64, "replica": i64, "request": i64, "state": np.int8, "late": np.int8})
+        self.late = False
         self.batches = Table({"batch_id": i64, "replica_id": i64, "formed_at": f64, "num_requests": i64,
                               "num_tokens": i64, "num_prefill_tokens": i64, "num_decodes": i64,
                               "decode_context": i64, "request_ids": object, "request_tokens": object,
@@ -195,6 +199,7 @@ class Recorder:
         cols["replica"].append(replica)
         cols["request"].append(request)
         cols["state"].append(state)
+        cols["late"].append(self.late)
 
     def on_finished_at(self, time: float, replica: int, request: int, blocks: list[int]) -> None:
         """A request finished at `time`, earlier than now (inside a fast-forwarded run), letting
@@ -204,6 +209,7 @@ class Recorder:
         states["replica"].append(replica)
         states["request"].append(request)
         states["state"].append(FINISHED)
+        states["late"].append(False)
         cols["time"].extend([time] * n)
         cols["replica"].extend([replica] * n)
         cols["request"].extend([request] * n)

@@ -158,7 +158,7 @@ def _batch_ends(batches: pd.DataFrame, stages: pd.DataFrame, num_stages: np.ndar
 
 
 def _state_frame(recorder: Recorder) -> pd.DataFrame:
-    frame = _sorted(recorder.states, ["time", "replica"])
+    frame = _sorted(recorder.states, ["time", "replica", "late"]).drop(columns="late")
     frame["state"] = pd.Categorical.from_codes(frame["state"].astype(int), categories=list(STATE_NAMES)) \
         if len(frame) else pd.Series([], dtype="object")
     return frame
