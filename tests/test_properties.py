@@ -74,6 +74,28 @@ def pipeline_scenarios(draw):
                             "h")
 
 
+@st.composite
+def zero_pause_session_scenarios(draw):
+    """Closed-loop sessions on any policy, 1-3 replicas, PP 1-2, with arrivals rounded to 0.1 s
+    (half of them with every step 0.25 s on 2-3 replicas, so completions coincide across replicas):
+    request i is turn i // s of session i % s, so most turns follow their predecessor with no
+    pause and arrive at the end of its completion's instant, often on a replica inside a decode
+    run (where that run's completions are recorded only when it ends)."""
+    config, _ = draw(scenarios())
+    config["workload"] = {"sessions": {"closed_loop": True}}
+    if draw(st.booleans()):   # every step the same length: replicas finish requests at the same instants
+        config["predictor"] = {"type": "linear", "base_s": 0.25, "per_token_s": 0.0}
+        config["cluster"]["num_replicas"] = draw(st.integers(2, 3))
+    n = draw(st.integers(2, 60))
+    sessions = draw(st.integers(1, max(1, n // 2)))
+    arrivals = sorted(round(a, 1) for a in draw(st.lists(st.floats(0, 1, allow_nan=False), min_size=n, max_size=n)))
+    prefill = draw(st.lists(st.integers(1, 60), min_size=n, max_size=n))
+    decode = draw(st.lists(st.integers(1, 40), min_size=n, max_size=n))
+    index = np.arange(n)
+    return config, Workload(np.array(arrivals), np.array(prefill, dtype=np.int64), np.array(decode, dtype=np.int64),
+                            "h", session_id=index % sessions, turn=index // sessions)
+
+
 def _check_state(simulator, last_time):
     assert simulator.kernel.now >= last_time[0], "time went backwards"
     last_time[0] = simulator.kernel.now
@@ -189,5 +211,14 @@ def test_pipeline_invariants_hold_after_every_event(case, record):
 def test_pipeline_fast_forward_agrees(case):
     """FasterTransformer on 2 or 4 stages: pipeline runs and stepwise simulation, reruns and
     every record level agree."""
+    config, workload = case
+    assert_runs_agree(config, workload)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(zero_pause_session_scenarios())
+def test_fast_forward_agrees_with_zero_pause_session_turns(case):
+    """Turns released at the end of a completion's instant, on every policy: fast-forward and
+    stepwise simulation, reruns and every record level agree (the state table included)."""
     config, workload = case
     assert_runs_agree(config, workload)
