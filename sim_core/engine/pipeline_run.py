@@ -14,15 +14,7 @@ stepwise path would have made at the same float times (docs/design/fast-forward.
 runs"). Where the pipeline has room, a request arriving is formed into a new batch at once: the
 run is cut at the routing instant (`on_request_routed`).
 
-The timeline (`Timeline`) is a small event loop over stage executions (no Batch objects, no
-kernel events; a micro-batch alone in the pipeline is one cumulative sum):
-an execution starts when its micro-batch is ready for the stage (its previous stage ended, or
-for stage 0 its previous iteration left the last stage) and the stage is free; it ends a stage
-time later (the cost model's, bitwise `Simulator.stage_time`). Same-instant events of one
-replica cannot reorder anything: a stage receives batches only from the stage before it (stage
-0 from the last), whose executions are serial, so no two batches become ready for a stage at
-one instant, and a start time is max(ready, free) whichever of two same-instant events is
-handled first.
+The timeline is computed by `engine/pipeline_timeline.py`.
 
 With the pipeline full, arrivals do not cut a run (the promise says they change nothing); they
 only change the queue length in the replica's time series, which the run records per batch end.
@@ -30,41 +22,21 @@ only change the queue length in the replica's time series, which the run records
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim_core.engine.fast_forward import FIRST_CHUNK, MAX_RUN, FastForward, _live, _members
+from sim_core.engine.pipeline_timeline import Lane, Timeline
 from sim_core.entities import Batch
 from sim_core.schedulers.base import UNBOUNDED
 
 if TYPE_CHECKING:
     from sim_core.engine.simulator import Simulator
     from sim_core.schedulers.steady import SteadyDecode
-
-
-@dataclass(slots=True, eq=False)
-class Lane:
-    """One micro-batch of a pipeline run: `first` is its batch in flight when the run started
-    (iteration 0); it runs until its members' iterations (`remaining`) are done."""
-
-    first: Batch
-    remaining: list[int]        # per member: iterations left, iteration 0 included
-    order: np.ndarray           # `remaining` sorted
-    suffix: np.ndarray | None   # KV tokens held by the members in `order` from position i on
-    durations: list[list[float]]   # [stage][iteration] seconds
-    ends: list[float] = field(default_factory=list)   # its batch ends inside the run (set at its end)
-    ids: list[int] = field(default_factory=list)      # batch id of each iteration
-
-    @property
-    def num_iterations(self) -> int:
-        """Iterations until its last member finishes (its static batch then ends)."""
-        return int(self.order[-1])
 
 
 @dataclass(slots=True, eq=False)
@@ -331,136 +303,3 @@ class PipelineRuns:
                 decode_context=contexts[start - 1: boundary - 1], request_ids=live,
                 request_tokens=(1,) * len(live), padded_size=len(live))
             start = boundary
-
-
-class Timeline:
-    """The stage executions of a run, computed forward from its start by a small event loop
-    (`advance`), and what runs and waits at the point reached.
-
-    An execution starts when its micro-batch is ready for the stage (its previous stage ended,
-    or for stage 0 its previous iteration left the last stage, its batch end and re-formation
-    being at that instant) and the stage is free; it ends a stage time later. Events at one
-    instant are taken with a lane's final execution first, so when the loop stops at an instant
-    (a lane's final iteration ends, or a cut) every event before it has been handled and none
-    at it."""
-
-    __slots__ = ("durations", "finals", "last", "heap", "seq", "iteration", "started", "busy", "queues",
-                 "lanes_done", "executions", "formations", "end", "final", "solo")
-
-    def __init__(self, lanes: list[Lane], located: list[tuple[int, Batch, float | None]], now: float,
-                 num_stages: int) -> None:
-        """`located[m]` says where lane m's batch is; the last lane's batch was formed `now`."""
-        self.durations = [lane.durations for lane in lanes]
-        self.finals = [lane.num_iterations - 1 for lane in lanes]
-        self.last = num_stages - 1
-        self.heap: list[tuple[float, int, int, int, int]] = []   # (end, not final, seq, lane, stage)
-        self.seq = 0
-        self.iteration = [0] * len(lanes)
-        self.started = [0.0] * len(lanes)
-        self.busy: list[int | None] = [None] * num_stages
-        self.queues: list[deque[int]] = [deque() for _ in range(num_stages)]
-        self.lanes_done: list[list[float]] = [[] for _ in lanes]   # per lane, its batch ends so far
-        # lane, iteration, stage, start, end of each execution handled, in order
-        self.executions: tuple[Sequence[int], Sequence[int], Sequence[int], Sequence[float], Sequence[float]] = (
-            [], [], [], [], [])
-        self.formations: list[tuple[float, int]] = []   # (instant, lane) of each batch formed, in order
-        self.end = now          # every event before it handled, none at or after it
-        self.final = False      # whether `end` is a lane's final batch end
-        self.solo: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
-        if len(lanes) == 1:   # alone in the pipeline: its executions follow each other back to back
-            self.solo = self._solo(lanes[0], now, num_stages)
-            return
-        for m, (k, _, since) in enumerate(located):
-            if since is None:
-                self.queues[k].append(m)
-            else:
-                self._start(m, k, since)
-        new = len(lanes) - 1   # the batch just formed enters stage 0
-        if self.busy[0] is None:
-            self._start(new, 0, now)
-        else:
-            self.queues[0].append(new)
-
-    @staticmethod
-    def _solo(lane: Lane, now: float, num_stages: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """A lone micro-batch (formed now, so entering stage 0 now) never waits for a stage:
-        each execution starts as the one before ends, so the ends are the sequential sums of
-        its stage times in order (numpy's cumsum adds in order: the loop's floats), up to its
-        final iteration's last stage. Returns the iterations, stages, starts and ends."""
-        count = lane.num_iterations * num_stages
-        durations = np.array(lane.durations, dtype=np.float64).T.ravel()[:count]   # iteration-major
-        durations[0] += now
-        ends = durations.cumsum()
-        starts = np.concatenate(([now], ends[:-1]))
-        index = np.arange(count, dtype=np.int64)
-        return index // num_stages, index % num_stages, starts, ends
-
-    def _advance_solo(self, until: float) -> None:
-        """`advance` of a lone micro-batch: cut its executions at `until` (or its final one)."""
-        assert self.solo is not None
-        iterations, stages, starts, ends = self.solo
-        done = min(int(ends.searchsorted(until, side="left")), len(ends) - 1)
-        self.final = until > ends[-1]
-        self.end = float(ends[-1]) if self.final else until
-        self.executions = (np.zeros(done, dtype=np.int64).tolist(), iterations[:done].tolist(),
-                           stages[:done].tolist(), starts[:done].tolist(), ends[:done].tolist())
-        batch_ends = ends[:done][stages[:done] == self.last].tolist()
-        self.lanes_done = [batch_ends]
-        self.formations = [(end, 0) for end in batch_ends]
-        self.busy = [None] * len(self.busy)
-        self.busy[int(stages[done])] = 0
-        self.started = [float(starts[done])]
-        self.heap = [(float(ends[done]), 0 if self.final else 1, 0, 0, int(stages[done]))]
-
-    def _start(self, m: int, k: int, time: float) -> None:
-        self.seq += 1
-        self.busy[k], self.started[m] = m, time
-        j = self.iteration[m]
-        heapq.heappush(self.heap, (time + self.durations[m][k][j], 0 if k == self.last and j == self.finals[m] else 1,
-                                   self.seq, m, k))
-
-    def advance(self, until: float, budget: int) -> None:
-        """Handle events before `until`, at most `budget` executions (then up to the next
-        instant, `end`, the earliest end not handled), stopping at a lane's final batch end
-        (`final`, `end` its instant)."""
-        if self.solo is not None:
-            return self._advance_solo(until)
-        heap, busy, queues, iteration, started, last = (self.heap, self.busy, self.queues, self.iteration,
-                                                        self.started, self.last)
-        ex_lane, ex_iter, ex_stage, ex_start, ex_end = cast(
-            tuple[list[int], list[int], list[int], list[float], list[float]], self.executions)   # lists unless solo
-        start, formations, done = self._start, self.formations, self.lanes_done
-        while budget > 0 or heap[0][0] == self.end:
-            end, not_final, _, m, k = heap[0]
-            if not not_final or end >= until:
-                break
-            heapq.heappop(heap)
-            budget -= 1
-            self.end = end
-            ex_lane.append(m)
-            ex_iter.append(iteration[m])
-            ex_stage.append(k)
-            ex_start.append(started[m])
-            ex_end.append(end)
-            busy[k] = None
-            if queues[k]:
-                start(queues[k].popleft(), k, end)
-            if k == last:   # the batch ends; the policy forms its next iteration now
-                done[m].append(end)
-                iteration[m] += 1
-                formations.append((end, m))
-                k = -1
-            if busy[k + 1] is None:
-                start(m, k + 1, end)
-            else:
-                queues[k + 1].append(m)
-        end, not_final = heap[0][0], heap[0][1]
-        self.final = not not_final and end < until
-        self.end = min(end, until)
-
-    def running(self) -> list[tuple[int, float, float] | None]:
-        """Per stage: (lane, start, end) of the execution running at `end`, or None (idle)."""
-        slots: list[tuple[int, float, float] | None] = [None] * len(self.busy)
-        for end, _, _, m, k in self.heap:
-            slots[k] = (m, self.started[m], end)
-        return slots
