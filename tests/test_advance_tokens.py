@@ -1,4 +1,4 @@
-"""A decode run's members gain their tokens in one step (`FastForward._advance_tokens`): each
+"""A decode run's members gain their tokens in one step (`advance_tokens`): each
 member's token count, last token time, widest gap and completion, and the token gaps recorded,
 are what the stepwise batch ends would have made.
 
@@ -16,7 +16,7 @@ binary fractions, so every figure below is exact). Three members, in batch order
 import numpy as np
 import pytest
 
-from sim_core.engine.fast_forward import FastForward
+from sim_core.engine.run_members import advance_tokens
 from sim_core.entities import Request
 from sim_core.results.record import Recorder
 
@@ -38,7 +38,7 @@ def members() -> list[Request]:
 def advance(through: bool) -> tuple[list[Request], list[tuple[float, int]]]:
     """Apply the run; returns the members and the recorded gaps as sorted (gap, count) pairs."""
     requests, recorder = members(), Recorder("requests", 1)
-    FastForward._advance_tokens(requests, REMAINING, ENDS, recorder, np.sort(REMAINING), through)
+    advance_tokens(requests, REMAINING, ENDS, recorder, np.sort(REMAINING), through)
     recorder.compact_gaps(force=True)
     values, counts = recorder.gaps
     return requests, sorted(zip(values.tolist(), counts.tolist()))

@@ -51,6 +51,7 @@ from sim_core.engine.run_growth import (
     ordered_events,
     planned_allocations,
 )
+from sim_core.engine.run_members import advance_tokens, live_members, member_order, record_run_batches
 from sim_core.engine.run_replay import replay, run_events
 from sim_core.entities import Batch, Request
 from sim_core.memory.block_hash_cache import HashedBlockPool
@@ -189,7 +190,7 @@ class FastForward:
             return False
         now = self.sim.kernel.now
         predictor = self.sim.predictors[replica]
-        order, suffix = _members(first, remaining, predictor.needs_context)
+        order, suffix = member_order(first, remaining, predictor.needs_context)
         self._tokens += 1
         stage = self.sim.stages[replica][0]
         overlap = self.sim.overlap if self.sim.overlapping[replica] else None
@@ -231,7 +232,8 @@ class FastForward:
         behind the one before (`OverlapClock.run_times`); end times are sequential sums from the
         run's start (async steps: from the end of iteration 0, running when the run started)."""
         planned = len(run.ends)
-        counts, context = _live(run.order, run.suffix, np.arange(planned, stop, dtype=np.int64), run.promise.lead)
+        iterations = np.arange(planned, stop, dtype=np.int64)
+        counts, context = live_members(run.order, run.suffix, iterations, run.promise.lead)
         sizes = run.promise.padded(counts)
         durations = self.sim.predictors[replica].decode_run_times(sizes, context, 0)
         if run.gpu is not None:
@@ -422,11 +424,11 @@ class FastForward:
             processed = [r.num_processed_tokens for r in members]
             allocations = planned_allocations(promise, members, remaining, k + promise.lead)
             events = run_events(promise, members, remaining, k, allocations)
-            self._advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
+            advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             steps = replay(promise, pool, members, processed, events, ends, replica, sim.recorder)
         elif pool.tracks_ids:
             ordered = ordered_events(promise, members, remaining, k, run.arrays)
-            self._advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
+            advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             if isinstance(pool, RadixKvPool):
                 changes = _grow_evicting(pool, sim.recorder, promise, members, ordered, run.ends)
             else:
@@ -434,11 +436,11 @@ class FastForward:
             steps = self._record_blocks(replica, run, changes)
         elif run.arrays is not None and not sim.recorder.keeps_blocks:
             plan = growth_plan(promise, members, remaining, k + promise.lead, run.arrays)
-            self._advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
+            advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             steps = _count_bulk(pool, promise, members, run.arrays, plan, k)
         else:
             counts, taken = allocation_counts(promise, members, remaining, k, run.arrays)
-            self._advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
+            advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             steps = self._record_blocks(replica, run, self._count(pool, promise.frees_on_completion, members,
                                                                   remaining, k, counts, taken))
         if through:
@@ -457,33 +459,6 @@ class FastForward:
             queued.formed_at = float(ends[k - 2])
         self._record(replica, run, steps, used_before)
         return last, queued
-
-    @staticmethod
-    def _advance_tokens(members: list[Request], remaining: list[int], ends: np.ndarray, recorder: Recorder,
-                        order: np.ndarray, through: bool = False) -> None:
-        """Each live member gains a token per skipped iteration; those whose last token falls in
-        the skipped iterations finish. Records the gaps between tokens (TBT) of the skipped
-        iterations. `order`: `remaining` sorted. `through`: the last iteration, k-1, is applied
-        too (its gaps are not recorded here: `FastForward._end_batch`)."""
-        k = len(ends)
-        steps = ends[1: k - 1] - ends[: k - 2]            # steps[j-1] = end_j - end_(j-1), j = 1..k-2
-        last = k - 1 if through else k - 2                 # the last iteration applied
-        # running_max[j-1]: the widest gap between iterations 0..j (`through`: stepwise, the last
-        # iteration's batch end widens the members' widest gap too)
-        gaps = steps if not through else ends[1:k] - ends[: k - 1]
-        running_max = np.maximum.accumulate(gaps).tolist() if len(gaps) else []
-        widest_all = running_max[-1] if running_max else -1.0   # of a member in every iteration (gaps > 0)
-        end_list, first_end = ends.tolist(), float(ends[0])
-        end_all, all_tokens = end_list[last], last + 1
-        first_gaps = [first_end - request.last_token_at for request in members]   # decoding: a token emitted
-        for request, left, gap in zip(members, remaining, first_gaps):
-            if left > last:   # takes part in every applied iteration (most members)
-                request.on_decode_run(all_tokens, end_all, widest_all if widest_all > gap else gap, left == all_tokens)
-            else:             # finishes after iteration left-1
-                widest = running_max[left - 2] if left >= 2 and running_max[left - 2] > gap else gap
-                request.on_decode_run(left, end_list[left - 1], widest, True)
-        alive = len(remaining) - order.searchsorted(np.arange(1, k - 1), side="right")
-        recorder.on_run_gaps(first_gaps, steps, alive, first_end, ends[1: k - 1])
 
     @staticmethod
     def _replay(pool: KvPool, frees: bool, members: list[Request], events: list[tuple[int, int, int]]) -> Changes:
@@ -570,30 +545,12 @@ class FastForward:
                                    sequential=run.promise.sequential_sums)
 
     def _record_batches(self, replica: int, run: DecodeRun) -> None:
-        """Batch rows of formations 1+lead..k-1+lead, one chunk per set of live members."""
-        k, first, lead, lefts = run.num_iterations, run.first, run.promise.lead, run.remaining
-        with_context = self.sim.predictors[replica].needs_context  # as BatchShape: decodes counted only then
-        origin, stop = 1 + lead, k + lead
-        ids = [m.id for m in first.requests]
-        # a new chunk where members finish: at each distinct count of iterations left in (origin, stop)
-        inner = [left for left in lefts if origin < left < stop]
-        boundaries = sorted(set(inner)) if inner else []
-        boundaries.append(stop)
-        formations = np.arange(origin, stop, dtype=np.int64)   # all the rows' formations, sliced per chunk
-        batch_ids, contexts = first.id + formations, _live(run.order, run.suffix, formations, lead)[1]
-        formed = run.ends[: k - 1]     # formation f is formed as iteration f-1-lead ends
-        on_rows, padded_size = self.sim.recorder.on_run_batches, run.promise.padded_size
-        start, every = origin, min(lefts) > origin   # every: all members live in the first chunk
-        for boundary in boundaries:
-            live = tuple(ids) if every else tuple([i for i, left in zip(ids, lefts) if left > start])
-            every = False
-            num_live = len(live)
-            padded = padded_size(num_live)   # BatchShape counts padding as decodes
-            rows = slice(start - origin, boundary - origin)
-            on_rows(boundary - start, batch_ids[rows], replica, formed[rows], num_live, num_live, 0,
-                    (num_live if with_context else 0) + padded - num_live, contexts[rows], live, (1,) * num_live,
-                    padded)
-            start = boundary
+        """Batch rows of formations 1+lead..k-1+lead (formation f is formed as iteration f-1-lead ends)."""
+        k, lead = run.num_iterations, run.promise.lead
+        formations = np.arange(1 + lead, k + lead, dtype=np.int64)
+        record_run_batches(self.sim.recorder, replica, run.first, run.remaining, run.order, run.suffix, lead, 1 + lead,
+                           run.first.id + formations, run.ends[: k - 1], self.sim.predictors[replica].needs_context,
+                           run.promise.padded_size)
 
 
 def _count_bulk(pool: KvPool, promise: SteadyDecode, members: list[Request], arrays: MemberArrays,
@@ -617,30 +574,6 @@ def _count_bulk(pool: KvPool, promise: SteadyDecode, members: list[Request], arr
         freed = np.bincount(at, weights=arrays.held[ending] + counts[ending], minlength=k).astype(np.int64)
         done = np.bincount(at, minlength=k)
     return taken, freed, done
-
-
-def _members(batch: Batch, remaining: list[int], needs_context: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """The members' iterations left, sorted, and (when the cost model reads KV context) the
-    tokens held by the members from each position of that order on (suffix sums)."""
-    order = np.array(remaining, dtype=np.int64)
-    order.sort()
-    if not needs_context:
-        return order, None
-    processed = np.array([r.num_processed_tokens for r in batch.requests], dtype=np.int64)
-    by_remaining = processed[np.argsort(remaining, kind="stable")]
-    return order, np.concatenate((by_remaining[::-1].cumsum()[::-1], [0]))
-
-
-def _live(order: np.ndarray, suffix: np.ndarray | None, iterations: np.ndarray,
-          lead: int) -> tuple[np.ndarray, np.ndarray]:
-    """How many members are live at each of `iterations` and the KV tokens they hold when its
-    batch is formed (zeros when the cost model does not read them): a member gains one per
-    iteration; formed `lead` iterations ahead (async steps), the batch counts `lead` fewer."""
-    first_live = order.searchsorted(iterations, side="right")  # members finished before j
-    counts = len(order) - first_live
-    if suffix is None:
-        return counts, np.zeros(len(iterations), dtype=np.int64)
-    return counts, suffix[first_live] + counts * (iterations - lead)
 
 
 def _decode_shape(num_requests: int, context: int, with_context: bool) -> BatchShape:

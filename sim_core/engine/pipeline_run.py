@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim_core.engine.fast_forward import FIRST_CHUNK, MAX_RUN, FastForward, _live, _members
+from sim_core.engine.fast_forward import FIRST_CHUNK, MAX_RUN
 from sim_core.engine.pipeline_timeline import Lane, Timeline
+from sim_core.engine.run_members import advance_tokens, live_members, member_order, record_run_batches
 from sim_core.entities import Batch
 from sim_core.schedulers.base import UNBOUNDED
 
@@ -174,7 +175,7 @@ class PipelineRuns:
     def _lane(self, replica: int, batch: Batch) -> Lane:
         requests = batch.requests
         remaining = [r.num_prefill_tokens + r.num_decode_tokens - r.num_processed_tokens for r in requests]
-        order, suffix = _members(batch, remaining, self.sim.predictors[replica].needs_context)
+        order, suffix = member_order(batch, remaining, self.sim.predictors[replica].needs_context)
         return Lane(batch, remaining, order, suffix, [])
 
     def _durations(self, replica: int, lanes: list[Lane], shortest: int) -> None:
@@ -185,7 +186,7 @@ class PipelineRuns:
         num_stages = len(sim.stages[replica])
         for lane in lanes:
             count = min(lane.num_iterations, shortest + 3)
-            counts, context = _live(lane.order, lane.suffix, np.arange(1, count, dtype=np.int64), 0)
+            counts, context = live_members(lane.order, lane.suffix, np.arange(1, count, dtype=np.int64), 0)
             lane.durations = [[sim.stage_time(replica, lane.first, k)]
                               + predictor.decode_run_times(counts, context, k).tolist() for k in range(num_stages)]
 
@@ -244,8 +245,8 @@ class PipelineRuns:
         if not done:
             return lane.first
         members, sim = lane.first.requests, self.sim
-        ends = np.array([*lane.ends, 0.0])   # _advance_tokens applies all but the last slot
-        FastForward._advance_tokens(members, lane.remaining, ends, sim.recorder, lane.order)
+        ends = np.array([*lane.ends, 0.0])   # advance_tokens applies all but the last slot
+        advance_tokens(members, lane.remaining, ends, sim.recorder, lane.order)
         finished = sorted((left, i) for i, left in enumerate(lane.remaining) if left <= done)
         for left, i in finished:
             sim.recorder.on_finished_at(lane.ends[left - 1], replica, members[i].id, [])
@@ -281,25 +282,14 @@ class PipelineRuns:
                                        np.full(len(at), holders, dtype=np.int64), sequential=True)
 
     def _record_batches(self, replica: int, lane: Lane) -> None:
-        """Batch rows of the lane's formations inside the run, one chunk per set of live members."""
+        """Batch rows of the lane's formations inside the run (formation f formed at its batch end f-1)."""
         done = len(lane.ends)
-        if not done:
-            return
-        ids = [m.id for m in lane.first.requests]
-        with_context = self.sim.predictors[replica].needs_context
-        formations = np.arange(1, done + 1, dtype=np.int64)
-        contexts = _live(lane.order, lane.suffix, formations, 0)[1]
-        batch_ids = np.asarray(lane.ids[1:], dtype=np.int64)
-        formed = np.asarray(lane.ends)
-        boundaries = sorted({left for left in lane.remaining if 1 < left <= done})
-        boundaries.append(done + 1)
-        start = 1
-        for boundary in boundaries:
-            live = tuple([i for i, left in zip(ids, lane.remaining) if left > start])
-            self.sim.recorder.on_run_batches(
-                boundary - start, batch_id=batch_ids[start - 1: boundary - 1], replica_id=replica,
-                formed_at=formed[start - 1: boundary - 1], num_requests=len(live), num_tokens=len(live),
-                num_prefill_tokens=0, num_decodes=len(live) if with_context else 0,
-                decode_context=contexts[start - 1: boundary - 1], request_ids=live,
-                request_tokens=(1,) * len(live), padded_size=len(live))
-            start = boundary
+        if done:
+            record_run_batches(self.sim.recorder, replica, lane.first, lane.remaining, lane.order, lane.suffix, 0, 1,
+                               np.asarray(lane.ids[1: done + 1], dtype=np.int64), np.asarray(lane.ends),
+                               self.sim.predictors[replica].needs_context, _unpadded)
+
+
+def _unpadded(num_requests: int) -> int:
+    """Static batches run unpadded."""
+    return num_requests
