@@ -22,6 +22,7 @@ replayed (and restored after), so every record carries the time stepwise simulat
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -49,9 +50,9 @@ def run_events(promise: SteadyDecode, members: list[Request], remaining: list[in
     `planned_allocations` plans it (formations 1+lead..k-1+lead, each member every block size
     from `first_growth`), without sorting (members are visited in batch order)."""
     lead = promise.lead
-    frees: list[list[int]] = [[] for _ in range(k)]
-    grows: list[list[int]] = [[] for _ in range(k)]
-    keys: list[list[int]] = [[] for _ in range(k)]
+    frees: defaultdict[int, list[int]] = defaultdict(list)
+    grows: defaultdict[int, list[int]] = defaultdict(list)
+    keys: defaultdict[int, list[int]] = defaultdict(list)
     for member, left in enumerate(remaining):
         if left <= k - 1:
             frees[left].append(member)
@@ -68,8 +69,9 @@ def run_events(promise: SteadyDecode, members: list[Request], remaining: list[in
             first = 1 + lead + (-(request.num_processed_tokens + 1)) % size
             for formation in range(first, min(left, stop), size):
                 keys[formation - lead].append(member)
-    return [(slot, frees[slot], grows[slot], keys[slot]) for slot in range(1, k)
-            if frees[slot] or grows[slot] or keys[slot]]
+    none: list[int] = []
+    return [(slot, frees.get(slot, none), grows.get(slot, none), keys.get(slot, none))
+            for slot in sorted(frees.keys() | grows.keys() | keys.keys())]
 
 
 def replay(promise: SteadyDecode, pool: KvPool, members: list[Request], processed: list[int],
@@ -91,7 +93,7 @@ def replay(promise: SteadyDecode, pool: KvPool, members: list[Request], processe
     done = np.zeros(k, dtype=np.int64)
     frees, now, keeps = promise.frees_on_completion, recorder.now, recorder.keeps_blocks
     assert isinstance(pool, (BlockPool, HashedBlockPool)), "replayed runs grow by pages from an id pool"
-    key_blocks, allocate_each = promise.key_blocks, pool.allocate_each
+    key_each, allocate_each = promise.key_each, pool.allocate_each
     for slot, finishing, growing, keying in slots:
         recorder.now = float(ends[slot - 1])
         for member in finishing:
@@ -107,8 +109,8 @@ def replay(promise: SteadyDecode, pool: KvPool, members: list[Request], processe
         else:
             if growing:
                 allocate_each([members[member] for member in growing])
-            for member in keying:
-                key_blocks(members[member], processed[member] + slot)
+            if keying:
+                key_each([members[member] for member in keying], [processed[member] + slot for member in keying])
         taken[slot] = len(growing)
     recorder.now = now
     return taken, freed, done
