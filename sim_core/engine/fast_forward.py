@@ -49,6 +49,7 @@ from sim_core.engine.run_growth import (
     growth_plan,
     numpy_growth,
     ordered_events,
+    planned_allocations,
 )
 from sim_core.engine.run_replay import replay, run_events
 from sim_core.entities import Batch, Request
@@ -419,9 +420,10 @@ class FastForward:
             promise.step_ended(run.queued)
         if pool.tracks_ids and (promise.lead or promise.keys_blocks):
             processed = [r.num_processed_tokens for r in members]
-            slots = run_events(promise, members, remaining, k)
+            allocations = planned_allocations(promise, members, remaining, k + promise.lead)
+            events = run_events(promise, members, remaining, k, allocations)
             self._advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
-            steps = replay(promise, pool, members, processed, slots, ends, replica, sim.recorder)
+            steps = replay(promise, pool, members, processed, events, ends, replica, sim.recorder)
         elif pool.tracks_ids:
             ordered = ordered_events(promise, members, remaining, k, run.arrays)
             self._advance_tokens(members, remaining, ends, sim.recorder, run.order, through)

@@ -22,14 +22,10 @@ replayed (and restored after), so every record carries the time stepwise simulat
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim_core.engine.run_growth import first_growth
-from sim_core.memory.block_hash_cache import HashedBlockPool
-from sim_core.memory.block_pool import BlockPool
 from sim_core.results.record import FINISHED
 
 if TYPE_CHECKING:
@@ -40,89 +36,54 @@ if TYPE_CHECKING:
 
 FREE, ALLOCATE, KEY = 0, 1, 2   # event kinds, in their order within a slot and member
 
-# one slot's events: (slot, members finishing, members taking a block, members keying), each
-# list in batch order
-Slot = tuple[int, list[int], list[int], list[int]]
+Event = tuple[int, int, int, int]   # (slot, phase: 0 outputs / 1 formation, member, kind)
 
 
-def run_events(promise: SteadyDecode, members: list[Request], remaining: list[int], k: int) -> list[Slot]:
-    """The block events of slots 1..k-1 that have any, slot by slot: the growth is planned as
-    `planned_allocations` plans it (formations 1+lead..k-1+lead, each member every block size
-    from `first_growth`), without sorting (members are visited in batch order)."""
+def run_events(promise: SteadyDecode, members: list[Request], remaining: list[int], k: int,
+               allocations: list[tuple[int, int]]) -> list[Event]:
+    """The block events of slots 1..k-1 in stepwise order. `allocations` are the planned
+    (formation, member) growths of formations 1+lead..k-1+lead (planned_allocations)."""
     lead = promise.lead
-    frees: defaultdict[int, list[int]] = defaultdict(list)
-    grows: defaultdict[int, list[int]] = defaultdict(list)
-    keys: defaultdict[int, list[int]] = defaultdict(list)
-    for member, left in enumerate(remaining):
-        if left <= k - 1:
-            frees[left].append(member)
-    growth, stop = promise.growth, k + lead
-    if growth is not None:
-        step = 1 if growth == "per_token" else promise.block_size
-        for member, (request, left) in enumerate(zip(members, remaining)):
-            for formation in range(first_growth(promise, request), min(left, stop), step):
-                grows[formation - lead].append(member)
+    events = [(left, 0, member, FREE) for member, left in enumerate(remaining) if left <= k - 1]
+    events += [(formation - lead, 1, member, ALLOCATE) for formation, member in allocations]
     if promise.keys_blocks:
         size = promise.block_size
         for member, (request, left) in enumerate(zip(members, remaining)):
             # the first formation f >= 1 + lead whose count p + f - lead is a multiple of the size
             first = 1 + lead + (-(request.num_processed_tokens + 1)) % size
-            for formation in range(first, min(left, stop), size):
-                keys[formation - lead].append(member)
-    none: list[int] = []
-    return [(slot, frees.get(slot, none), grows.get(slot, none), keys.get(slot, none))
-            for slot in sorted(frees.keys() | grows.keys() | keys.keys())]
+            events += [(formation - lead, 1, member, KEY) for formation in range(first, min(left, k + lead), size)]
+    events.sort()
+    return events
 
 
 def replay(promise: SteadyDecode, pool: KvPool, members: list[Request], processed: list[int],
-           slots: list[Slot], ends: np.ndarray, replica: int,
+           events: list[Event], ends: np.ndarray, replica: int,
            recorder: Recorder) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Make the events of `slots` (run_events) through the pool and the policy, each at its
-    slot's instant (`ends[slot - 1]`); `processed[m]`: member m's tokens when the run started.
-    Returns, per slot 0..k-1, the blocks taken, the blocks that went back to the pool, and the
-    holders that let go of all theirs.
-
-    Without block records a slot's blocks are taken in one pool call, then its keys made: the
-    same as member by member (allocation, then keys), since keying touches only held blocks,
-    which no allocation takes, and an allocation that evicts a key its member's new keying
-    shares leaves the same index either way (the later holder takes the key's place); only the
-    order of the records of key events would differ, and those are kept only with block records."""
+    """Make the `events` (run_events) through the pool and the policy, each at its slot's
+    instant (`ends[slot - 1]`); `processed[m]`: member m's tokens when the run started. Returns,
+    per slot 0..k-1, the blocks taken, the blocks that went back to the pool, and the holders
+    that let go of all theirs."""
     k = len(ends)
     taken = np.zeros(k, dtype=np.int64)
     freed = np.zeros(k, dtype=np.int64)
     done = np.zeros(k, dtype=np.int64)
-    frees, now, keeps = promise.frees_on_completion, recorder.now, recorder.keeps_blocks
-    assert isinstance(pool, (BlockPool, HashedBlockPool)), "replayed runs grow by pages from an id pool"
-    key_each, allocate_each = promise.key_each, pool.allocate_each
-    for slot, finishing, growing, keying in slots:
-        recorder.now = float(ends[slot - 1])
-        for member in finishing:
-            request = members[member]
+    frees, now = promise.frees_on_completion, recorder.now
+    slot_now = -1
+    for slot, _, member, kind in events:
+        if slot != slot_now:
+            slot_now, recorder.now = slot, float(ends[slot - 1])
+        request = members[member]
+        if kind == ALLOCATE:
+            recorder.on_allocate(replica, request.id, pool.allocate(request, 1))
+            taken[slot] += 1
+        elif kind == KEY:
+            promise.key_blocks(request, processed[member] + slot)
+        else:
             recorder.on_state(replica, request.id, FINISHED)
             if frees:
                 before, held = pool.num_used, request.num_blocks > 0
                 promise.release(request)
                 freed[slot] += before - pool.num_used
                 done[slot] += held
-        if keeps:
-            _member_by_member(promise, pool, members, processed, slot, growing, keying, replica, recorder)
-        else:
-            if growing:
-                allocate_each([members[member] for member in growing])
-            if keying:
-                key_each([members[member] for member in keying], [processed[member] + slot for member in keying])
-        taken[slot] = len(growing)
     recorder.now = now
     return taken, freed, done
-
-
-def _member_by_member(promise: SteadyDecode, pool: KvPool, members: list[Request], processed: list[int], slot: int,
-                      growing: list[int], keying: list[int], replica: int, recorder: Recorder) -> None:
-    """A slot's allocations and keys in stepwise order (member by member, a member's block
-    before its keys), each block recorded."""
-    for member, kind in sorted([(member, ALLOCATE) for member in growing] + [(member, KEY) for member in keying]):
-        request = members[member]
-        if kind == ALLOCATE:
-            recorder.on_allocate(replica, request.id, pool.allocate(request, 1))
-        else:
-            promise.key_blocks(request, processed[member] + slot)

@@ -122,7 +122,29 @@ class HashedBlockPool:
         blocks; returns every block taken, in table order (caller checked can_allocate)."""
         if num != 1 or hits:
             return self._allocate_many(request, num, hits)
-        return self.allocate_each([request])   # a decode's next block
+        # the hot path, step for step as _allocate_many: a decode's next block
+        if not request.num_blocks:
+            self.num_holders += 1
+            self._num_keyed[request.id] = 0
+        if self._unkeyed:
+            block = self._unkeyed.popleft()
+            self._ref[block] = 1
+        elif self.next_fresh < self.num_blocks:
+            block = self.next_fresh
+            self.next_fresh += 1
+            self._ref.append(1)
+            self._key.append(None)
+            self._stale.append(0)
+        else:
+            block = self._pop_cached()
+            if self._key[block] is not None:
+                self._drop_key(block)
+                if self._on_cache is not None:
+                    self._on_cache([block], -2)
+            self._ref[block] = 1
+        request.blocks.append(block)
+        request.num_blocks += 1
+        return [block]
 
     def _allocate_many(self, request: Request, num: int, hits: Sequence[int]) -> list[int]:
         if not request.num_blocks:
@@ -185,36 +207,8 @@ class HashedBlockPool:
         return self.allocate(request, 1)[0]
 
     def allocate_each(self, requests: list[Request]) -> list[int]:
-        """One new block to each request in order (a request may appear several times: the
-        same as one `allocate(request, 1)` after another); returns them. The hot path (a
-        decode's next block; a fast-forwarded run's blocks, one call per formation), step for
-        step as _allocate_many."""
-        taken: list[int] = []
-        unkeyed, ref, key_of = self._unkeyed, self._ref, self._key
-        for request in requests:
-            if not request.num_blocks:
-                self.num_holders += 1
-                self._num_keyed[request.id] = 0
-            if unkeyed:
-                block = unkeyed.popleft()
-                ref[block] = 1
-            elif self.next_fresh < self.num_blocks:
-                block = self.next_fresh
-                self.next_fresh += 1
-                ref.append(1)
-                key_of.append(None)
-                self._stale.append(0)
-            else:
-                block = self._pop_cached()
-                if key_of[block] is not None:
-                    self._drop_key(block)
-                    if self._on_cache is not None:
-                        self._on_cache([block], -2)
-                ref[block] = 1
-            request.blocks.append(block)
-            request.num_blocks += 1
-            taken.append(block)
-        return taken
+        """One new block to each request in order (fast-forward's bulk growth); returns them."""
+        return [self.allocate(request, 1)[0] for request in requests]
 
     def num_keyed(self, request: Request) -> int:
         """Leading blocks of the request's table known to have keys: cache_blocks for no more

@@ -192,11 +192,6 @@ class ReplicaScheduler:
         """Key the blocks `num_tokens` tokens fill (SteadyDecode.key_blocks; prefix caches only)."""
         raise NotImplementedError("only a policy whose promise keys blocks replays keys")
 
-    def _key_each(self, requests: list[Request], num_tokens: list[int]) -> None:
-        """_key_blocks for each request in order (SteadyDecode.key_each)."""
-        for request, count in zip(requests, num_tokens):
-            self._key_blocks(request, count)
-
     def _on_steady_decode(self, first: Batch, last: Batch, num_iterations: int) -> None:
         """Policy bookkeeping after `num_iterations` identical decode iterations ran in one step
         (their tokens and blocks already applied); `last` is the final iteration's batch."""

@@ -125,7 +125,3 @@ class SteadyDecode:
     def key_blocks(self, request: Request, num_tokens: int) -> None:
         """The formation being replayed keys the blocks the first `num_tokens` tokens fill."""
         self.scheduler._key_blocks(request, num_tokens)
-
-    def key_each(self, requests: list[Request], num_tokens: list[int]) -> None:
-        """`key_blocks` for each request in order (one formation's keys, in one call)."""
-        self.scheduler._key_each(requests, num_tokens)

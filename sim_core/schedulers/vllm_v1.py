@@ -527,13 +527,6 @@ class VllmV1Scheduler(EngineScheduler):
         keys = self._keys.get(request.id)   # (the hot path: once per formation and member)
         self._cache.cache_blocks(request, self.keys(request) if keys is None else keys, num_tokens)
 
-    def _key_each(self, requests: list[Request], num_tokens: list[int]) -> None:
-        assert self._cache is not None, "only a prefix cache keys blocks"
-        cache, memo = self._cache, self._keys   # _key_blocks inlined (a replayed formation's keys)
-        for request, count in zip(requests, num_tokens):
-            keys = memo.get(request.id)
-            cache.cache_blocks(request, self.keys(request) if keys is None else keys, count)
-
     def _make_endpoint(self) -> V1Endpoint:
         from sim_core.schedulers.vllm_v1_endpoint import V1Endpoint  # it reads this scheduler
 
