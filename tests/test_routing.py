@@ -61,6 +61,26 @@ def test_least_outstanding_sees_a_fast_forwarded_run_as_stepwise_does():
     assert any(seen_runs)                      # decode runs were fast-forwarded
 
 
+def test_an_arrival_at_the_instant_a_run_member_finishes_still_counts_it():
+    """Every step takes 0.25 s. At 0: A (request 0, 3 tokens) goes to replica 0, A2 (1, 20
+    tokens) to replica 1, B (2, 20 tokens) to replica 0 on the 1-1 tie. Replica 0 prefills A and B
+    to 0.25 s and decodes them; A's third token ends the iteration at 0.75 s, inside a run that
+    goes on with B (nothing waits). C (3) arrives at 0.75 s: its routing runs after that
+    instant's stage ends but before their batch ends complete A, so stepwise simulation sees
+    replica 0 with 2 outstanding against replica 1's 1 and sends C to replica 1. A fast-forwarded
+    run must show the same (counting A as gone made it a 1-1 tie, and C went to replica 0)."""
+    rows = [(0.0, 4, 3), (0.0, 4, 20), (0.0, 4, 20), (0.75, 4, 5)]
+    overrides = {"cluster": {"num_replicas": 2, "global_scheduler": "least_outstanding"},
+                 "predictor": {"type": "linear", "base_s": 0.25, "per_token_s": 0.0}}
+    seen_runs = []
+    fast = run_simulation(parse_config(scenario(**overrides)), workload(*rows),
+                          after_event=lambda sim: seen_runs.append(bool(sim.fast.runs)))
+    stepwise = simulate(rows, engine={"fast_forward": False}, **overrides)
+    assert column(stepwise, "completed_at")[0] == 0.75
+    assert column(fast, "replica_id") == column(stepwise, "replica_id") == [0, 1, 0, 1]
+    assert any(seen_runs)
+
+
 KV_ROWS = [(0.0, 160, 200), (0.001, 16, 200), (0.002, 16, 200), (0.5, 16, 200)]
 
 

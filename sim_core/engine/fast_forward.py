@@ -35,7 +35,7 @@ allocate / free calls), the policy (`SteadyDecode.resume`) and the recorder.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from itertools import groupby
 from typing import TYPE_CHECKING, Literal, overload
@@ -276,17 +276,20 @@ class FastForward:
         return sim.handoff is not None and sim.handoff.has_inbox(replica)
 
     def finished_members(self, replica: int) -> int:
-        """Members of the replica's run (if any) whose last iteration has ended by now, so that
-        stepwise simulation would no longer count them as holding blocks: at an instant, stage
-        ends run before the routing their arrivals start (engine/kernel.py), so an iteration
-        ending exactly now counts as ended."""
+        """Members of the replica's run (if any) that stepwise simulation would no longer count
+        as outstanding when a router reads the replica now: at an instant, the routing its
+        arrivals start runs after that instant's stage ends but before the batch ends those
+        queue, which complete the requests (engine/kernel.py), so a member whose last iteration
+        ends exactly now still counts then; at the end of the instant (a zero-pause turn,
+        `late_phase`) every batch end of the instant has run, and it no longer does."""
         run = self.runs.get(replica)
         if run is None or not run.promise.frees_on_completion:
             return 0
         if run.finish_times is None:
             run.finish_times = _finish_times(run)
         # a member whose last iteration lies past a cut ends after the run's last end >= now
-        return bisect_right(run.finish_times, self.sim.kernel.now)
+        kernel = self.sim.kernel
+        return (bisect_right if kernel.late_phase else bisect_left)(run.finish_times, kernel.now)
 
     def absorbs(self, replica: int, batch: Batch) -> bool:
         """Whether a stage end of `batch` belongs to an async run: the step that was running
