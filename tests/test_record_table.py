@@ -20,7 +20,7 @@ def test_rows_then_chunks_in_order():
     for name, value in (("time", 0.5), ("replica", 1), ("ids", (7,))):
         table.columns[name].append(value)
     table.add_chunk_values(2, np.array([1.0, 2.0]), 0, (3, 4))
-    table.add_chunk(3, time=np.array([3.0, 4.0, 5.0]), replica=1, ids=(5,))
+    table.add_chunk_values(3, np.array([3.0, 4.0, 5.0]), 1, (5,))
     arrays = table.arrays()
     assert arrays["time"].tolist() == [0.5, 1.0, 2.0, 3.0, 4.0, 5.0]
     assert arrays["replica"].tolist() == [1, 0, 0, 1, 1, 1] and arrays["replica"].dtype == np.int64

@@ -40,6 +40,11 @@ if TYPE_CHECKING:
     from sim_core.schedulers.steady import SteadyDecode
 
 
+# iterations priced beyond the shortest lane's: a lane is never more than one iteration ahead
+# of another, so one would do; the margin costs a few prices per lane
+REACH_SLACK = 3
+
+
 @dataclass(slots=True, eq=False)
 class PipelineRun:
     """A planned run: `plan` is its timeline as far as computed (to a lane's final iteration
@@ -185,7 +190,7 @@ class PipelineRuns:
         sim, predictor = self.sim, self.sim.predictors[replica]
         num_stages = len(sim.stages[replica])
         for lane in lanes:
-            count = min(lane.num_iterations, shortest + 3)
+            count = min(lane.num_iterations, shortest + REACH_SLACK)
             counts, context = live_members(lane.order, lane.suffix, np.arange(1, count, dtype=np.int64), 0)
             lane.durations = [[sim.stage_time(replica, lane.first, k)]
                               + predictor.decode_run_times(counts, context, k).tolist() for k in range(num_stages)]

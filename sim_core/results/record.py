@@ -45,14 +45,10 @@ class Table:
         self.chunk_lengths: list[int] = []
         self.chunk_rows = 0
 
-    def add_chunk(self, length: int, **values: object) -> None:
-        """`length` rows; each value is an array of that length or one value for all rows."""
-        if length > 0:
-            self.add_chunk_values(length, *(values[name] for name in self.dtypes))
-
     def add_chunk_values(self, length: int, *values: object) -> None:
-        """`add_chunk` with the values by position, in the order of `dtypes` (no keyword dict:
-        the hot path of fast-forwarded runs)."""
+        """`length` rows, a value per column in the order of `dtypes` (by position, no keyword
+        dict: the hot path of fast-forwarded runs): an array or list of `length` values, or one
+        value for all rows (a tuple is one value)."""
         assert len(values) == len(self.dtypes), "a value per column"
         if length > 0:
             self.chunks.append(values)
