@@ -50,6 +50,27 @@ def test_a_vllm_v1_decode_replica_pulls_only_the_blocks_its_prefix_cache_lacks()
     assert decode[decode["delta"] == 1]["block"].tolist()[:3] == [0, 1, 2]
 
 
+def test_a_vllm_v1_decode_replica_keys_a_landed_prompt_at_its_next_formation():
+    """vLLM caches a received prompt's blocks in the first schedule() after its KV arrived, not
+    when the transfer ends. Serial steps. Request 0 (prompt 4, 30 outputs) prefills at 0 s (14
+    ms), moves 4 tokens (0.002 + 4 x 524,288 / 1e11 s) and decodes on replica 1 from
+    0.016020972 s, one 11 ms iteration after another. Request 1 (prompt 16) prefills at 0.02 s
+    (26 ms) and is handed off at 0.046 s; replica 1 accepts it at its next formation,
+    0.049020972 s (one new block, 1; no hits), and its 16 tokens land at 0.049020972 + 0.002 +
+    16 x 524,288 / 1e11 = 0.051104858 s, mid-iteration. Block 1 gets its key at the formation
+    that iteration's end brings, 0.060020972 s, which also runs request 1's first decode and
+    gives it block 2 for its 17th token."""
+    result = run("vllm_v1", [(0.0, 4, 30), (0.02, 16, 3)], {"enable_prefix_caching": True, "async_scheduling": False},
+                 prefix_group=[1, 0], prefix_len=[0, 0])
+    assert moves(result) == [(0, 4, 0.014, 0.014), (1, 16, 0.046, 0.049020972)]
+    assert result.transfers["end"].round(9).tolist() == [0.016020972, 0.051104858]
+    assert batches_of(result, 1)[3:5] == [(0.049020972, [0], [1]), (0.060020972, [0, 1], [1, 1])]
+    events = result.block_events[(result.block_events["replica"] == 1) & (result.block_events["time"] < 0.07)]
+    rows = events[["time", "request", "block", "delta"]].itertuples(index=False)
+    assert [(round(t, 9), r, b, d) for t, r, b, d in rows] == [
+        (0.014, 0, 0, 1), (0.049020972, 1, 1, 1), (0.060020972, -1, 1, 2), (0.060020972, 1, 2, 1)]
+
+
 @pytest.mark.parametrize("policy, knob", [("vllm_v0", {"max_num_seqs": 1}), ("vllm_v1", {"max_num_seqs": 1}),
                                           ("sglang", {"max_running_requests": 1})])
 def test_a_decode_replica_at_its_request_cap_keeps_the_hand_off_in_its_inbox(policy, knob):

@@ -13,6 +13,8 @@ import copy
 import hashlib
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,3 +59,19 @@ def test_outputs_are_byte_identical_to_the_snapshot(name, tmp_path):
 def test_the_snapshot_covers_every_preset_and_sample():
     """A new preset or sample needs its snapshot (UPDATE_GOLDEN=1); a removed one leaves none."""
     assert set(json.loads(GOLDEN.read_text())) == set(CASES)
+
+
+@pytest.mark.parametrize("kernel", ["Prescott", "Haswell"])
+def test_the_bytes_do_not_depend_on_the_processor_s_blas_kernel(kernel, tmp_path):
+    """OpenBLAS picks its dot kernel by the processor, and its kernels round differently: the
+    snapshot once held only on machines with the SkylakeX kernel. Forced to another kernel (the
+    x86 baseline, or AVX2's), a run with time-weighted summaries and operator totals writes the
+    same bytes."""
+    name = "sample: sessions.yaml"
+    script = ("import json, sys; from pathlib import Path; sys.path.insert(0, 'tests');"
+              "from test_golden_outputs import CASES, digests;"
+              f"print(json.dumps(digests(CASES[{name!r}], Path(sys.argv[1]))))")
+    env = {**os.environ, "OPENBLAS_CORETYPE": kernel}
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT, env=env, capture_output=True,
+                         text=True, check=True, timeout=300).stdout
+    assert json.loads(out) == json.loads(GOLDEN.read_text())[name]

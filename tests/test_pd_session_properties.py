@@ -6,7 +6,7 @@ from itertools import pairwise
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sim_core import parse_config, run_simulation
@@ -112,8 +112,40 @@ def _check(simulator):
         assert scheduler._num_running_batches <= scheduler.num_stages + getattr(scheduler, "async_steps", False)
 
 
+def _found_case(prefill: dict, decode: dict, batched_tokens: int, num_blocks: int, rows: list[tuple]) -> tuple:
+    """A vllm_v1 P/D scenario with prefix caching (block size 4, 1 ms an iteration) of the
+    shape hypothesis found; rows: (prompt, outputs, session, turn, prefix_len), all at 0 s."""
+    config = {"seed": 0, "max_model_len": 256, "predictor": {"type": "linear", "base_s": 0.001, "per_token_s": 0.0},
+              "cluster": {"num_replicas": 1},
+              "scheduler": {"type": "vllm_v1", "block_size": 4, "num_blocks": num_blocks, "batch_size_cap": 2,
+                            "enable_prefix_caching": True, "max_num_seqs": 0,
+                            "max_num_batched_tokens": batched_tokens},
+              "workload": {"sessions": {"closed_loop": False}},
+              "disaggregation": {"enabled": True, "prefill": prefill, "decode": decode,
+                                 "link_bandwidth_gb_s": 1.0, "link_latency_s": 0.0}}
+    prompt, outputs, session, turn, prefix = (np.array(c, dtype=np.int64) for c in zip(*rows))
+    workload = Workload(np.zeros(len(rows)), prompt, outputs, "h", session_id=session, turn=turn, prefix_len=prefix)
+    return config, workload
+
+
+# A transfer landing mid-run keyed its blocks before the run's own earlier keys (made at the
+# run's end), so a later lookup hit another block of the same content.
+LANDED_MID_RUN = _found_case(
+    {"num_replicas": 1, "num_blocks": 80}, {"num_replicas": 2, "global_scheduler": "random"}, 4, 25,
+    [(1, 1, 3, 0, 1), (1, 1, 3, 1, 1), (1, 1, 3, 2, 1), (1, 1, 3, 3, 1), (1, 1, 3, 4, 1), (1, 1, 3, 5, 1),
+     (64, 10, 3, 6, 3), (1, 9, 0, 0, 1), (11, 3, 0, 1, 5), (1, 1, 3, 7, 0), (1, 1, 0, 2, 0), (4, 1, 3, 8, 0),
+     (1, 4, 3, 9, 0)])
+# Keyed at the formation but after the inbox was read, a landed prompt's blocks were missing
+# from the lookup of the transfer behind it.
+LANDED_BEFORE_THE_INBOX = _found_case(
+    {"num_replicas": 2}, {"num_replicas": 1, "num_blocks": 40}, 1, 24,
+    [(93, 2, 0, 0, 0), (65, 4, 0, 1, 4)] + [(1, 1, 0, turn, 0) for turn in range(2, 14)])
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
+@example(LANDED_MID_RUN)
+@example(LANDED_BEFORE_THE_INBOX)
 def test_fast_forward_is_identical_to_stepwise_with_pools_and_closed_loop_sessions(case):
     """Hand-offs, transfers and turns released mid-run cut fast-forwarded runs exactly where the
     stepwise simulation would see them: every table and the summary are identical."""

@@ -186,6 +186,7 @@ class Disaggregation:
         """A decode replica about to form batches accepts what it can from its inbox head."""
         inbox = self.inboxes[replica - self.num_prefill]
         endpoint, now = self.endpoints[replica], self.sim.kernel.now
+        endpoint.key_landed()
         accepted = False
         while inbox and endpoint.can_accept_transfer(inbox[0].request):
             transfer = inbox.popleft()

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from sim_core.exact_sum import dot
 from sim_core.predictor.grid import GridPredictor
 from sim_core.predictor.linear import LinearPredictor
 
@@ -135,7 +136,7 @@ def _weighted(ops: Callable[[np.ndarray], dict[str, np.ndarray]], counts: np.nda
     """Sum over rows of each operator's time at the row's count: histogram . table."""
     histogram = np.bincount(counts)
     grid = np.arange(len(histogram), dtype=np.float64)
-    return {name: scale * float(np.dot(histogram, values)) for name, values in ops(grid).items()}
+    return {name: scale * dot(histogram, values) for name, values in ops(grid).items()}
 
 
 def _decode_seconds(predictor: GridPredictor, rows: dict[str, np.ndarray]) -> np.ndarray:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from sim_core.exact_sum import dot
 from sim_core.results.metrics import quantiles
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def _mean_waiting(series: pd.DataFrame, ids: list[int], start: float, end: float
         mine = series[series["replica_id"] == replica]
         times = np.clip(mine["time"].to_numpy(), start, end)
         spans = np.diff(np.append(times, end))
-        means.append(float(np.dot(mine["num_waiting"].to_numpy(), spans)) / (end - start))
+        means.append(dot(mine["num_waiting"].to_numpy(), spans) / (end - start))
     return float(np.mean(means))
 
 

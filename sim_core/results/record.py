@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import DTypeLike
 
+from sim_core.exact_sum import dot
+
 if TYPE_CHECKING:
     from sim_core.entities import Batch
 
@@ -310,7 +312,7 @@ class Recorder:
             self.kv_area[replica] = float(areas.cumsum()[-1])
         else:
             self.kv_area[replica] += (last_used * (float(times[0]) - last_time)
-                                      + float(np.dot(used[:-1], times[1:] - times[:-1])))
+                                      + dot(used[:-1], times[1:] - times[:-1]))
         self._kv_last[replica] = (float(times[-1]), int(used[-1]))
         self.kv_peak[replica] = max(self.kv_peak[replica], int(used.max()))
         if self.keeps_batches:

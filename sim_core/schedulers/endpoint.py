@@ -133,6 +133,12 @@ class ReplicaEndpoint:
         del self.incoming[request.id]
         self.scheduler.running.append(request)
 
+    def key_landed(self) -> None:
+        """A formation begins (before the replica accepts transfers from its inbox): the
+        transfers that landed since the last one become visible to prefix lookups (vllm_v1 keys
+        their blocks now). Nothing for most policies."""
+        return
+
     def _transfer_blocks(self, request: Request) -> int:
         """Blocks a decode replica allocates for a handed-off request's prompt KV."""
         return -(-request.num_prefill_tokens // self.scheduler._block_size)

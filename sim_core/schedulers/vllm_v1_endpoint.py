@@ -14,10 +14,14 @@ if TYPE_CHECKING:
 
 class V1Endpoint(EngineEndpoint):
     """As vLLM's KV connectors do, a decode replica with prefix caching looks the prompt up first
-    and pulls only the blocks it does not hold; the pulled blocks get their keys once they have
-    arrived. A request waiting for its KV counts against max_num_seqs."""
+    and pulls only the blocks it does not hold; the pulled blocks get their keys in the first
+    formation after they have arrived. A request waiting for its KV counts against max_num_seqs."""
 
     scheduler: VllmV1Scheduler
+
+    def __init__(self, scheduler: VllmV1Scheduler) -> None:
+        super().__init__(scheduler)
+        self._landed: list[Request] = []   # KV arrived, blocks not keyed yet (key_landed)
 
     def can_pull(self) -> bool:
         scheduler = self.scheduler
@@ -51,9 +55,21 @@ class V1Endpoint(EngineEndpoint):
 
     def on_transfer_done(self, request: Request) -> None:
         super().on_transfer_done(request)
+        if self.scheduler.caching:
+            self._landed.append(request)
+
+    def key_landed(self) -> None:
+        """Key the blocks of the transfers that landed since the last formation: vLLM caches a
+        received prompt's blocks in the first schedule() after its KV arrived
+        (`_update_waiting_for_remote_kv`, which reaches it in the waiting queue ahead of the
+        requests that came after it), not when the transfer ends. Keyed then, they also stay
+        in step order with a fast-forwarded run's keys, which the run makes at its end
+        (engine/run_replay.py); a landing cuts the run, so its end comes first."""
         scheduler = self.scheduler
-        if scheduler.caching:
-            scheduler._hashed.cache_blocks(request, scheduler.keys(request), scheduler.kv_tokens(request))
+        for request in self._landed:
+            if not request.completed:
+                scheduler._hashed.cache_blocks(request, scheduler.keys(request), scheduler.kv_tokens(request))
+        self._landed.clear()
 
     def take_loads(self) -> list[tuple[Request, float]]:
         offload = self.scheduler.offload

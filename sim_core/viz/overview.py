@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from sim_core.exact_sum import dot
 from sim_core.viz.decimate import step_peaks
 from sim_core.viz.units import duration_unit
 
@@ -135,7 +136,7 @@ def _time_mean(times: np.ndarray, values: np.ndarray) -> float:
     """Mean of a step function over [times[0], times[-1]]."""
     if len(times) < 2 or times[-1] <= times[0]:
         return float(values[-1]) if len(values) else 0.0
-    return float(np.dot(values[:-1], np.diff(times)) / (times[-1] - times[0]))
+    return dot(values[:-1], np.diff(times)) / float(times[-1] - times[0])
 
 
 def replica_load_figure(result: SimulationResult) -> go.Figure:
