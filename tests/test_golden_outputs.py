@@ -61,17 +61,18 @@ def test_the_snapshot_covers_every_preset_and_sample():
     assert set(json.loads(GOLDEN.read_text())) == set(CASES)
 
 
-@pytest.mark.parametrize("kernel", ["Prescott", "Haswell"])
-def test_the_bytes_do_not_depend_on_the_processor_s_blas_kernel(kernel, tmp_path):
-    """OpenBLAS picks its dot kernel by the processor, and its kernels round differently: the
-    snapshot once held only on machines with the SkylakeX kernel. Forced to another kernel (the
-    x86 baseline, or AVX2's), a run with time-weighted summaries and operator totals writes the
-    same bytes."""
+@pytest.mark.parametrize("machine", [{"OPENBLAS_CORETYPE": "Prescott"}, {"OPENBLAS_CORETYPE": "Haswell"},
+                                     {"NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL"}])
+def test_the_bytes_do_not_depend_on_the_processor(machine, tmp_path):
+    """OpenBLAS picks its dot kernel by the processor, and numpy its log / exp by whether the
+    processor has AVX-512; their results differ in the last bit (the snapshot once held only on
+    machines with OpenBLAS's SkylakeX kernel). Forced to another BLAS kernel (the x86 baseline,
+    AVX2's) or to numpy's AVX2 paths, a run with time-weighted summaries, silicon-priced
+    operators and their totals writes the same bytes (`sim_core/portable_math.py`)."""
     name = "sample: sessions.yaml"
     script = ("import json, sys; from pathlib import Path; sys.path.insert(0, 'tests');"
               "from test_golden_outputs import CASES, digests;"
               f"print(json.dumps(digests(CASES[{name!r}], Path(sys.argv[1]))))")
-    env = {**os.environ, "OPENBLAS_CORETYPE": kernel}
-    out = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT, env=env, capture_output=True,
-                         text=True, check=True, timeout=300).stdout
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT, env={**os.environ, **machine},
+                         capture_output=True, text=True, check=True, timeout=300).stdout
     assert json.loads(out) == json.loads(GOLDEN.read_text())[name]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from sim_core.exact_sum import dot
+from sim_core.portable_math import dot
 from sim_core.predictor.grid import GridPredictor
 from sim_core.predictor.linear import LinearPredictor
 

@@ -13,6 +13,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
+from sim_core import portable_math as portable
 from sim_core.catalog import ModelSpec
 from sim_core.catalog.moe_layout import MoeLayout, expert_load_imbalance
 
@@ -177,7 +178,7 @@ def touched_experts(tokens: Amount, num_experts: int, top_k: int, held: float) -
     so held x (1 - (1 - top_k / num_experts) ^ tokens). Below min(tokens x top_k, held): small
     batches repeat experts (16 experts, top-1: 22 tokens touch 12.1 experts on average, not 16)."""
     miss = max(0.0, 1.0 - top_k / num_experts)
-    return held * (1.0 - np.power(miss, tokens))
+    return held * (1.0 - portable.power(miss, tokens))
 
 
 def moe_exchange_bytes(s: LayerShape, layout: MoeLayout, t: Amount) -> Amount:

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from sim_core import portable_math as portable
+
 DATA_DIR = Path(__file__).resolve().parent / "silicon_data"
 
 
@@ -46,10 +48,10 @@ class LogGrid:
         assert np.all(seconds > 0), "latencies must be positive (missing points are filled first)"
         self.axes = [np.asarray(a, dtype=np.float64) for a in axes]
         self.powers = powers or tuple(1.0 for _ in axes)
-        self._log_axes = [np.log(a) for a in self.axes]
+        self._log_axes = [portable.log(a) for a in self.axes]
         self._log_axes_list = [a.tolist() for a in self._log_axes]
         self._axes_list = [a.tolist() for a in self.axes]
-        self.log_seconds = np.log(np.asarray(seconds, dtype=np.float64))
+        self.log_seconds = portable.log(np.asarray(seconds, dtype=np.float64))
         self._flat = self.log_seconds.ravel().tolist()
         self._seconds = np.asarray(seconds, dtype=np.float64).ravel().tolist()
         self._strides = [s // 8 for s in self.log_seconds.strides]
@@ -94,7 +96,7 @@ class LogGrid:
                 index = index + top * stride
                 weight = weight * (frac if upper else 1.0 - frac)
             log_value = log_value + weight * flat[index]
-        return np.exp(log_value) * multiplier
+        return portable.exp(log_value) * multiplier
 
 
 def _locate(logs: list[float], axis: list[float], coord: float, power: float) -> tuple[int, float, float]:
@@ -114,13 +116,13 @@ def _locate_many(logs: np.ndarray, coords: np.ndarray, power: float,
     """_locate over an array (same rule)."""
     last = len(logs) - 1
     clamped = np.clip(coords, axis[0], axis[last])
-    x = np.log(clamped)
+    x = portable.log(clamped)
     low = np.clip(np.searchsorted(logs, x, side="right") - 1, 0, max(last - 1, 0))
     if last == 0:
         frac = np.zeros_like(x)
     else:
         frac = np.clip((x - logs[low]) / (logs[low + 1] - logs[low]), 0.0, 1.0)
-    scale = np.where(coords > axis[last], (np.maximum(coords, axis[last]) / axis[last]) ** power, 1.0)
+    scale = np.where(coords > axis[last], portable.power(np.maximum(coords, axis[last]) / axis[last], power), 1.0)
     return low, frac, scale
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from sim_core.exact_sum import dot
+from sim_core.portable_math import dot
 from sim_core.results.metrics import quantiles
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import DTypeLike
 
-from sim_core.exact_sum import dot
+from sim_core.portable_math import dot
 
 if TYPE_CHECKING:
     from sim_core.entities import Batch

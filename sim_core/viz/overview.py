@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from sim_core.exact_sum import dot
+from sim_core.portable_math import dot
 from sim_core.viz.decimate import step_peaks
 from sim_core.viz.units import duration_unit
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim_core import portable_math as portable
 from sim_core.config.arrival import (
     ArrivalConfig,
     BurstyArrivalConfig,
@@ -88,7 +89,7 @@ def diurnal_rate(config: DiurnalArrivalConfig, times: np.ndarray) -> np.ndarray:
     if config.rate_curve:
         knots = np.asarray(config.rate_curve + config.rate_curve[:1], dtype=np.float64)
         return np.interp(phase * (len(knots) - 1), np.arange(len(knots)), knots)
-    return config.qps * (1.0 + config.amplitude * np.sin(2 * np.pi * phase))
+    return config.qps * (1.0 + config.amplitude * portable.sin(2 * np.pi * phase))
 
 
 def _replay(config: ReplayArrivalConfig, num_requests: int, replayed: np.ndarray | None) -> np.ndarray:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from sim_core.config.lengths import (
@@ -25,7 +27,7 @@ def generate_lengths(config: LengthConfig, num_requests: int, rng: np.random.Gen
     if isinstance(config, UniformLengthConfig):
         return rng.integers(config.min, config.max + 1, num_requests, dtype=np.int64)
     if isinstance(config, LognormalLengthConfig):
-        mu = np.log(config.mean) - config.sigma**2 / 2.0   # so that the mean is config.mean
+        mu = math.log(config.mean) - config.sigma**2 / 2.0   # so that the mean is config.mean
         drawn = np.rint(rng.lognormal(mu, config.sigma, num_requests))
         return np.clip(drawn, config.min, config.max).astype(np.int64)
     if isinstance(config, EmpiricalLengthConfig):

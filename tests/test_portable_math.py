@@ -1,4 +1,4 @@
-"""`exact_sum.dot`: products rounded one by one, their sum rounded once, whatever the machine."""
+"""`portable_math.dot`: products rounded one by one, their sum rounded once, whatever the machine."""
 
 from fractions import Fraction
 
@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim_core.exact_sum import dot
+from sim_core.portable_math import dot
 
 FINITE = st.floats(-1e12, 1e12, allow_nan=False, allow_infinity=False)
 
