@@ -66,7 +66,7 @@ class HashedBlockPool:
         self._num_stale = 0
         self._by_key: dict[int, int] = {}                # key -> the oldest block holding it
         self._more: dict[int, dict[int, None]] = {}      # key -> the later blocks holding it, oldest first
-        self.keyed: dict[int, int] = {}                  # request id -> leading table blocks with keys (read-only outside)
+        self.keyed: dict[int, int] = {}        # request id -> leading table blocks with keys (read outside)
         self.num_holders = 0
         self._on_cache = on_cache   # None: nobody listens (the hot paths skip the call)
 
