@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from math import ceil
+from operator import attrgetter
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
@@ -69,6 +70,7 @@ V1_BATCHED_TOKENS = 2048  # max_num_batched_tokens when the scenario leaves it e
 # Fitted together on the public vLLM 0.15 H100 runs, held-out check in docs/accuracy.md:
 API_SERVER_S = 0.0066     # api_server_s
 HOST_SCALE = 0.44         # host_scale: vLLM >= 0.14's host loop against the predictor's generic phases
+_PREFILL_COMPLETE = attrgetter("is_prefill_complete")
 
 
 class VllmV1Config(PrefixCachingConfig):
@@ -498,12 +500,11 @@ class VllmV1Scheduler(EngineScheduler):
             return None
         # formed as a placeholder behind a prompt's last chunk, a step counted prompt tokens; by
         # now that chunk has landed, so it runs a decode of each member as any other
-        if any(t != 1 for t in first.num_tokens) or any(not r.is_prefill_complete for r in first.requests):
+        # (the passes over the members in C: a Request compares by identity)
+        if first.num_tokens.count(1) != len(first.num_tokens) or not all(map(_PREFILL_COMPLETE, first.requests)):
             return None
-        follows = [r for r in first.requests if r.total_tokens - r.num_processed_tokens > 1]
-        if len(follows) != len(batch.requests) or any(a is not b for a, b in zip(follows, batch.requests)):
-            return None
-        return first
+        follows = [r for r in first.requests if r.num_prefill_tokens + r.num_decode_tokens - r.num_processed_tokens > 1]
+        return first if follows == batch.requests else None
 
     def _head_follows_a_turn(self) -> bool:
         """Whether the head of the queue is a later session turn: the keys a run gives its
