@@ -218,6 +218,23 @@ def test_only_full_blocks_get_keys_and_partial_ones_later():
     assert pool.num_cached_free() == 3
 
 
+def test_keying_no_further_than_the_keyed_count_changes_nothing():
+    """vllm_v1 calls cache_blocks only when a request's tokens fill a block past `keyed` (its
+    leading keyed blocks per request id): below that a call returns no block and changes
+    nothing. Blocks of 2: 5 tokens key 2 blocks; 4 and 5 tokens again key none; the entry goes
+    with the request's free."""
+    pool = HashedBlockPool(4, 2)
+    a = request(0)
+    pool.allocate(a, 3)
+    assert pool.cache_blocks(a, [1, 2, 3], 5) == [0, 1]
+    assert pool.keyed == {0: 2}
+    assert pool.cache_blocks(a, [1, 2, 3], 4) == []
+    assert pool.cache_blocks(a, [1, 2, 3], 5) == []
+    assert pool.keyed == {0: 2} and [pool.key_of(b) for b in range(3)] == [1, 2, None]
+    pool.free(a)
+    assert pool.keyed == {}
+
+
 # ---- block keys from the workload's prefix columns ------------------------------------------
 
 

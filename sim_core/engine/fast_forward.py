@@ -52,6 +52,7 @@ from sim_core.engine.run_growth import (
     planned_allocations,
 )
 from sim_core.engine.run_members import advance_tokens, live_members, member_order, record_run_batches
+from sim_core.engine.run_reach import RunReach
 from sim_core.engine.run_replay import replay, run_events
 from sim_core.entities import Batch, Request
 from sim_core.memory.block_hash_cache import HashedBlockPool
@@ -161,6 +162,7 @@ class FastForward:
         self.runs: dict[int, DecodeRun] = {}
         self._tokens = 0
         self._last_length: dict[int, int] = {}   # replica -> iterations its last run ran
+        self._reach: RunReach | None = None   # made at the first run (the arrivals are known then)
 
     def try_start(self, replica: int, batch: Batch) -> bool:
         """Start a run for a just-formed batch (on the idle stage, or, with async steps, queued
@@ -221,9 +223,13 @@ class FastForward:
     def _first_chunk(self, replica: int) -> int:
         """Iterations to plan when a run starts: twice as many as the replica's last run ran
         (runs on a replica tend to be cut at similar lengths, by its arrival rate), at least
-        FIRST_CHUNK; a longer run is extended at the chunk's end. Only the work per run changes,
-        not its end times (sequential sums either way)."""
-        return max(FIRST_CHUNK, 2 * self._last_length.get(replica, 0))
+        FIRST_CHUNK, and no further than about the next arrival (`run_reach.py`); a longer run
+        is extended at the chunk's end. Only the work per run changes, not its end times
+        (sequential sums either way)."""
+        if self._reach is None:
+            sim = self.sim
+            self._reach = RunReach(sim.workload.arrived_at[sim.sessions.heads].tolist(), len(sim.schedulers))
+        return self._reach.cap(replica, self.sim.kernel.now, max(FIRST_CHUNK, 2 * self._last_length.get(replica, 0)))
 
     def _plan(self, replica: int, run: DecodeRun, stop: int) -> None:
         """Price the run's iterations len(run.ends)..stop-1 as the stepwise path does: the cost
@@ -344,6 +350,8 @@ class FastForward:
             return  # superseded by a cut
         del self.runs[replica]
         self._last_length[replica] = run.num_iterations
+        if self._reach is not None:
+            self._reach.note_run(replica, run.started_at, float(run.ends[run.num_iterations - 1]), run.num_iterations)
         stage = self.sim.stages[replica][0]
         if run.num_iterations > 1 and self._ends_in_bulk(replica, run):
             self._end_in_bulk(replica, run, stage)

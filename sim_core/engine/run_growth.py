@@ -143,10 +143,18 @@ def planned_allocations(promise: SteadyDecode, requests: list[Request], remainin
     the Python form of `growth_plan`, cheaper for runs of few members."""
     if promise.growth is None:
         return []
-    step = 1 if promise.growth == "per_token" else promise.block_size
+    per_token = promise.growth == "per_token"
+    size = promise.block_size
+    step = 1 if per_token else size
     plan: list[tuple[int, int]] = []
     for member, (request, left) in enumerate(zip(requests, remaining)):
-        plan.extend(zip(range(first_growth(promise, request), min(left, num_iterations), step), repeat(member)))
+        start = 1 if per_token else size * request.num_blocks + 1 - request.num_processed_tokens   # `first_growth`
+        end = left if left < num_iterations else num_iterations
+        if start + step >= end:   # (most members of a short run: one block or none)
+            if start < end:
+                plan.append((start, member))
+        else:
+            plan.extend(zip(range(start, end, step), repeat(member)))
     plan.sort()
     return plan
 

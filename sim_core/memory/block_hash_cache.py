@@ -66,7 +66,7 @@ class HashedBlockPool:
         self._num_stale = 0
         self._by_key: dict[int, int] = {}                # key -> the oldest block holding it
         self._more: dict[int, dict[int, None]] = {}      # key -> the later blocks holding it, oldest first
-        self._num_keyed: dict[int, int] = {}             # request id -> leading table blocks with keys
+        self.keyed: dict[int, int] = {}        # request id -> leading table blocks with keys (read outside)
         self.num_holders = 0
         self._on_cache = on_cache   # None: nobody listens (the hot paths skip the call)
 
@@ -125,7 +125,7 @@ class HashedBlockPool:
         # the hot path, step for step as _allocate_many: a decode's next block
         if not request.num_blocks:
             self.num_holders += 1
-            self._num_keyed[request.id] = 0
+            self.keyed[request.id] = 0
         if self._unkeyed:
             block = self._unkeyed.popleft()
             self._ref[block] = 1
@@ -149,7 +149,7 @@ class HashedBlockPool:
     def _allocate_many(self, request: Request, num: int, hits: Sequence[int]) -> list[int]:
         if not request.num_blocks:
             self.num_holders += 1
-            self._num_keyed[request.id] = len(hits)
+            self.keyed[request.id] = len(hits)
         ref, stale = self._ref, self._stale
         taken = list(hits)
         for block in hits:
@@ -213,13 +213,13 @@ class HashedBlockPool:
     def num_keyed(self, request: Request) -> int:
         """Leading blocks of the request's table known to have keys: cache_blocks for no more
         than this many full blocks changes nothing."""
-        return self._num_keyed.get(request.id, 0)
+        return self.keyed.get(request.id, 0)
 
     def cache_blocks(self, request: Request, keys: list[int], num_tokens: int) -> list[int]:
         """Key the request's blocks that `num_tokens` tokens fill completely (those already
         keyed are skipped); returns the blocks that got a key."""
         full = min(num_tokens // self.block_size, len(keys), request.num_blocks)
-        start = self._num_keyed.get(request.id, 0)
+        start = self.keyed.get(request.id, 0)
         if full <= start:
             return []
         keyed = []
@@ -232,7 +232,7 @@ class HashedBlockPool:
                 if by_key.setdefault(key, block) != block:   # held already: this block is a later holder
                     self._more.setdefault(key, {})[block] = None
                 keyed.append(block)
-        self._num_keyed[request.id] = full
+        self.keyed[request.id] = full
         if keyed and self._on_cache is not None:
             self._on_cache(keyed, 2)
         return keyed
@@ -256,7 +256,7 @@ class HashedBlockPool:
             if self._num_stale > max(STALE_SLACK, self._num_cached):
                 self._compact()
             self.num_holders -= 1
-            self._num_keyed.pop(request.id, None)
+            self.keyed.pop(request.id, None)
             request.blocks, request.num_blocks = [], 0
         return blocks
 

@@ -133,8 +133,10 @@ class EngineScheduler(ReplicaScheduler):
 
     def on_batch_end(self, batch: Batch) -> None:
         self._num_running_batches -= 1
-        for request in batch.requests:
-            self.busy.discard(request.id)
+        busy = self.busy
+        if busy:   # (empty with vllm_v1's async steps, which track their batches in flight instead)
+            for request in batch.requests:
+                busy.discard(request.id)
         self.after_batch(batch)
 
     def after_batch(self, batch: Batch) -> None:

@@ -22,11 +22,11 @@ from sim_core.entities import Batch, Request
 class InFlight:
     """Batches launched and not yet ended, oldest first, and their tokens per request."""
 
-    __slots__ = ("_outputs_processed", "_tokens", "batches")
+    __slots__ = ("_outputs_processed", "batches", "by_id")
 
     def __init__(self) -> None:
         self.batches: deque[Batch] = deque()
-        self._tokens: dict[int, int] = {}   # request id -> tokens in launched batches
+        self.by_id: dict[int, int] = {}   # request id -> tokens in launched batches (read-only outside)
         self._outputs_processed = False
 
     @property
@@ -47,11 +47,11 @@ class InFlight:
 
     def tokens(self, request: Request) -> int:
         """Tokens of the request in flight (counted as computed by the scheduler)."""
-        return self._tokens.get(request.id, 0)
+        return self.by_id.get(request.id, 0)
 
     def launch(self, batch: Batch) -> None:
         self.batches.append(batch)
-        tokens = self._tokens
+        tokens = self.by_id
         for request, num_tokens in zip(batch.requests, batch.num_tokens):
             tokens[request.id] = tokens.get(request.id, 0) + num_tokens
 
@@ -60,7 +60,7 @@ class InFlight:
         assert self.batches and self.batches[0] is batch, "batches end in launch order"
         self.batches.popleft()
         self._outputs_processed = True
-        stale, tokens = batch.stale, self._tokens
+        stale, tokens = batch.stale, self.by_id
         for request, num_tokens in zip(batch.requests, batch.num_tokens):
             if stale is not None and request.id in stale:
                 continue
@@ -73,7 +73,7 @@ class InFlight:
     def preempt(self, request: Request, samples: bool) -> None:
         """The request is preempted while in flight: its batch's output for it becomes stale
         (`samples`: that output holds a token)."""
-        del self._tokens[request.id]
+        del self.by_id[request.id]
         for batch in self.batches:
             if request in batch.requests:
                 if batch.stale is None:

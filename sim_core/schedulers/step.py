@@ -8,7 +8,7 @@ from sim_core.entities import Request
 class Step:
     """Requests scheduled so far in this iteration (in order) and the token budget left."""
 
-    __slots__ = ("_ids", "blocked", "budget", "num_tokens", "preempted", "requests")
+    __slots__ = ("blocked", "budget", "ids", "num_tokens", "preempted", "requests")
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
@@ -16,16 +16,16 @@ class Step:
         self.num_tokens: list[int] = []
         self.preempted = False
         self.blocked = False   # a request waits for blocks held by a batch in flight (PP > 1)
-        self._ids: set[int] = set()
+        self.ids: set[int] = set()
 
     def __contains__(self, request: Request) -> bool:
-        return request.id in self._ids
+        return request.id in self.ids
 
     def add(self, request: Request, num_tokens: int) -> None:
         self.requests.append(request)
         self.num_tokens.append(num_tokens)
         self.budget -= num_tokens
-        self._ids.add(request.id)
+        self.ids.add(request.id)
 
     def remove(self, request: Request) -> None:
         """Take a request back out (it was preempted later in the same step); its tokens
@@ -33,4 +33,4 @@ class Step:
         index = next(i for i, r in enumerate(self.requests) if r is request)
         self.budget += self.num_tokens.pop(index)
         del self.requests[index]
-        self._ids.discard(request.id)
+        self.ids.discard(request.id)

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from math import ceil
+from operator import attrgetter
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
@@ -69,6 +70,7 @@ V1_BATCHED_TOKENS = 2048  # max_num_batched_tokens when the scenario leaves it e
 # Fitted together on the public vLLM 0.15 H100 runs, held-out check in docs/accuracy.md:
 API_SERVER_S = 0.0066     # api_server_s
 HOST_SCALE = 0.44         # host_scale: vLLM >= 0.14's host loop against the predictor's generic phases
+_PREFILL_COMPLETE = attrgetter("is_prefill_complete")
 
 
 class VllmV1Config(PrefixCachingConfig):
@@ -218,7 +220,10 @@ class VllmV1Scheduler(EngineScheduler):
         if self.offload is not None:
             self.offload.on_batch_end(batch)
         stale = batch.stale or {}
-        keys_outputs = self.async_steps and self.caching
+        # async with caching: vLLM keys the blocks a step's outputs completed once it has them
+        # (placeholders before); a member whose newest full block is keyed already is skipped
+        keyed_of = self._cache.keyed.get if self.async_steps and self._cache is not None else None
+        size = self._block_size
         for request in batch.requests:
             if request.id in stale:
                 if request.completed:   # preempted, its last token came with the stale output
@@ -228,9 +233,10 @@ class VllmV1Scheduler(EngineScheduler):
                         self.offload.on_finished(request)
             elif request.completed:
                 self.finish(request)
-            elif keys_outputs and request.is_prefill_complete:
-                # vLLM keys the blocks its outputs completed once it has them (placeholders before)
-                self._key_blocks(request, self.kv_tokens(request))
+            elif keyed_of is not None and request.is_prefill_complete:
+                kv_tokens = request.num_processed_tokens - 1   # `kv_tokens`: its newest token's KV is not computed
+                if kv_tokens // size > keyed_of(request.id, 0):
+                    self._key_blocks(request, kv_tokens)
 
     def _step(self) -> Step:
         step = Step(self.config.max_num_batched_tokens or V1_BATCHED_TOKENS)
@@ -258,9 +264,14 @@ class VllmV1Scheduler(EngineScheduler):
     # ---- phase 1: running requests -----------------------------------------------------------
 
     def _run(self, step: Step, candidates: list[Request]) -> None:
-        # the hot loop (once per running request and step): attributes bound once, the clamp
-        # and the computed / known tokens (`computed`, `num_known_tokens`) inline
-        flying_of, pool, size, threshold = self.in_flight.tokens, self.pool, self._block_size, self._threshold
+        # the hot loop (once per running request and step): attributes bound once; the clamp,
+        # the computed / known tokens (`computed`, `num_known_tokens`), `Step.add` and, for a
+        # request that needs no new block, `_take` inline: it keys blocks only when its tokens
+        # fill one past those keyed already (else `cache_blocks` would change nothing)
+        flying_of, pool, size, threshold = self.in_flight.by_id.get, self.pool, self._block_size, self._threshold
+        keyed_of = self._cache.keyed.get if self._cache is not None else None
+        scheduled, scheduled_tokens, scheduled_ids = step.requests, step.num_tokens, step.ids
+        running = RequestStatus.RUNNING
         # a P/D prefill replica yields only the first output (vLLM's prefill instance runs with
         # max_tokens 1): the request's last token here is the one after its prompt
         prefill_role = self.endpoint.role == "prefill"
@@ -268,9 +279,10 @@ class VllmV1Scheduler(EngineScheduler):
             budget = step.budget
             if budget <= 0:
                 return
-            if request.status != RequestStatus.RUNNING or request in step:
+            rid = request.id
+            if request.status != running or rid in scheduled_ids:
                 continue  # preempted earlier in this step
-            flying = flying_of(request)
+            flying = flying_of(rid, 0)
             if request.is_prefill_complete:   # its newest output token's KV is not computed yet
                 known = request.num_processed_tokens
                 computed = known - 1 + flying
@@ -279,7 +291,9 @@ class VllmV1Scheduler(EngineScheduler):
                 computed = request.num_processed_tokens + flying
             target = known
             if computed >= target and flying:   # its step in flight samples a token
-                if computed + 1 >= (request.initial_prefill_tokens + 1 if prefill_role else request.total_tokens):
+                last = (request.initial_prefill_tokens + 1 if prefill_role
+                        else request.num_prefill_tokens + request.num_decode_tokens)   # `total_tokens`
+                if computed + 1 >= last:
                     continue   # that token is its last here: nothing more to run
                 target += 1    # a placeholder for it
             n = target - computed   # clamped as `clamp`
@@ -289,14 +303,22 @@ class VllmV1Scheduler(EngineScheduler):
                 n = budget
             if n <= 0:
                 continue
-            needed = -(-(computed + n) // size) - request.num_blocks
-            if needed > pool.num_free and not self._make_room(step, request, needed):
-                if self.by_priority and request.status == RequestStatus.WAITING:
-                    continue   # the others outrank it: go on
-                return   # FCFS: the request itself was the tail; or it waits for a batch in flight
-            if needed > 0 or self.caching:
-                self._take(request, max(0, needed), min(computed + n, known))
-            step.add(request, n)
+            upto = computed + n
+            needed = -(-upto // size) - request.num_blocks
+            if upto > known:
+                upto = known
+            if needed > 0:
+                if needed > pool.num_free and not self._make_room(step, request, needed):
+                    if self.by_priority and request.status == RequestStatus.WAITING:
+                        continue   # the others outrank it: go on
+                    return   # FCFS: the request itself was the tail; or it waits for a batch in flight
+                self._take(request, needed, upto)
+            elif keyed_of is not None and upto // size > keyed_of(rid, 0):
+                self._key_blocks(request, upto)
+            scheduled.append(request)   # step.add(request, n)
+            scheduled_tokens.append(n)
+            step.budget -= n
+            scheduled_ids.add(rid)
 
     def computed(self, request: Request) -> int:
         """Tokens vLLM counts as computed: those whose KV is computed and those in flight."""
@@ -478,12 +500,11 @@ class VllmV1Scheduler(EngineScheduler):
             return None
         # formed as a placeholder behind a prompt's last chunk, a step counted prompt tokens; by
         # now that chunk has landed, so it runs a decode of each member as any other
-        if any(t != 1 for t in first.num_tokens) or any(not r.is_prefill_complete for r in first.requests):
+        # (the passes over the members in C: a Request compares by identity)
+        if first.num_tokens.count(1) != len(first.num_tokens) or not all(map(_PREFILL_COMPLETE, first.requests)):
             return None
-        follows = [r for r in first.requests if r.total_tokens - r.num_processed_tokens > 1]
-        if len(follows) != len(batch.requests) or any(a is not b for a, b in zip(follows, batch.requests)):
-            return None
-        return first
+        follows = [r for r in first.requests if r.num_prefill_tokens + r.num_decode_tokens - r.num_processed_tokens > 1]
+        return first if follows == batch.requests else None
 
     def _head_follows_a_turn(self) -> bool:
         """Whether the head of the queue is a later session turn: the keys a run gives its
