@@ -27,7 +27,7 @@ def test_the_floor_is_the_launch_time_of_the_stage_layers_dense_and_moe_apart():
 def test_vllm_v1s_largest_graph_is_twice_max_num_seqs_capped_at_512_and_the_budget():
     """vLLM's default max_cudagraph_capture_size: min(2 x max_num_seqs, 512), no more than the
     token budget (vllm_v1's default budget 2,048; max_num_seqs 0 = unbounded: the cap)."""
-    assert v1(max_num_seqs=128).scheduler.eager_launch() == (256, 0.0, 0.0013)
+    assert v1(max_num_seqs=128).scheduler.eager_launch() == (256, 0.0, 0.0016)
     assert v1(max_num_seqs=1024).scheduler.eager_launch()[0] == 512
     assert v1(max_num_seqs=128, max_num_batched_tokens=200).scheduler.eager_launch()[0] == 200
     assert v1(max_num_seqs=0).scheduler.eager_launch()[0] == 512
@@ -69,3 +69,37 @@ def test_decode_only_steps_past_the_largest_graph_are_floored_in_runs_as_one_at_
     assert run.tolist() == single
     assert run[2:] == pytest.approx([0.3218392, 0.3218656], rel=1e-12)
     assert run[1] < 0.3
+
+
+def test_the_predictor_pages_overheads_show_the_launch_floor_of_the_first_stage():
+    """Mixtral-8x7B (32 MoE layers) at vllm_v1's default 1.6 ms a MoE layer: 51.2 ms for a step
+    of more than 2 x 64 = 128 tokens; Vidur's vllm policy has no such row."""
+    from sim_core.predictor.overheads import overhead_rows
+
+    config = parse_config({"model": "mixtral-8x7b", "device": "h100-sxm", "cluster": {"tensor_parallel_size": 2},
+                           "scheduler": {"type": "vllm_v1", "max_num_seqs": 64}})
+    rows = {row["term"]: row for row in overhead_rows(config, build_predictor(config), 8)}
+    assert rows["eager_launch"]["seconds"] == pytest.approx(0.0512)
+    assert "more than 128 tokens" in rows["eager_launch"]["where"]
+    plain = parse_config({"model": "mixtral-8x7b", "device": "h100-sxm", "cluster": {"tensor_parallel_size": 2}})
+    assert "eager_launch" not in {row["term"] for row in overhead_rows(plain, build_predictor(plain), 8)}
+
+
+def test_floored_steps_give_the_same_run_fast_forwarded_as_stepwise():
+    """700 requests at once on an unbounded max_num_seqs (graphs up to min(512, 2,048) = 512
+    tokens) at 3 ms a dense layer: the prompt steps and the decode-only steps of more than 512
+    requests take at least 32 x 3 = 96 ms (a 600-decode step: 96 ms plus its host phases, (4 ms +
+    4 x 5 us x 600) x 0.44 = 7.04 ms), a 500-decode step runs as priced (about 54 ms); fast-forward's
+    runs of decode steps cross that boundary as requests finish, and must agree with stepwise
+    simulation."""
+    from run_agreement import assert_runs_agree
+
+    from sim_core.workload import Workload
+
+    config = {"model": "llama-2-7b", "device": "a100-80gb", "seed": 0, "cluster": {"num_replicas": 1},
+              "scheduler": {"type": "vllm_v1", "max_num_seqs": 0, "eager_layer_s": 0.003}}
+    predictor = build_predictor(parse_config(config))
+    assert predictor.stage_time(BatchShape(600, 600, (), 600, 600 * 40), 0) == pytest.approx(0.10304, rel=1e-12)
+    assert predictor.stage_time(BatchShape(500, 500, (), 500, 500 * 40), 0) < 0.096
+    outputs = 20 + np.arange(700) % 40
+    assert_runs_agree(config, Workload(np.zeros(700), np.full(700, 16), outputs, "test"))

@@ -70,9 +70,10 @@ V1_BATCHED_TOKENS = 2048  # max_num_batched_tokens when the scenario leaves it e
 API_SERVER_S = 0.0066     # api_server_s
 HOST_SCALE = 0.44         # host_scale: vLLM >= 0.14's host loop against the predictor's generic phases
 # Host seconds to launch one layer of a step too large for a CUDA graph (predictor/eager.py), from
-# the vLLM 0.19 Qwen3-30B-A3B run's mixed steps (docs/accuracy.md):
-EAGER_LAYER_S = 0.0       # eager_layer_s: a dense layer
-EAGER_MOE_LAYER_S = 0.0013  # eager_moe_layer_s: a MoE layer
+# the public vLLM 0.19 Qwen3-30B-A3B run's mixed steps, checked on the vLLM 0.15 Llama-4-Scout runs
+# (docs/accuracy.md, *Steps too large for a CUDA graph*):
+EAGER_LAYER_S = 0.0       # eager_layer_s: a dense layer (not measurable on the development set)
+EAGER_MOE_LAYER_S = 0.0016  # eager_moe_layer_s: a MoE layer
 GRAPH_TOKENS_CAP = 512    # vLLM's default max_cudagraph_capture_size: min(2 x max_num_seqs, 512, budget)
 
 
