@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim_core import parse_config
 from sim_core.predictor import BatchShape, build_predictor
@@ -103,3 +105,29 @@ def test_floored_steps_give_the_same_run_fast_forwarded_as_stepwise():
     assert predictor.stage_time(BatchShape(500, 500, (), 500, 500 * 40), 0) < 0.096
     outputs = 20 + np.arange(700) % 40
     assert_runs_agree(config, Workload(np.zeros(700), np.full(700, 16), outputs, "test"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(decodes=st.integers(0, 200), chunk=st.integers(0, 1500), cached=st.integers(0, 3000),
+       layer_ms=st.sampled_from([0.0, 0.2, 1.0, 5.0]))
+def test_the_floor_only_ever_raises_a_step_to_the_launch_time(decodes, chunk, cached, layer_ms):
+    """Any step: priced as without the floor when it fits a graph (256 tokens) or its GPU work is
+    the longer; else exactly the launch time plus its host phases. Never lower."""
+    prefill = ((chunk, cached),) if chunk else ()
+    requests = decodes + (1 if chunk else 0)
+    if requests == 0:
+        return
+    shape = BatchShape(requests, decodes + chunk, prefill, decodes, decodes * 500)
+    floored = _PREDICTORS[layer_ms]
+    plain = _PREDICTORS[0.0]
+    with_floor, without = floored.stage_time(shape, 0), plain.stage_time(shape, 0)
+    host = sum(plain.cpu_times(requests).values())
+    if shape.total_tokens <= 256 or without - host >= 0.032 * layer_ms:
+        assert with_floor == without
+    else:
+        assert with_floor == pytest.approx(0.032 * layer_ms + host, rel=1e-12)
+    assert with_floor >= without
+
+
+_PREDICTORS = {ms: build_predictor(v1(max_num_seqs=128, eager_layer_s=ms / 1000, eager_moe_layer_s=0.0))
+               for ms in (0.0, 0.2, 1.0, 5.0)}
