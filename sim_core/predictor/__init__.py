@@ -10,6 +10,8 @@ from sim_core.config.predictor import (
     SiliconPredictorConfig,
 )
 from sim_core.errors import ConfigError
+from sim_core.predictor.eager import EagerLaunch
+from sim_core.predictor.grid import GridPredictor
 from sim_core.predictor.host import engine_host_config
 from sim_core.predictor.linear import LinearPredictor
 from sim_core.predictor.roofline import RooflinePredictor
@@ -23,12 +25,21 @@ __all__ = ["BatchShape", "LinearPredictor", "Predictor", "RooflinePredictor", "S
 
 def build_predictor(config: SimulationConfig) -> LinearPredictor | RooflinePredictor | SiliconPredictor:
     """The scenario's predictor: `linear`, `roofline`, `learned` (trained on profiles) or
-    `silicon` (measured kernel tables).
+    `silicon` (measured kernel tables); a per-operator one with the engine's launch floor for
+    steps too large for a CUDA graph (`SchedulerConfig.eager_launch`, eager.py).
 
     Raises:
         ConfigError, ProfileError: the learned predictor's profiles are missing or malformed; the
             silicon predictor has no tables for the device.
     """
+    predictor = _build(config)
+    eager = config.scheduler.eager_launch()
+    if eager is not None and isinstance(predictor, GridPredictor):
+        predictor.set_eager_launch(EagerLaunch(*eager), config.model_spec())
+    return predictor
+
+
+def _build(config: SimulationConfig) -> LinearPredictor | RooflinePredictor | SiliconPredictor:
     cfg = config.predictor
     if isinstance(cfg, LinearPredictorConfig):
         return LinearPredictor(cfg.base_s, cfg.per_token_s)

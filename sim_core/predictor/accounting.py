@@ -7,7 +7,10 @@ table), decode attention from each batch's decodes and KV context; prefill atten
 remains of each prefilling stage's recorded duration (it depends on each chunk's own context,
 which the tables do not keep). KV swaps and copies a batch runs first (vllm_v0) add their
 seconds to every stage of the batch; they are their own rows (`kv_swap_in`, `kv_swap_out`,
-`kv_copy`). CUDA-graph padding (sglang) is priced as the padded batch the GPU runs. CPU time
+`kv_copy`). CUDA-graph padding (sglang) is priced as the padded batch the GPU runs. What the
+host's launch floor adds to a step too large for a CUDA graph (vllm_v1, eager.py) is part of that
+stage's remainder, booked as prefill attention (a decode-only step past the largest graph needs
+more than 512 requests in flight). CPU time
 hidden by overlap scheduling (sglang) is the negative row `cpu_hidden_by_overlap`. Rows sum to
 the total stage time.
 """

@@ -15,9 +15,15 @@ by doubling when a larger batch comes), so the hot loop does no model evaluation
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from sim_core.predictor.shape import BatchShape
+from sim_core.predictor.shape import BatchShape, Count
+
+if TYPE_CHECKING:
+    from sim_core.catalog import ModelSpec
+    from sim_core.predictor.eager import EagerLaunch
 
 INITIAL_GRID = 8192
 
@@ -29,6 +35,10 @@ class GridPredictor:
 
     def __init__(self, num_layers_per_stage: int, num_stages: int) -> None:
         self.layers, self.num_stages = num_layers_per_stage, num_stages
+        # steps of more tokens than this run without a CUDA graph, at least _eager_floors[stage]
+        # seconds on the GPU side (eager.py); no floor until set_eager_launch
+        self._graph_tokens = np.iinfo(np.int64).max
+        self._eager_floors = [0.0] * num_stages
         self._size = 0
         self._ensure(INITIAL_GRID)
 
@@ -54,6 +64,17 @@ class GridPredictor:
         """Per-layer seconds of decode attention for batches of `num_decodes` holding `context`
         KV tokens in all (element-wise over the arrays)."""
         raise NotImplementedError
+
+    def cpu_times(self, requests: Count) -> dict[str, Count]:
+        """Host seconds per phase (`cpu_<phase>`) that request_ops charges on the first stage
+        (none unless a subclass prices them)."""
+        return {}
+
+    def set_eager_launch(self, eager: EagerLaunch, model: ModelSpec) -> None:
+        """Floor every step of more than `eager.graph_tokens` tokens by the host's launch time of
+        the stage's layers (eager.py)."""
+        self._graph_tokens = eager.graph_tokens
+        self._eager_floors = eager.stage_floors(model, self.num_stages)
 
     def decode_scalar(self, num_decodes: int, context: int) -> float:
         """decode_attention of one batch; subclasses may give a faster scalar path, which must
@@ -85,7 +106,19 @@ class GridPredictor:
             time += self.layers * self.prefill_attention(chunk, context)
         if shape.num_decodes:
             time += self.layers * self.decode_scalar(shape.num_decodes, shape.decode_context)
+        if shape.total_tokens > self._graph_tokens:
+            time = self._launch_floored(float(time), shape.num_requests, stage_id)
         return float(time)
+
+    def _host_seconds(self, requests: int, stage_id: int) -> float:
+        """The host phases a stage time holds (request_ops charges them on the first stage)."""
+        return float(sum(self.cpu_times(requests).values())) if stage_id == 0 else 0.0
+
+    def _launch_floored(self, time: float, requests: int, stage_id: int) -> float:
+        """`time` of a step too large for a CUDA graph, its GPU side raised to the launch floor
+        (unchanged, bit for bit, when the GPU work is the longer)."""
+        host, floor = self._host_seconds(requests, stage_id), self._eager_floors[stage_id]
+        return floor + host if time - host < floor else time
 
     def decode_run_times(self, num_requests: np.ndarray, context: np.ndarray, stage_id: int) -> np.ndarray:
         """Stage times of consecutive decode-only iterations with `num_requests[j]` requests
@@ -93,7 +126,13 @@ class GridPredictor:
         self._ensure(int(num_requests.max()))
         fixed = self._token_total[stage_id][num_requests] + self._request_total[stage_id][num_requests]
         decode = self.decode_attention(num_requests.astype(np.float64), context.astype(np.float64))
-        return fixed + self.layers * decode
+        times = fixed + self.layers * decode
+        eager = num_requests > self._graph_tokens     # decode-only steps past the largest graph
+        if eager.any():
+            host = np.array([self._host_seconds(int(n), stage_id) for n in num_requests], dtype=np.float64)
+            floor = self._eager_floors[stage_id]
+            times = np.where(eager & (times - host < floor), floor + host, times)
+        return times
 
     def fixed_times(self, tokens: np.ndarray, requests: np.ndarray, stage_id: int) -> np.ndarray:
         """Per row, the stage time without attention (token and request parts) of batches with
@@ -112,6 +151,9 @@ class GridPredictor:
         parts.update({name: float(v[0]) for name, v in self.stage_token_ops(tokens, stage_id).items()})
         requests = np.array([float(shape.num_requests)])
         parts.update({name: float(v[0]) for name, v in self.request_ops(requests, stage_id).items()})
+        if shape.total_tokens > self._graph_tokens:   # what the host's launches add (eager.py)
+            total = sum(parts.values())
+            parts["eager_launch"] = self._launch_floored(total, shape.num_requests, stage_id) - total
         return parts
 
 

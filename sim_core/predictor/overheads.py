@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sim_core.config.predictor import CPU_PHASES
+from sim_core.predictor.eager import EagerLaunch
 
 if TYPE_CHECKING:
     from sim_core.config import SimulationConfig
@@ -17,7 +18,8 @@ ON_PATH = "on the iteration's critical path"
 
 def overhead_rows(config: SimulationConfig, predictor: Predictor, num_requests: int) -> list[dict[str, object]]:
     """One row per host phase of an iteration of `num_requests` requests (seconds, and where it
-    sits under the scenario's engine), then the API server's share of each request's latency."""
+    sits under the scenario's engine), then the API server's share of each request's latency and,
+    for an engine with CUDA graphs, the launch floor of a step too large for one (eager.py)."""
     scheduler = config.scheduler
     overlapped = scheduler.overlap_schedule(config.cluster.pipeline_parallel_size)
     hidden = set(scheduler.overlapped_cpu_phases()) if overlapped else set()
@@ -27,4 +29,11 @@ def overhead_rows(config: SimulationConfig, predictor: Predictor, num_requests: 
          "where": HIDDEN if phase in hidden else ON_PATH} for phase in CPU_PHASES]
     rows.append({"term": "api_server", "seconds": scheduler.client_latency_s(),
                  "where": "added to each request's TTFT and E2E (the client's view), not to the engine"})
+    eager = scheduler.eager_launch()
+    if eager is not None:
+        launch = EagerLaunch(*eager)
+        floor = launch.stage_floors(config.model_spec(), config.cluster.pipeline_parallel_size)[0]
+        rows.append({"term": "eager_launch", "seconds": floor,
+                     "where": f"the least a step of more than {launch.graph_tokens} tokens takes on the GPU side "
+                              "(no CUDA graph: the host launches its layers one by one)"})
     return rows

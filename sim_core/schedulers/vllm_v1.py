@@ -70,6 +70,12 @@ V1_BATCHED_TOKENS = 2048  # max_num_batched_tokens when the scenario leaves it e
 # Fitted together on the public vLLM 0.15 H100 runs, held-out check in docs/accuracy.md:
 API_SERVER_S = 0.0066     # api_server_s
 HOST_SCALE = 0.44         # host_scale: vLLM >= 0.14's host loop against the predictor's generic phases
+# Host seconds to launch one layer of a step too large for a CUDA graph (predictor/eager.py), from
+# the public vLLM 0.19 Qwen3-30B-A3B run's mixed steps, checked on the vLLM 0.15 Llama-4-Scout runs
+# (docs/accuracy.md, *Steps too large for a CUDA graph*):
+EAGER_LAYER_S = 0.0       # eager_layer_s: a dense layer (not measurable on the development set)
+EAGER_MOE_LAYER_S = 0.0016  # eager_moe_layer_s: a MoE layer
+GRAPH_TOKENS_CAP = 512    # vLLM's default max_cudagraph_capture_size: min(2 x max_num_seqs, 512, budget)
 _PREFILL_COMPLETE = attrgetter("is_prefill_complete")
 
 
@@ -111,6 +117,15 @@ class VllmV1Config(PrefixCachingConfig):
         "path (0.44 ms + 2.2 us per request at the defaults), the rest shows after an idle gap. "
         "Default fitted on public vLLM 0.15 runs (docs/accuracy.md); 1 = the generic phases."))
 
+    eager_layer_s: float = Field(EAGER_LAYER_S, ge=0.0, le=1.0, description=(
+        "vllm_v1: host seconds to launch one dense layer of a step too large for vLLM's CUDA "
+        "graphs (more tokens than min(2 x max_num_seqs, 512, max_num_batched_tokens)): such a "
+        "step takes at least the stage's layers times this on the GPU side; 0 = no floor."))
+    eager_moe_layer_s: float = Field(EAGER_MOE_LAYER_S, ge=0.0, le=1.0, description=(
+        "vllm_v1: as eager_layer_s for a layer whose MLP is the experts (router, top-k, the "
+        "fused expert kernels and their dispatch). Default from a public vLLM 0.19 MoE run "
+        "(docs/accuracy.md)."))
+
     def max_batch_requests(self) -> int:
         return self.max_num_seqs
 
@@ -133,6 +148,13 @@ class VllmV1Config(PrefixCachingConfig):
 
     def client_latency_s(self) -> float:
         return self.api_server_s
+
+    def eager_launch(self) -> tuple[int, float, float] | None:
+        if not (self.eager_layer_s or self.eager_moe_layer_s):
+            return None
+        graph = min(2 * self.max_num_seqs or GRAPH_TOKENS_CAP, GRAPH_TOKENS_CAP,
+                    self.max_num_batched_tokens or V1_BATCHED_TOKENS)
+        return graph, self.eager_layer_s, self.eager_moe_layer_s
 
     def kv_offload_gib(self) -> float:
         return self.kv_offloading_size
