@@ -33,7 +33,6 @@ from sim_core.engine.fast_forward import FIRST_CHUNK, MAX_RUN
 from sim_core.engine.pipeline_timeline import Lane, Timeline
 from sim_core.engine.run_members import advance_tokens, live_members, member_order, record_run_batches
 from sim_core.entities import Batch
-from sim_core.memory import CountingBlockPool
 from sim_core.schedulers.base import UNBOUNDED
 
 if TYPE_CHECKING:
@@ -59,7 +58,6 @@ class PipelineRun:
     plan: Timeline
     pending: list[Batch]             # batches whose stage-end events, on the kernel when it started, are still due
     token: int
-    free: int                        # the pool's free blocks when the run started
     arrivals: list[float] = field(default_factory=list)   # requests routed to the replica meanwhile
 
 
@@ -89,15 +87,10 @@ class PipelineRuns:
         if promise is None or not promise.micro_batches:
             return False
         # what a run models today: static batches (no limit, no KV growth, no padding, blocks
-        # returned with the whole batch), or batches re-formed until their first completion
-        # (paged growth on a counting pool; nothing frees inside the run)
-        assert promise.limit == UNBOUNDED and promise.padded_sizes is None, "no step limit or padding is modelled"
-        assert promise.past_completions != promise.frees_on_completion, \
-            "a run goes past completions only where blocks return with the whole static batch"
-        assert promise.growth in (None, "paged") and not (promise.growth and promise.past_completions), \
-            "paged growth is modelled up to the first completion"
-        if promise.growth is not None and scheduler.pool.tracks_ids:
-            return False   # block ids would need the formations' allocations replayed in order
+        # returned with the whole batch); a policy promising more must be modelled first
+        assert (promise.limit == UNBOUNDED and promise.growth is None and promise.padded_sizes is None
+                and promise.past_completions and not promise.frees_on_completion), \
+            "pipeline runs model static batches only"
         located = self._located(replica)
         if len(located) + 1 != promise.micro_batches:
             return False
@@ -109,23 +102,18 @@ class PipelineRuns:
             # a completion releases a turn at its own instant; a turn may arrive at the end of
             # an instant, after that instant's batch ends (a run cut then would differ)
             return False
-        remaining = [[r.num_prefill_tokens + r.num_decode_tokens - r.num_processed_tokens for r in b.requests]
-                     for b in batches]
-        last = max if promise.past_completions else min   # the member whose completion ends its lane
-        shortest = min(last(left) for left in remaining)   # iterations of the lane that ends first
+        lanes = [self._lane(replica, b) for b in batches]
+        shortest = min(lane.num_iterations for lane in lanes)
         if shortest < 2 or shortest > MAX_RUN:
             return False
-        lanes = [self._lane(replica, b, left, promise.past_completions) for b, left in zip(batches, remaining)]
         self._durations(replica, lanes, shortest)
-        if promise.growth is not None and not self._growth(lanes, promise.block_size):
-            return False
         now, num_stages = sim.kernel.now, len(sim.stages[replica])
-        plan = Timeline(lanes, located, now, num_stages, scheduler.pool.num_free)
+        plan = Timeline(lanes, located, now, num_stages)
         plan.advance(math.inf, max(FIRST_CHUNK, 2 * self._last_length.get(replica, 0)))
         self._tokens += 1
         run = PipelineRun(promise, lanes, located, now, scheduler.endpoint.num_waiting, plan,
                           [b for b in (stage.running for stage in sim.stages[replica] if stage.busy)
-                           if b is not None], self._tokens, scheduler.pool.num_free)
+                           if b is not None], self._tokens)
         self.runs[replica] = run
         sim.kernel.at(plan.end, self.on_run_end, replica, run.token)
         return True
@@ -146,7 +134,7 @@ class PipelineRuns:
             return
         assert not kernel.late_phase, "runs that arrivals cut are not started where a turn may arrive late"
         del self.runs[replica]
-        plan = Timeline(run.lanes, run.located, run.started_at, len(self.sim.stages[replica]), run.free)
+        plan = Timeline(run.lanes, run.located, run.started_at, len(self.sim.stages[replica]))
         plan.advance(kernel.now, len(run.plan.executions[0]))   # (recomputed up to now: it ran past it)
         self._last_length[replica] = len(plan.executions[0])
         self._hand_back(replica, run, plan)
@@ -189,40 +177,11 @@ class PipelineRuns:
             located += [(k, queued, None) for queued in queue]
         return located
 
-    def _lane(self, replica: int, batch: Batch, remaining: list[int], past_completions: bool) -> Lane:
-        """A micro-batch's lane (`remaining`: its members' iterations left); its final
-        iteration is its last member's (a static batch), or its first member's (a completion
-        frees blocks and may let another request in: its batch end is simulated stepwise)."""
+    def _lane(self, replica: int, batch: Batch) -> Lane:
+        requests = batch.requests
+        remaining = [r.num_prefill_tokens + r.num_decode_tokens - r.num_processed_tokens for r in requests]
         order, suffix = member_order(batch, remaining, self.sim.predictors[replica].needs_context)
-        return Lane(batch, remaining, order, suffix, [], int(order[-1] if past_completions else order[0]) - 1)
-
-    @staticmethod
-    def _growth(lanes: list[Lane], block_size: int) -> bool:
-        """Each lane's paged growth as far as it is priced: a member holding b blocks with p
-        tokens processed before iteration 0 has p + j at the formation of iteration j and takes
-        a block there when that outgrows its blocks, i.e. at j = b * block_size + 1 - p and
-        every block_size iterations after (nobody finishes before the lane's final iteration).
-        False when a member is already past its blocks (not a steady paged state)."""
-        for lane in lanes:
-            requests = lane.first.requests
-            first = np.array([r.num_blocks * block_size + 1 - r.num_processed_tokens for r in requests],
-                             dtype=np.int64)
-            if len(first) and first.min() < 1:
-                return False
-            since = np.arange(len(lane.durations[0]), dtype=np.int64)[None, :] - first[:, None]
-            growth = ((since >= 0) & (since % block_size == 0)).sum(axis=0)
-            growth[0] = 0   # iteration 0 was formed before the run
-            lane.growth = growth
-        return True
-
-    @staticmethod
-    def _grown(lane: Lane, block_size: int, done: int) -> list[int]:
-        """Blocks each member took at the lane's formations 1..done (`_growth`'s rule)."""
-        counts = []
-        for r in lane.first.requests:
-            first = r.num_blocks * block_size + 1 - r.num_processed_tokens
-            counts.append((done - first) // block_size + 1 if done >= first else 0)
-        return counts
+        return Lane(batch, remaining, order, suffix, [])
 
     def _durations(self, replica: int, lanes: list[Lane], shortest: int) -> None:
         """Stage times of each lane's iterations: iteration 0 as the simulator prices its batch,
@@ -231,7 +190,7 @@ class PipelineRuns:
         sim, predictor = self.sim, self.sim.predictors[replica]
         num_stages = len(sim.stages[replica])
         for lane in lanes:
-            count = min(lane.final + 1, shortest + REACH_SLACK)
+            count = min(lane.num_iterations, shortest + REACH_SLACK)
             counts, context = live_members(lane.order, lane.suffix, np.arange(1, count, dtype=np.int64), 0)
             lane.durations = [[sim.stage_time(replica, lane.first, k)]
                               + predictor.decode_run_times(counts, context, k).tolist() for k in range(num_stages)]
@@ -291,12 +250,6 @@ class PipelineRuns:
         if not done:
             return lane.first
         members, sim = lane.first.requests, self.sim
-        if lane.growth is not None:   # (read before the tokens move)
-            pool = sim.schedulers[replica].pool
-            assert isinstance(pool, CountingBlockPool), "runs with paged growth keep counts only"
-            for request, count in zip(members, self._grown(lane, run.promise.block_size, done)):
-                if count:
-                    pool.add(request, count)
         ends = np.array([*lane.ends, 0.0])   # advance_tokens applies all but the last slot
         advance_tokens(members, lane.remaining, ends, sim.recorder, lane.order)
         finished = sorted((left, i) for i, left in enumerate(lane.remaining) if left <= done)
@@ -326,16 +279,11 @@ class PipelineRuns:
             return
         times = np.array([time for time, _ in plan.formations])   # every batch end inside the run, in order
         waiting = run.num_waiting + np.searchsorted(np.asarray(run.arrivals), times, side="right")
-        holders = pool.num_holders
-        taken = np.asarray(plan.taken, dtype=np.int64)
-        after = pool.num_used + taken.cumsum()   # (the run's growth is applied after this)
-        used = np.empty(2 * len(times), dtype=np.int64)
-        used[0::2], used[1::2] = after - taken, after   # after the batch end, after the formation
+        used, holders = pool.num_used, pool.num_holders
         cuts = np.flatnonzero(np.diff(waiting)) + 1
         for segment in np.split(np.arange(len(times)), cuts):
-            at = times[segment].repeat(2)
-            rows = np.stack((2 * segment, 2 * segment + 1), axis=1).ravel()
-            recorder.on_replica_states(replica, at, used[rows], int(waiting[segment[0]]),
+            at = times[segment].repeat(2)   # after the batch end, after the formation
+            recorder.on_replica_states(replica, at, np.full(len(at), used, dtype=np.int64), int(waiting[segment[0]]),
                                        np.full(len(at), holders, dtype=np.int64), sequential=True)
 
     def _record_batches(self, replica: int, lane: Lane) -> None:

@@ -34,8 +34,6 @@ class Lane:
     order: np.ndarray           # `remaining` sorted
     suffix: np.ndarray | None   # KV tokens held by the members in `order` from position i on
     durations: list[list[float]]   # [stage][iteration] seconds
-    final: int = 0              # the iteration whose batch end ends the run at the latest (see PipelineRuns)
-    growth: np.ndarray | None = None   # paged growth: blocks its formation j takes (j >= 1), as far as priced
     ends: list[float] = field(default_factory=list)   # its batch ends inside the run (set at its end)
     ids: list[int] = field(default_factory=list)      # batch id of each iteration
 
@@ -43,13 +41,6 @@ class Lane:
     def num_iterations(self) -> int:
         """Iterations until its last member finishes (its static batch then ends)."""
         return int(self.order[-1])
-
-    def taken(self, j: int) -> int:
-        """Blocks the formation of iteration j takes (-1: not known as far as the run is priced)."""
-        growth = self.growth
-        if growth is None:
-            return 0
-        return int(growth[j]) if j < len(growth) else -1
 
 
 
@@ -62,26 +53,16 @@ class Timeline:
     being at that instant) and the stage is free; it ends a stage time later. Events at one
     instant are taken with a lane's final execution first, so when the loop stops at an instant
     (a lane's final iteration ends, or a cut) every event before it has been handled and none
-    at it.
-
-    With paged growth (`Lane.growth`) a lane's iteration is final also when the formation at its
-    batch end could find the pool short: it must keep a block spare after the blocks it takes
-    (`free` counts the pool's free blocks after the formations so far). The last stage runs one
-    batch at a time and formations happen only as a batch leaves it, so when a lane's execution
-    on the last stage starts, every formation before its own has been counted."""
+    at it."""
 
     __slots__ = ("durations", "finals", "last", "heap", "seq", "iteration", "started", "busy", "queues",
-                 "lanes_done", "executions", "formations", "end", "final", "solo", "lanes", "free", "taken")
+                 "lanes_done", "executions", "formations", "end", "final", "solo")
 
     def __init__(self, lanes: list[Lane], located: list[tuple[int, Batch, float | None]], now: float,
-                 num_stages: int, free: int = 0) -> None:
-        """`located[m]` says where lane m's batch is; the last lane's batch was formed `now`;
-        `free`: the pool's free blocks now (read with paged growth only)."""
-        self.lanes = lanes
+                 num_stages: int) -> None:
+        """`located[m]` says where lane m's batch is; the last lane's batch was formed `now`."""
         self.durations = [lane.durations for lane in lanes]
-        self.finals = [lane.final for lane in lanes]
-        self.free = free
-        self.taken: list[int] = []   # blocks each formation in `formations` took
+        self.finals = [lane.num_iterations - 1 for lane in lanes]
         self.last = num_stages - 1
         self.heap: list[tuple[float, int, int, int, int]] = []   # (end, not final, seq, lane, stage)
         self.seq = 0
@@ -98,8 +79,7 @@ class Timeline:
         self.final = False      # whether `end` is a lane's final batch end
         self.solo: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         if len(lanes) == 1:   # alone in the pipeline: its executions follow each other back to back
-            self.finals[0] = self._solo_final(lanes[0], free)
-            self.solo = self._solo(lanes[0], self.finals[0], now, num_stages)
+            self.solo = self._solo(lanes[0], now, num_stages)
             return
         for m, (k, _, since) in enumerate(located):
             if since is None:
@@ -113,25 +93,12 @@ class Timeline:
             self.queues[0].append(new)
 
     @staticmethod
-    def _solo_final(lane: Lane, free: int) -> int:
-        """A lone lane's final iteration: its own, or the last before a formation that could
-        find the pool short (every formation is its own: free blocks fall by each one's growth)."""
-        growth = lane.growth
-        if growth is None:
-            return lane.final
-        reach = min(lane.final + 1, len(growth))   # formations 1..reach-1 are priced
-        before = free - np.concatenate(([0], growth[1:reach].cumsum()))   # free before formation j+1
-        short = np.flatnonzero(before[:-1] <= growth[1:reach])   # formation j+1 (index j) could find none spare
-        return int(short[0]) if len(short) else min(lane.final, reach - 1)
-
-    @staticmethod
-    def _solo(lane: Lane, final: int, now: float, num_stages: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                                               np.ndarray]:
+    def _solo(lane: Lane, now: float, num_stages: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """A lone micro-batch (formed now, so entering stage 0 now) never waits for a stage:
         each execution starts as the one before ends, so the ends are the sequential sums of
         its stage times in order (numpy's cumsum adds in order: the loop's floats), up to its
         final iteration's last stage. Returns the iterations, stages, starts and ends."""
-        count = (final + 1) * num_stages
+        count = lane.num_iterations * num_stages
         durations = np.array(lane.durations, dtype=np.float64).T.ravel()[:count]   # iteration-major
         durations[0] += now
         ends = durations.cumsum()
@@ -151,7 +118,6 @@ class Timeline:
         batch_ends = ends[:done][stages[:done] == self.last].tolist()
         self.lanes_done = [batch_ends]
         self.formations = [(end, 0) for end in batch_ends]
-        self.taken = [self.lanes[0].taken(j) for j in range(1, len(batch_ends) + 1)]
         self.busy = [None] * len(self.busy)
         self.busy[int(stages[done])] = 0
         self.started = [float(starts[done])]
@@ -161,17 +127,8 @@ class Timeline:
         self.seq += 1
         self.busy[k], self.started[m] = m, time
         j = self.iteration[m]
-        final = k == self.last and (j == self.finals[m] or (self.lanes[m].growth is not None
-                                                             and not self._spare(m, j + 1)))
-        heapq.heappush(self.heap, (time + self.durations[m][k][j], 0 if final else 1, self.seq, m, k))
-
-    def _spare(self, m: int, j: int) -> bool:
-        """Whether lane m's formation of iteration j keeps a block spare after taking its own
-        (paged formations restart a request whenever they find no free block, grower or not)."""
-        if self.lanes[m].growth is None:
-            return True
-        taken = self.lanes[m].taken(j)
-        return 0 <= taken < self.free
+        heapq.heappush(self.heap, (time + self.durations[m][k][j], 0 if k == self.last and j == self.finals[m] else 1,
+                                   self.seq, m, k))
 
     def advance(self, until: float, budget: int) -> None:
         """Handle events before `until`, at most `budget` executions (then up to the next
@@ -197,10 +154,6 @@ class Timeline:
             ex_start.append(started[m])
             ex_end.append(end)
             busy[k] = None
-            if k == last:   # its formation's blocks count before the next batch starts on the last stage
-                taken = self.lanes[m].taken(iteration[m] + 1)
-                self.free -= taken
-                self.taken.append(taken)
             if queues[k]:
                 start(queues[k].popleft(), k, end)
             if k == last:   # the batch ends; the policy forms its next iteration now

@@ -28,7 +28,7 @@ class OrcaConfig(SchedulerConfig):
 
 class OrcaScheduler(ReplicaScheduler):
     traits = PolicyTraits(OrcaConfig, "Orca as modelled by Vidur", memory_planner="vidur",
-                          reserves_max_model_len=True, pipeline_runs=True)
+                          reserves_max_model_len=True)
     running: list[Request]
 
     def _steady_decode(self, batch: Batch, preempted: bool) -> SteadyDecode | None:
@@ -36,13 +36,6 @@ class OrcaScheduler(ReplicaScheduler):
         # until a request finishes (admission stays blocked: free memory does not change).
         if batch.num_prefill_tokens or self.running:
             return None
-        if self.num_stages > 1:
-            # each micro-batch re-forms from its own members (engine/pipeline_run.py); a waiting
-            # request stays out while its reservation does not fit (free memory does not change)
-            if self.waiting and self.pool.can_allocate(self._limits.max_blocks_per_request):
-                return None
-            return SteadyDecode(self, UNBOUNDED, micro_batches=self._num_running_batches,
-                                arrivals_join=not self.waiting)
         return SteadyDecode(self, UNBOUNDED, past_completions=not self.waiting)
 
     def _make_endpoint(self) -> OrcaEndpoint:

@@ -42,8 +42,7 @@ class SarathiConfig(PagedConfig):
 
 
 class SarathiScheduler(PagedScheduler):
-    traits = PolicyTraits(SarathiConfig, "Sarathi-Serve as modelled by Vidur", memory_planner="vidur",
-                          pipeline_runs=True)
+    traits = PolicyTraits(SarathiConfig, "Sarathi-Serve as modelled by Vidur", memory_planner="vidur")
     config: SarathiConfig
 
     def _next_batch(self) -> Batch | None:
@@ -69,14 +68,6 @@ class SarathiScheduler(PagedScheduler):
         # leftovers to rotate in) and admission of new requests is blocked by memory or caps.
         if preempted or batch.num_prefill_tokens or self.running:
             return None
-        if self.num_stages > 1:
-            # each micro-batch re-forms from its own members (engine/pipeline_run.py); a waiting
-            # request stays out while the holders are at the cap or its prompt cannot be admitted
-            # (memory only shrinks while decoding): limits that do not depend on the micro-batch
-            if self.waiting and self.pool.num_holders < self.config.batch_size_cap and self.can_admit(self.waiting[0]):
-                return None
-            return SteadyDecode(self, UNBOUNDED, growth="paged", micro_batches=self._num_running_batches,
-                                arrivals_join=not self.waiting)
         return SteadyDecode(self, UNBOUNDED, past_completions=not self.waiting, growth="paged", ends_in_bulk=True)
 
     def _admit_new(self, requests: list, num_tokens: list, budget_used: int) -> int:

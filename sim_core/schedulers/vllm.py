@@ -35,7 +35,7 @@ class VllmConfig(PagedConfig):
 
 
 class VllmScheduler(PagedScheduler):
-    traits = PolicyTraits(VllmConfig, "vLLM v0 as modelled by Vidur", memory_planner="vidur", pipeline_runs=True)
+    traits = PolicyTraits(VllmConfig, "vLLM v0 as modelled by Vidur", memory_planner="vidur")
     config: VllmConfig
 
     def _next_batch(self) -> Batch | None:
@@ -75,23 +75,10 @@ class VllmScheduler(PagedScheduler):
         # the same set every time unless a tie in arrival time lets a leftover overtake.
         if preempted or batch.num_prefill_tokens:
             return None
-        if self.num_stages > 1:
-            return self._pipeline_decode()
         if self.running and min(map(arrival_time, self.running)) <= max(map(arrival_time, batch.requests)):
             return None
         return SteadyDecode(self, UNBOUNDED, past_completions=not self.waiting and not self.running, growth="paged",
                             ends_in_bulk=True)
-
-    def _pipeline_decode(self) -> SteadyDecode | None:
-        """PP > 1 (engine/pipeline_run.py): when nobody is left out, a micro-batch's batch end
-        returns only its own members to `running`, so each re-forms unchanged until a member
-        finishes; the queue head, which failed the prefill path, keeps failing (memory only
-        shrinks while decoding, the holders stay), so only an arrival into an empty queue
-        changes a formation."""
-        if self.running:
-            return None
-        return SteadyDecode(self, UNBOUNDED, growth="paged", micro_batches=self._num_running_batches,
-                            arrivals_join=not self.waiting)
 
     def _rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
         if num_prefill_tokens > self.config.max_tokens_in_batch:
