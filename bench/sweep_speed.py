@@ -1,7 +1,7 @@
 """Capacity-search speed: configurations per minute on the local process pool and on Ray.
 
     python bench/sweep_speed.py [--configs 1000] [--ray-configs 200] [--address HOST:PORT] [--workers N] [--every K]
-                                [--breakdown [--where KEY=VALUE ...]]
+                                [--breakdown [--where KEY=VALUE ...]] [--probe QPS [--length L] --where ...]
 
 The grid (1,000 configurations) is Llama-2-7B with the roofline predictor on a synthetic chat
 workload (uniform prompts 64-1024, outputs 16-256 tokens), SLOs TTFT p90 <= 2 s and TBT p99 <=
@@ -16,7 +16,9 @@ checked equal to the local ones. `--breakdown` instead searches the chosen confi
 a time in this process and prints each probe's CPU seconds, then the totals by kind of probe
 (short, long, reseeded; passed or failed) and the requests simulated (in units of one replica's
 `num_requests`); `--where cluster.pipeline_parallel_size=2` (repeatable) keeps only the grid's
-points with those values before taking every K-th.
+points with those values before taking every K-th. `--probe QPS` times one probe (`--length`
+x 400 requests per replica, default 1) of the first point `--where` keeps, `--repeats` times,
+and prints each one's process CPU seconds and their median.
 """
 
 from __future__ import annotations
@@ -126,6 +128,23 @@ def breakdown(limit: int, every: int, where: list[str]) -> None:
         print(f"  {kind:14s} {cpu[kind]:7.1f} CPU-s ({cpu[kind] / total:4.0%})  {units[kind]:5d} replica-probes")
 
 
+def probe(qps: float, length: int, where: list[str], repeats: int) -> None:
+    """Time one probe of the first grid point matching `where` (process CPU seconds)."""
+    spec, base = parse_sweep_spec(SPEC, source="bench spec")
+    wanted = dict(item.split("=", 1) for item in where)
+    point = next(point for point in build_grid(spec, base).points
+                 if all(str(point.values.get(key)) == value for key, value in wanted.items()))
+    print(", ".join(f"{key}={value}" for key, value in point.values.items()), f"at {qps:g} req/s, length {length}")
+    spent = []
+    for _ in range(repeats):
+        started = time.process_time()
+        found = search.run_probe(point.scenario, qps, spec.slo, spec.search, 0, length)
+        spent.append(time.process_time() - started)
+        print(f"  {'pass' if found.passed else 'FAIL'} {spent[-1]:.3f} CPU-s (load average {os.getloadavg()[0]:.2f})",
+              flush=True)
+    print(f"  median {sorted(spent)[len(spent) // 2]:.3f} CPU-s")
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -150,7 +169,13 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=1, help="time every K-th configuration (local pool only)")
     parser.add_argument("--breakdown", action="store_true", help="one at a time in this process, CPU per probe")
     parser.add_argument("--where", action="append", default=[], help="KEY=VALUE: --breakdown only these points")
+    parser.add_argument("--probe", type=float, help="time one probe at this rate (req/s) of the first --where point")
+    parser.add_argument("--length", type=int, default=1, help="--probe: requests per replica in units of 400")
+    parser.add_argument("--repeats", type=int, default=3, help="--probe: how many times")
     args = parser.parse_args()
+    if args.probe is not None:
+        probe(args.probe, args.length, args.where, args.repeats)
+        return
     if args.breakdown:
         breakdown(args.configs, args.every, args.where)
         return

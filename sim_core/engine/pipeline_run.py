@@ -108,7 +108,7 @@ class PipelineRuns:
             return False
         self._durations(replica, lanes, shortest)
         now, num_stages = sim.kernel.now, len(sim.stages[replica])
-        plan = Timeline(lanes, located, now, num_stages)
+        plan = Timeline(lanes, located, now, num_stages, sim.recorder.keeps_batches)
         plan.advance(math.inf, max(FIRST_CHUNK, 2 * self._last_length.get(replica, 0)))
         self._tokens += 1
         run = PipelineRun(promise, lanes, located, now, scheduler.endpoint.num_waiting, plan,
@@ -134,9 +134,10 @@ class PipelineRuns:
             return
         assert not kernel.late_phase, "runs that arrivals cut are not started where a turn may arrive late"
         del self.runs[replica]
-        plan = Timeline(run.lanes, run.located, run.started_at, len(self.sim.stages[replica]))
-        plan.advance(kernel.now, len(run.plan.executions[0]))   # (recomputed up to now: it ran past it)
-        self._last_length[replica] = len(plan.executions[0])
+        plan = Timeline(run.lanes, run.located, run.started_at, len(self.sim.stages[replica]),
+                        self.sim.recorder.keeps_batches)
+        plan.advance(kernel.now, run.plan.count)   # (recomputed up to now: it ran past it)
+        self._last_length[replica] = plan.count
         self._hand_back(replica, run, plan)
 
     def absorbs(self, replica: int, batch: Batch) -> bool:
@@ -205,11 +206,11 @@ class PipelineRuns:
             return   # cut by an arrival
         plan = run.plan
         if not plan.final:
-            plan.advance(math.inf, 2 * len(plan.executions[0]))
+            plan.advance(math.inf, 2 * plan.count)
             self.sim.kernel.at(plan.end, self.on_run_end, replica, token)
             return
         del self.runs[replica]
-        self._last_length[replica] = len(plan.executions[0])
+        self._last_length[replica] = plan.count
         self._hand_back(replica, run, plan)
 
     def _hand_back(self, replica: int, run: PipelineRun, plan: Timeline) -> None:
@@ -218,11 +219,11 @@ class PipelineRuns:
         ends due now handled here (their follow-ups queued), as the kernel would have."""
         sim, scheduler = self.sim, self.sim.schedulers[replica]
         base = scheduler.num_batches
-        for lane, ends in zip(run.lanes, plan.lanes_done):
-            lane.ends, lane.ids = ends, [lane.first.id]
-        for i, (_, m) in enumerate(plan.formations):
-            run.lanes[m].ids.append(base + i)
-        scheduler.num_batches = base + len(plan.formations)
+        formed = np.asarray(plan.formed, dtype=np.int64)   # batch ids follow the formations' order
+        for m, (lane, ends) in enumerate(zip(run.lanes, plan.lanes_done)):
+            lane.ends = ends
+            lane.ids = np.concatenate(([lane.first.id], base + np.flatnonzero(formed == m)))
+        scheduler.num_batches = base + len(formed)
         self._record(replica, run, plan)
         current = [self._advance(replica, run, lane) for lane in run.lanes]
         due, running = [], plan.running()
@@ -256,7 +257,7 @@ class PipelineRuns:
         for left, i in finished:
             sim.recorder.on_finished_at(lane.ends[left - 1], replica, members[i].id, [])
         live = [r for r, left in zip(members, lane.remaining) if left > done]
-        batch = Batch(lane.ids[done], replica, live, [1] * len(live), 0)
+        batch = Batch(int(lane.ids[done]), replica, live, [1] * len(live), 0)
         batch.shape = sim.batch_shape(batch)
         batch.formed_at = lane.ends[done - 1]
         run.promise.moved(lane.first, batch, done + 1)
@@ -266,18 +267,17 @@ class PipelineRuns:
         """The stage rows, batch rows and time series the stepwise path makes inside the run."""
         recorder, pool = self.sim.recorder, self.sim.schedulers[replica].pool
         if recorder.keeps_batches:
-            lanes, iterations, stages = (np.asarray(values, dtype=np.int64) for values in plan.executions[:3])
-            starts, ends = (np.asarray(values, dtype=np.float64) for values in plan.executions[3:])
+            lanes, iterations, stages, starts, ends = plan.columns()
             ids = np.empty(len(lanes), dtype=np.int64)
             for m, lane in enumerate(run.lanes):
                 mine = lanes == m
-                ids[mine] = np.asarray(lane.ids, dtype=np.int64)[iterations[mine]]
+                ids[mine] = lane.ids[iterations[mine]]
             recorder.on_run_stages(replica, ids, starts, ends, stages)
             for lane in run.lanes:
                 self._record_batches(replica, lane)
-        if not plan.formations:
+        if not plan.formed_at:
             return
-        times = np.array([time for time, _ in plan.formations])   # every batch end inside the run, in order
+        times = np.array(plan.formed_at)   # every batch end inside the run, in order
         waiting = run.num_waiting + np.searchsorted(np.asarray(run.arrivals), times, side="right")
         used, holders = pool.num_used, pool.num_holders
         cuts = np.flatnonzero(np.diff(waiting)) + 1
@@ -291,7 +291,7 @@ class PipelineRuns:
         done = len(lane.ends)
         if done:
             record_run_batches(self.sim.recorder, replica, lane.first, lane.remaining, lane.order, lane.suffix, 0, 1,
-                               np.asarray(lane.ids[1: done + 1], dtype=np.int64), np.asarray(lane.ends),
+                               lane.ids[1: done + 1], np.asarray(lane.ends),
                                self.sim.predictors[replica].needs_context, _unpadded)
 
 

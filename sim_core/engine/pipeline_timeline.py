@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import cast
 
 import numpy as np
 
@@ -35,7 +33,7 @@ class Lane:
     suffix: np.ndarray | None   # KV tokens held by the members in `order` from position i on
     durations: list[list[float]]   # [stage][iteration] seconds
     ends: list[float] = field(default_factory=list)   # its batch ends inside the run (set at its end)
-    ids: list[int] = field(default_factory=list)      # batch id of each iteration
+    ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))   # batch id of each iteration
 
     @property
     def num_iterations(self) -> int:
@@ -56,11 +54,12 @@ class Timeline:
     at it."""
 
     __slots__ = ("durations", "finals", "last", "heap", "seq", "iteration", "started", "busy", "queues",
-                 "lanes_done", "executions", "formations", "end", "final", "solo")
+                 "lanes_done", "rows", "count", "formed_at", "formed", "end", "final", "solo")
 
     def __init__(self, lanes: list[Lane], located: list[tuple[int, Batch, float | None]], now: float,
-                 num_stages: int) -> None:
-        """`located[m]` says where lane m's batch is; the last lane's batch was formed `now`."""
+                 num_stages: int, keep: bool = True) -> None:
+        """`located[m]` says where lane m's batch is; the last lane's batch was formed `now`;
+        `keep`: keep every execution's row (`columns`), else only count them."""
         self.durations = [lane.durations for lane in lanes]
         self.finals = [lane.num_iterations - 1 for lane in lanes]
         self.last = num_stages - 1
@@ -71,10 +70,11 @@ class Timeline:
         self.busy: list[int | None] = [None] * num_stages
         self.queues: list[deque[int]] = [deque() for _ in range(num_stages)]
         self.lanes_done: list[list[float]] = [[] for _ in lanes]   # per lane, its batch ends so far
-        # lane, iteration, stage, start, end of each execution handled, in order
-        self.executions: tuple[Sequence[int], Sequence[int], Sequence[int], Sequence[float], Sequence[float]] = (
-            [], [], [], [], [])
-        self.formations: list[tuple[float, int]] = []   # (instant, lane) of each batch formed, in order
+        # lane, iteration, stage, start, end of each execution handled, in order (when kept)
+        self.rows: list[tuple[int, int, int, float, float]] | None = [] if keep else None
+        self.count = 0          # executions handled
+        self.formed_at: list[float] = []   # the instant of each batch formed, in order
+        self.formed: list[int] = []        # and its lane
         self.end = now          # every event before it handled, none at or after it
         self.final = False      # whether `end` is a lane's final batch end
         self.solo: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -113,11 +113,10 @@ class Timeline:
         done = min(int(ends.searchsorted(until, side="left")), len(ends) - 1)
         self.final = until > ends[-1]
         self.end = float(ends[-1]) if self.final else until
-        self.executions = (np.zeros(done, dtype=np.int64).tolist(), iterations[:done].tolist(),
-                           stages[:done].tolist(), starts[:done].tolist(), ends[:done].tolist())
+        self.count = done
         batch_ends = ends[:done][stages[:done] == self.last].tolist()
         self.lanes_done = [batch_ends]
-        self.formations = [(end, 0) for end in batch_ends]
+        self.formed_at, self.formed = batch_ends, [0] * len(batch_ends)
         self.busy = [None] * len(self.busy)
         self.busy[int(stages[done])] = 0
         self.started = [float(starts[done])]
@@ -133,41 +132,67 @@ class Timeline:
     def advance(self, until: float, budget: int) -> None:
         """Handle events before `until`, at most `budget` executions (then up to the next
         instant, `end`, the earliest end not handled), stopping at a lane's final batch end
-        (`final`, `end` its instant)."""
+        (`final`, `end` its instant). (`_start` inlined: this loop is most of a busy pipeline
+        run's time.)"""
         if self.solo is not None:
             return self._advance_solo(until)
         heap, busy, queues, iteration, started, last = (self.heap, self.busy, self.queues, self.iteration,
                                                         self.started, self.last)
-        ex_lane, ex_iter, ex_stage, ex_start, ex_end = cast(
-            tuple[list[int], list[int], list[int], list[float], list[float]], self.executions)   # lists unless solo
-        start, formations, done = self._start, self.formations, self.lanes_done
-        while budget > 0 or heap[0][0] == self.end:
-            end, not_final, _, m, k = heap[0]
-            if not not_final or end >= until:
+        durations, finals, rows, formed_at, formed, done = (self.durations, self.finals, self.rows, self.formed_at,
+                                                            self.formed, self.lanes_done)
+        push, pop = heapq.heappush, heapq.heappop
+        seq, count, now = self.seq, self.count, self.end
+        while True:
+            item = heap[0]
+            end = item[0]
+            if (budget <= 0 and end != now) or not item[1] or end >= until:
                 break
-            heapq.heappop(heap)
+            pop(heap)
+            m, k = item[3], item[4]
             budget -= 1
-            self.end = end
-            ex_lane.append(m)
-            ex_iter.append(iteration[m])
-            ex_stage.append(k)
-            ex_start.append(started[m])
-            ex_end.append(end)
-            busy[k] = None
-            if queues[k]:
-                start(queues[k].popleft(), k, end)
+            count += 1
+            now = end
+            j = iteration[m]
+            if rows is not None:
+                rows.append((m, j, k, started[m], end))
+            queue = queues[k]
+            if queue:   # the stage takes the head of its queue
+                n = queue.popleft()
+                seq += 1
+                busy[k], started[n], i = n, end, iteration[n]
+                push(heap, (end + durations[n][k][i], 0 if k == last and i == finals[n] else 1, seq, n, k))
+            else:
+                busy[k] = None
             if k == last:   # the batch ends; the policy forms its next iteration now
                 done[m].append(end)
-                iteration[m] += 1
-                formations.append((end, m))
-                k = -1
-            if busy[k + 1] is None:
-                start(m, k + 1, end)
+                j += 1
+                iteration[m] = j
+                formed_at.append(end)
+                formed.append(m)
+                k = 0
             else:
-                queues[k + 1].append(m)
+                k += 1
+            if busy[k] is None:
+                seq += 1
+                busy[k], started[m] = m, end
+                push(heap, (end + durations[m][k][j], 0 if k == last and j == finals[m] else 1, seq, m, k))
+            else:
+                queues[k].append(m)
+        self.seq, self.count = seq, count
         end, not_final = heap[0][0], heap[0][1]
         self.final = not not_final and end < until
         self.end = min(end, until)
+
+    def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The executions handled (kept ones): lanes, iterations, stages, starts, ends."""
+        if self.solo is not None:
+            iterations, stages, starts, ends = self.solo
+            done = self.count
+            return np.zeros(done, dtype=np.int64), iterations[:done], stages[:done], starts[:done], ends[:done]
+        assert self.rows is not None, "rows are kept"
+        columns: list[tuple] = list(zip(*self.rows)) if self.rows else [(), (), (), (), ()]
+        lanes, iterations, stages = (np.array(values, dtype=np.int64) for values in columns[:3])
+        return lanes, iterations, stages, np.array(columns[3], dtype=np.float64), np.array(columns[4], dtype=np.float64)
 
     def running(self) -> list[tuple[int, float, float] | None]:
         """Per stage: (lane, start, end) of the execution running at `end`, or None (idle)."""
