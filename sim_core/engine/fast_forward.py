@@ -597,14 +597,8 @@ def _grow_evicting(pool: RadixKvPool, recorder: Recorder, promise: SteadyDecode,
     growth = [(formation, member) for formation, kind, member in events if kind == 1]
     blocks: list[int] = []   # the pool recorded them
     changes = ([formation for formation, _ in growth], [member for _, member in growth], blocks, None)
-    if not recorder.keeps_blocks and (len(growth) <= pool.num_free_list or len(growth) == len(events)):
-        # no records to time. With enough free blocks nothing is evicted and the growth takes
-        # the free list's first blocks whatever completions return behind them (first in, first
-        # out); without completions, one eviction toward all the run's blocks evicts the same
-        # leaves as one per formation. Either way the same ids go to the same members.
-        pool.allocate_each([members[member] for _, member in growth])
-        return [_complete(pool, promise, members, formation, member)
-                for formation, kind, member in events if kind == 0], changes
+    if not recorder.keeps_blocks:
+        return _grow_merged(pool, promise, members, events), changes
     finished: Finished = []
     now, late = recorder.now, recorder.late
     recorder.late = False   # the formations' instants are past: their records are of the ordinary phase
@@ -620,6 +614,33 @@ def _grow_evicting(pool: RadixKvPool, recorder: Recorder, promise: SteadyDecode,
             pool.allocate_each(takers)
     recorder.now, recorder.late = now, late
     return finished, changes
+
+
+def _grow_merged(pool: RadixKvPool, promise: SteadyDecode, members: list[Request],
+                 events: list[tuple[int, int, int]]) -> Finished:
+    """`_grow_evicting` without block records (nothing to time): consecutive formations' blocks
+    are taken in one `allocate_each`, cut only before a completion that the blocks pending so
+    far could not be taken ahead of: one of them is the finishing member's (it caches and frees
+    its table), or some would evict. Exact: a completion evicts nothing (it inserts into the
+    tree and frees onto the back of the free list), so blocks the free list holds already go
+    to the same members whether taken before or after it (first in, first out); and between
+    completions the tree is untouched, so one eviction toward all the pending blocks evicts the
+    same leaves, in the same LRU order, as one per formation (`RadixKvPool.allocate_each`)."""
+    finished: Finished = []
+    pending: list[Request] = []
+    takers: set[int] = set()   # members with a block in `pending`
+    for formation, kind, member in events:
+        if kind == 1:
+            pending.append(members[member])
+            takers.add(member)
+            continue
+        if member in takers or len(pending) > pool.num_free_list:
+            pool.allocate_each(pending)
+            pending, takers = [], set()
+        finished.append(_complete(pool, promise, members, formation, member))
+    if pending:
+        pool.allocate_each(pending)
+    return finished
 
 
 def _complete(pool: RadixKvPool, promise: SteadyDecode, members: list[Request], formation: int,
