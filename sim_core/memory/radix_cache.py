@@ -4,8 +4,8 @@ Each edge holds a run of keys and the KV block ids that hold them (one block per
 request locks the path to the node where its match ends (`lock` / `unlock` count along the
 path); unlocked leaves can be evicted, least recently used first, and a parent whose last
 child goes becomes a leaf candidate in the same pass. Recency is a logical clock (every node
-touched by a match or an insert gets the next tick, root to leaf), so eviction order is
-deterministic. `evictable_size` + `protected_size` is the number of blocks in the tree.
+below the root touched by a match or an insert gets the next tick, root to leaf), so eviction
+order is deterministic. `evictable_size` + `protected_size` is the number of blocks in the tree.
 
 The eviction heap lives as long as the tree: an entry (tick, leaf) is pushed whenever a node
 becomes a leaf or a leaf is touched; an entry whose node is no longer a leaf, or has been touched
@@ -52,9 +52,10 @@ class RadixCache:
         self._heap: list[tuple[int, RadixNode]] = []
 
     def _touch(self, node: RadixNode) -> None:
+        """Make `node` the most recently used (never the root, whose recency nobody reads)."""
         self._tick += 1
         node.last_access = self._tick
-        if not node.children and node is not self.root:   # a leaf: its entry is now this one
+        if not node.children:   # a leaf: its entry is now this one
             self._push(node)
 
     def _push(self, leaf: RadixNode) -> None:
@@ -67,12 +68,14 @@ class RadixCache:
     def match_prefix(self, keys: list) -> tuple[list, RadixNode]:
         """Blocks of the longest cached prefix of `keys` and the node where it ends (an edge
         matched part way is split there). Touches the matched path; locks nothing."""
-        node, values, i = self.root, [], 0
-        self._touch(node)
-        while i < len(keys) and keys[i] in node.children:
-            child = node.children[keys[i]]
+        node, i, end = self.root, 0, len(keys)
+        values: list = []
+        while i < end:
+            child = node.children.get(keys[i])
+            if child is None:
+                break
             self._touch(child)
-            matched = _common_length(child.key, keys, i)
+            matched = _common_length(child.key, keys, i, end)
             if matched < len(child.key):
                 child = self._split(child, matched)
             values.extend(child.value)
@@ -82,40 +85,60 @@ class RadixCache:
     def insert(self, keys: list, values: list) -> int:
         """Cache `values` (blocks) under `keys`; returns how many leading keys were already
         cached (the caller frees its own blocks for them). New nodes are unlocked."""
-        return self._insert(keys, values)[0]
-
-    def insert_and_match(self, keys: list, values: list) -> tuple[int, list, RadixNode]:
-        """`insert`, then `match_prefix(keys)` in one walk: what insert returns, the blocks now
-        cached under `keys` and the node where they end (touched as match_prefix touches them)."""
-        present, path = self._insert(keys, values)
-        for node in path:   # insert ended at node boundaries: match_prefix would split nothing
-            self._touch(node)
-        return present, [block for node in path[1:] for block in node.value], path[-1]
-
-    def _insert(self, keys: list, values: list) -> tuple[int, list[RadixNode]]:
-        """`insert`; also returns the nodes, root first, whose edges hold `keys`."""
         assert len(keys) == len(values)
-        node, i = self.root, 0
-        path = [node]
-        self._touch(node)
-        while i < len(keys) and keys[i] in node.children:
-            child = node.children[keys[i]]
+        node, i, end = self.root, 0, len(keys)
+        while i < end:
+            child = node.children.get(keys[i])
+            if child is None:
+                break
             self._touch(child)
-            matched = _common_length(child.key, keys, i)
+            matched = _common_length(child.key, keys, i, end)
             if matched < len(child.key):
                 child = self._split(child, matched)
             node, i = child, i + matched
+        if i < end:
+            self._touch(self._add_leaf(node, keys, values, i, end))
+        return i
+
+    def insert_and_match(self, keys: list, values: list, count: int) -> tuple[int, list[RadixNode]]:
+        """`insert(keys[:count], values[:count])`, then `match_prefix(keys[:count])`, in one
+        walk: returns how many leading keys were cached already and the nodes, root first,
+        whose edges hold the `count` keys. The touches are the two calls' to the order they
+        leave: insert's touches of the path are overwritten by the match's, all but that of the
+        edge it splits (whose lower part is off the path), so that one is made as the walk
+        passes and the path's are made once, root to leaf, at the end."""
+        assert count <= min(len(keys), len(values))
+        node, i = self.root, 0
+        path = [node]
+        while i < count:
+            child = node.children.get(keys[i])
+            if child is None:
+                break
+            matched = _common_length(child.key, keys, i, count)
+            if matched < len(child.key):
+                self._touch(child)
+                child = self._split(child, matched)
+            node, i = child, i + matched
             path.append(node)
-        if i < len(keys):
-            self._tick += 1
-            leaf = RadixNode(list(keys[i:]), list(values[i:]), node, self._tick)
-            self._leaves.discard(node)
-            self._leaves.add(leaf)
-            node.children[keys[i]] = leaf
-            self._push(leaf)
-            self.evictable_size += len(leaf.value)
-            path.append(leaf)
+        if i < count:
+            path.append(self._add_leaf(node, keys, values, i, count))
+        tick = self._tick
+        for node in path[1:]:   # only the last node of the path can be a leaf
+            tick += 1
+            node.last_access = tick
+        self._tick = tick
+        if not node.children and node is not self.root:
+            self._push(node)
         return i, path
+
+    def _add_leaf(self, parent: RadixNode, keys: list, values: list, start: int, end: int) -> RadixNode:
+        """A new unlocked leaf under `parent` holding keys[start:end] (not touched yet)."""
+        leaf = RadixNode(keys[start:end], values[start:end], parent, self._tick)
+        self._leaves.discard(parent)
+        self._leaves.add(leaf)
+        parent.children[keys[start]] = leaf
+        self.evictable_size += end - start
+        return leaf
 
     def _split(self, child: RadixNode, length: int) -> RadixNode:
         """Cut `child`'s edge after `length` keys; returns the new upper node."""
@@ -145,6 +168,19 @@ class RadixCache:
                 self.evictable_size += len(node.value)
                 self.protected_size -= len(node.value)
             node.lock_ref -= 1
+            node = self._parent(node)
+
+    def move_lock(self, old: RadixNode, new: RadixNode) -> None:
+        """`unlock(old)` then `lock(new)` where `old` is on the path from the root to `new` (a
+        holder's lock moving down its own path): the nodes from `old` up keep their counts,
+        so only those below it are walked."""
+        node = new
+        while node is not old:
+            assert node is not self.root, "move_lock: old is not on new's path"
+            if node.lock_ref == 0:
+                self.evictable_size -= len(node.value)
+                self.protected_size += len(node.value)
+            node.lock_ref += 1
             node = self._parent(node)
 
     def evict(self, num_blocks: int) -> list:
@@ -210,9 +246,9 @@ class RadixCache:
         assert current == leaves, "a leaf has no eviction heap entry at its tick"
 
 
-def _common_length(edge: list, keys: list, start: int) -> int:
-    """How many leading keys of `edge` equal keys[start:]."""
-    limit = min(len(edge), len(keys) - start)
+def _common_length(edge: list, keys: list, start: int, end: int) -> int:
+    """How many leading keys of `edge` equal keys[start:end]."""
+    limit = min(len(edge), end - start)
     if edge[:limit] == keys[start:start + limit]:   # the usual case, compared in C
         return limit
     n = 0   # a mismatch lies before limit

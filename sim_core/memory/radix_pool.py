@@ -175,23 +175,24 @@ class RadixKvPool:
         start = self._tree_len[request.id]
         if count <= start:
             return
-        present, path, node = self.tree.insert_and_match(keys[:count], request.blocks[:count])
         table = request.blocks
-        if present > start:
+        present, path = self.tree.insert_and_match(keys, table, count)
+        if present > start:   # the tree had table[start:present]'s content already: its blocks replace them
+            cached = [block for node in path[1:] for block in node.value][start:present]
             duplicates = table[start:present]
             self._release(request.id, duplicates)
             self._event(request.id, duplicates, -1)
         new = table[max(start, present):count]
+        place = self._place
         for block in new:
-            self._place[block] = IN_TREE
+            place[block] = IN_TREE
         if new:
             self._event(-1, new, 2)
-        assert len(path) == count
         if present > start:
-            self._event(request.id, path[start:present], 1)
-        table[:count] = path
-        self.tree.unlock(self._node[request.id])
-        self.tree.lock(node)
+            self._event(request.id, cached, 1)
+            table[start:present] = cached
+        node = path[-1]
+        self.tree.move_lock(self._node[request.id], node)   # the old end lies on the new path
         self._node[request.id], self._tree_len[request.id] = node, count
 
     def free(self, request: BlockHolder) -> list[int]:
