@@ -1,14 +1,19 @@
-"""The radix tree's one-walk operations against the calls they stand for (hypothesis).
+"""The radix tree's one-walk operations and its eviction heap against the behaviour they
+replace (hypothesis).
 
-`RadixCache.insert_and_match(keys, values, count)` stands for `insert(keys[:count], ...)`
-then `match_prefix(keys[:count])`, and `move_lock(old, new)` for `unlock(old)` then
-`lock(new)`. The reference tree below makes those calls; both trees get the same random
+`RadixCache.insert_and_match(keys, values, count, ...)` stands for `insert(keys[:count], ...)`
+then `match_prefix(keys[:count])` (started at a holder's node or at the root), and
+`move_lock(old, new)` for `unlock(old)` then `lock(new)`; eviction drops a locked leaf's heap
+entry (unlocking pushes it again) where it used to push it back. The reference tree below makes
+the separate calls and keeps the old heap; both trees get the same random
 operations (holders caching longer and longer prefixes of their own keys, as a request does,
 lookups, evictions, releases) and must answer the same at every step: the same blocks, paths,
 sizes and eviction order (recency ticks may differ in value, never in order).
 """
 
 from __future__ import annotations
+
+import heapq
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,7 +24,8 @@ from sim_core.memory.radix_cache import RadixCache, RadixNode
 class ReferenceTree(RadixCache):
     """The one-walk operations as the separate calls they replace."""
 
-    def insert_and_match(self, keys: list, values: list, count: int) -> tuple[int, list[RadixNode]]:
+    def insert_and_match(self, keys: list, values: list, count: int, start_node: RadixNode | None = None,
+                         start: int = 0) -> tuple[int, list[RadixNode]]:
         present = self.insert(keys[:count], values[:count])
         _, node = self.match_prefix(keys[:count])
         path = [node]
@@ -31,6 +37,38 @@ class ReferenceTree(RadixCache):
     def move_lock(self, old: RadixNode, new: RadixNode) -> None:
         self.unlock(old)
         self.lock(new)
+
+    def unlock(self, node: RadixNode) -> None:   # no heap push: locked leaves keep their entries
+        while node is not self.root:
+            if node.lock_ref == 1:
+                self.evictable_size += len(node.value)
+                self.protected_size -= len(node.value)
+            node.lock_ref -= 1
+            assert node.parent is not None
+            node = node.parent
+
+    def evict(self, num_blocks: int) -> list:   # locked leaves popped go back into the heap
+        freed: list = []
+        locked = []
+        while len(freed) < num_blocks and self._heap:
+            tick, leaf = heapq.heappop(self._heap)
+            if tick != leaf.last_access or leaf not in self._leaves:
+                continue
+            if leaf.lock_ref > 0:
+                locked.append((tick, leaf))
+                continue
+            freed.extend(leaf.value)
+            parent = leaf.parent
+            assert parent is not None
+            del parent.children[leaf.key[0]]
+            self._leaves.discard(leaf)
+            self.evictable_size -= len(leaf.value)
+            if not parent.children and parent is not self.root:
+                self._leaves.add(parent)
+                heapq.heappush(self._heap, (parent.last_access, parent))
+        for entry in locked:
+            heapq.heappush(self._heap, entry)
+        return freed
 
 
 # ops: ("cache", holder, key string, count) / ("match", key string) / ("evict", n) / ("release", holder)
@@ -58,7 +96,7 @@ def _apply(tree: RadixCache, ops: list) -> list:
                 continue
             values = list(range(next_block, next_block + len(keys)))
             next_block += len(keys)
-            present, path = tree.insert_and_match(keys, values, count)
+            present, path = tree.insert_and_match(keys, values, count, node if holder in holders else None, done)
             if holder in holders:
                 tree.move_lock(node, path[-1])
             else:

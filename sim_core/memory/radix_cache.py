@@ -8,10 +8,10 @@ below the root touched by a match or an insert gets the next tick, root to leaf)
 order is deterministic. `evictable_size` + `protected_size` is the number of blocks in the tree.
 
 The eviction heap lives as long as the tree: an entry (tick, leaf) is pushed whenever a node
-becomes a leaf or a leaf is touched; an entry whose node is no longer a leaf, or has been touched
-since, is stale and skipped when popped (the heap is rebuilt from the leaves when stale entries
-pile up). So its valid entries are exactly the leaves at their current ticks: the heap an
-eviction would build from scratch.
+becomes a leaf, a leaf is touched or a leaf is unlocked; an entry whose node is no longer a
+leaf, has been touched since or is locked is stale and dropped when popped (the heap is rebuilt
+from the leaves when stale entries pile up). So every unlocked leaf has an entry at its current
+tick: popping gives the unlocked leaves in the order a heap of them built from scratch would.
 """
 
 from __future__ import annotations
@@ -74,11 +74,16 @@ class RadixCache:
             child = node.children.get(keys[i])
             if child is None:
                 break
-            self._touch(child)
-            matched = _common_length(child.key, keys, i, end)
-            if matched < len(child.key):
+            self._tick += 1   # _touch, inline
+            child.last_access = self._tick
+            if not child.children:
+                self._push(child)
+            edge = child.key
+            limit = min(len(edge), end - i)
+            matched = limit if edge[:limit] == keys[i:i + limit] else _common_length(edge, keys, i, end)
+            if matched < len(edge):
                 child = self._split(child, matched)
-            values.extend(child.value)
+            values += child.value
             node, i = child, i + matched
         return values, node
 
@@ -100,16 +105,28 @@ class RadixCache:
             self._touch(self._add_leaf(node, keys, values, i, end))
         return i
 
-    def insert_and_match(self, keys: list, values: list, count: int) -> tuple[int, list[RadixNode]]:
+    def insert_and_match(self, keys: list, values: list, count: int, start_node: RadixNode | None = None,
+                         start: int = 0) -> tuple[int, list[RadixNode]]:
         """`insert(keys[:count], values[:count])`, then `match_prefix(keys[:count])`, in one
         walk: returns how many leading keys were cached already and the nodes, root first,
         whose edges hold the `count` keys. The touches are the two calls' to the order they
         leave: insert's touches of the path are overwritten by the match's, all but that of the
         edge it splits (whose lower part is off the path), so that one is made as the walk
-        passes and the path's are made once, root to leaf, at the end."""
+        passes and the path's are made once, root to leaf, at the end. `start_node`: a node
+        whose path holds keys[:start] (a holder's locked node, `start` <= `count`): the walk
+        starts there, its path read upward."""
         assert count <= min(len(keys), len(values))
-        node, i = self.root, 0
-        path = [node]
+        if start_node is None:
+            node, i = self.root, 0
+            path = [node]
+        else:
+            node, i = start_node, start
+            path = [node]
+            while node.parent is not None:
+                node = node.parent
+                path.append(node)
+            path.reverse()
+            node = start_node
         while i < count:
             child = node.children.get(keys[i])
             if child is None:
@@ -161,7 +178,9 @@ class RadixCache:
             node = self._parent(node)
 
     def unlock(self, node: RadixNode) -> None:
-        """Undo one `lock(node)`."""
+        """Undo one `lock(node)`. A leaf left unlocked gets its heap entry back (eviction drops
+        the entries of locked leaves)."""
+        leaf = node
         while node is not self.root:
             assert node.lock_ref > 0, "unlock without lock"
             if node.lock_ref == 1:
@@ -169,6 +188,8 @@ class RadixCache:
                 self.protected_size -= len(node.value)
             node.lock_ref -= 1
             node = self._parent(node)
+        if leaf.lock_ref == 0 and not leaf.children and leaf is not self.root:
+            self._push(leaf)
 
     def move_lock(self, old: RadixNode, new: RadixNode) -> None:
         """`unlock(old)` then `lock(new)` where `old` is on the path from the root to `new` (a
@@ -186,27 +207,23 @@ class RadixCache:
     def evict(self, num_blocks: int) -> list:
         """Remove unlocked leaves, least recently used first, until at least `num_blocks`
         blocks are freed or nothing more can go; returns the freed blocks in eviction order
-        (every node has its own tick, so the order does not depend on how leaves are listed)."""
-        heap, leaves = self._heap, self._leaves
+        (every node has its own tick, so the order does not depend on how leaves are listed).
+        A locked leaf's entry is dropped when popped: `unlock` pushes it again."""
+        heap, leaves, root = self._heap, self._leaves, self.root
+        heappop = heapq.heappop
         freed: list = []
-        locked = []   # popped leaves that stay (locked): back into the heap afterwards
         while len(freed) < num_blocks and heap:
-            tick, leaf = heapq.heappop(heap)
-            if tick != leaf.last_access or leaf not in leaves:
-                continue   # stale
-            if leaf.lock_ref > 0:
-                locked.append((tick, leaf))
-                continue
-            freed.extend(leaf.value)
+            tick, leaf = heappop(heap)
+            if tick != leaf.last_access or leaf.lock_ref or leaf not in leaves:
+                continue   # stale, or locked
+            freed += leaf.value
             parent = self._parent(leaf)
             del parent.children[leaf.key[0]]
             leaves.discard(leaf)
             self.evictable_size -= len(leaf.value)
-            if not parent.children and parent is not self.root:
+            if not parent.children and parent is not root:
                 leaves.add(parent)
                 heapq.heappush(heap, (parent.last_access, parent))
-        for entry in locked:
-            heapq.heappush(heap, entry)
         return freed
 
     @staticmethod
@@ -243,7 +260,8 @@ class RadixCache:
         leaves = {node for node in self._nodes() if not node.children and node is not self.root}
         assert leaves == self._leaves, "leaf set out of step"
         current = {node for tick, node in self._heap if node in leaves and node.last_access == tick}
-        assert current == leaves, "a leaf has no eviction heap entry at its tick"
+        unlocked = {node for node in leaves if not node.lock_ref}
+        assert unlocked <= current, "an unlocked leaf has no heap entry at its tick"
 
 
 def _common_length(edge: list, keys: list, start: int, end: int) -> int:

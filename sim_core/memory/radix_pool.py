@@ -73,8 +73,9 @@ class RadixKvPool:
     def evict_until(self, num: int) -> None:
         """Evict unlocked tree leaves (LRU) until the free list holds `num` blocks or nothing
         more can be evicted."""
-        if self.num_free_list < num and self.tree.evictable_size:
-            evicted = self.tree.evict(num - self.num_free_list)
+        short = num - len(self._free) - self.num_blocks + self.next_fresh   # num - num_free_list
+        if short > 0 and self.tree.evictable_size:
+            evicted = self.tree.evict(short)
             for block in evicted:
                 self._place[block] = FREE
             self._free.extend(evicted)
@@ -176,7 +177,8 @@ class RadixKvPool:
         if count <= start:
             return
         table = request.blocks
-        present, path = self.tree.insert_and_match(keys, table, count)
+        held = self._node[request.id]   # the end of its table's tree part, keys[:start]
+        present, path = self.tree.insert_and_match(keys, table, count, held, start)
         if present > start:   # the tree had table[start:present]'s content already: its blocks replace them
             cached = [block for node in path[1:] for block in node.value][start:present]
             duplicates = table[start:present]
@@ -192,7 +194,7 @@ class RadixKvPool:
             self._event(request.id, cached, 1)
             table[start:present] = cached
         node = path[-1]
-        self.tree.move_lock(self._node[request.id], node)   # the old end lies on the new path
+        self.tree.move_lock(held, node)   # the old end lies on the new path
         self._node[request.id], self._tree_len[request.id] = node, count
 
     def free(self, request: BlockHolder) -> list[int]:
