@@ -175,7 +175,9 @@ class RadixCache:
                 self.evictable_size -= len(node.value)
                 self.protected_size += len(node.value)
             node.lock_ref += 1
-            node = self._parent(node)
+            parent = node.parent
+            assert parent is not None, "only the root has no parent"
+            node = parent
 
     def unlock(self, node: RadixNode) -> None:
         """Undo one `lock(node)`. A leaf left unlocked gets its heap entry back (eviction drops
@@ -187,7 +189,9 @@ class RadixCache:
                 self.evictable_size += len(node.value)
                 self.protected_size -= len(node.value)
             node.lock_ref -= 1
-            node = self._parent(node)
+            parent = node.parent
+            assert parent is not None, "only the root has no parent"
+            node = parent
         if leaf.lock_ref == 0 and not leaf.children and leaf is not self.root:
             self._push(leaf)
 
@@ -217,7 +221,8 @@ class RadixCache:
             if tick != leaf.last_access or leaf.lock_ref or leaf not in leaves:
                 continue   # stale, or locked
             freed += leaf.value
-            parent = self._parent(leaf)
+            parent = leaf.parent
+            assert parent is not None, "only the root has no parent"
             del parent.children[leaf.key[0]]
             leaves.discard(leaf)
             self.evictable_size -= len(leaf.value)
