@@ -2,7 +2,8 @@
 replace (hypothesis).
 
 `RadixCache.insert_and_match(keys, values, count, ...)` stands for `insert(keys[:count], ...)`
-then `match_prefix(keys[:count])` (started at a holder's node or at the root), and
+then `match_prefix(keys[:count])` (started at a holder's node or at the root),
+`match_prefix(keys, end)` for `match_prefix(keys[:end])`, and
 `move_lock(old, new)` for `unlock(old)` then `lock(new)`; eviction drops a locked leaf's heap
 entry (unlocking pushes it again) where it used to push it back. The reference tree below makes
 the separate calls and keeps the old heap; both trees get the same random
@@ -33,6 +34,9 @@ class ReferenceTree(RadixCache):
             node = node.parent
             path.append(node)
         return present, path[::-1]
+
+    def match_prefix(self, keys: list, end: int | None = None) -> tuple[list, RadixNode]:
+        return super().match_prefix(keys if end is None else keys[:end])
 
     def move_lock(self, old: RadixNode, new: RadixNode) -> None:
         self.unlock(old)
@@ -71,11 +75,11 @@ class ReferenceTree(RadixCache):
         return freed
 
 
-# ops: ("cache", holder, key string, count) / ("match", key string) / ("evict", n) / ("release", holder)
+# ops: ("cache", holder, keys, count) / ("match", keys, end) / ("evict", n) / ("release", holder)
 KEYS = st.lists(st.integers(0, 2), min_size=1, max_size=7)
 OPS = st.lists(st.one_of(
     st.tuples(st.just("cache"), st.integers(0, 3), KEYS, st.integers(0, 7)),
-    st.tuples(st.just("match"), KEYS),
+    st.tuples(st.just("match"), KEYS, st.one_of(st.none(), st.integers(0, 8))),
     st.tuples(st.just("evict"), st.integers(1, 6)),
     st.tuples(st.just("release"), st.integers(0, 3)),
 ), max_size=40)
@@ -104,7 +108,7 @@ def _apply(tree: RadixCache, ops: list) -> list:
             holders[holder] = (keys, path[-1], count)
             answers.append((present, [n.value for n in path]))
         elif op[0] == "match":
-            values, node = tree.match_prefix(op[1])
+            values, node = tree.match_prefix(op[1], op[2])
             answers.append((values, node.key))
         elif op[0] == "evict":
             answers.append(tree.evict(op[1]))

@@ -65,10 +65,12 @@ class RadixCache:
             self._heap = [(node.last_access, node) for node in self._leaves]
             heapq.heapify(self._heap)
 
-    def match_prefix(self, keys: list) -> tuple[list, RadixNode]:
-        """Blocks of the longest cached prefix of `keys` and the node where it ends (an edge
-        matched part way is split there). Touches the matched path; locks nothing."""
-        node, i, end = self.root, 0, len(keys)
+    def match_prefix(self, keys: list, end: int | None = None) -> tuple[list, RadixNode]:
+        """Blocks of the longest cached prefix of keys[:end] (`end` None: all of them) and the
+        node where it ends (an edge matched part way is split there). Touches the matched path;
+        locks nothing."""
+        node, i = self.root, 0
+        end = len(keys) if end is None else min(end, len(keys))
         values: list = []
         while i < end:
             child = node.children.get(keys[i])

@@ -86,11 +86,11 @@ class RadixKvPool:
 
     # ---- matching and allocation ------------------------------------------------------------
 
-    def match(self, keys: list[int]) -> tuple[list[int], RadixNode]:
-        """Blocks of the longest cached prefix of `keys` and its node (locks nothing)."""
+    def match(self, keys: list[int], end: int | None = None) -> tuple[list[int], RadixNode]:
+        """Blocks of the longest cached prefix of keys[:end] and its node (locks nothing)."""
         if not self.caching:
             return [], self.tree.root
-        return self.tree.match_prefix(keys)
+        return self.tree.match_prefix(keys, end)
 
     def lock(self, node: RadixNode) -> None:
         self.tree.lock(node)
