@@ -9,7 +9,8 @@ from types import SimpleNamespace
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from sim_core.engine.radix_growth import RadixGrowth, grow_merged
+from sim_core.engine.radix_growth import RadixGrowth, grow_merged, plan_growth
+from sim_core.engine.run_growth import planned_allocations
 from sim_core.entities import Request
 from sim_core.memory.radix_pool import RadixKvPool
 
@@ -129,3 +130,23 @@ def test_blocks_that_evict_are_taken_before_a_completion_touches_the_tree():
     grow_merged(pool, promise, members, growth, 3)
     assert members[1].blocks == [3, 0]
     assert pool.tree.evict(10) == [1, 2]   # [b], then [a] in member 0's block
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 3), st.integers(1, 60)), min_size=1, max_size=12),
+       st.integers(2, 40), st.sampled_from([1, 4, 16]))
+def test_the_growth_plan_is_planned_allocations_in_stepwise_order(figures, k, size):
+    """`plan_growth` (ints sorted for runs of few members, numpy for more) lists the blocks
+    `planned_allocations` lists, in the same (formation, batch) order."""
+    members, remaining = [], []
+    for rid, (processed, spare, left) in enumerate(figures):
+        member = request(rid)
+        member.num_processed_tokens = processed + 1
+        member.num_blocks = -(-member.num_processed_tokens // size) + spare   # holds its tokens' blocks
+        members.append(member)
+        remaining.append(left)
+    promise = SimpleNamespace(block_size=size, growth="paged")
+    plan = planned_allocations(promise, members, remaining, k)
+    growth = plan_growth(promise, members, remaining, k, None)
+    assert list(zip(growth.formations, growth.takers)) == plan
+    assert growth.done == sorted((left, m) for m, left in enumerate(remaining) if left <= k - 1)
