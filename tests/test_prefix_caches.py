@@ -93,8 +93,8 @@ def test_insert_and_match_walks_once_as_insert_then_match():
     [3 4] first, then [5], then [1 2]."""
     tree = RadixCache()
     tree.insert([1, 2, 3, 4], [10, 11, 12, 13])
-    present, blocks, node = tree.insert_and_match([1, 2, 5], [20, 21, 22])
-    assert (present, blocks, node.key) == (2, [10, 11, 22], [5])
+    present, path = tree.insert_and_match([1, 2, 5, 7], [20, 21, 22, 23], 3)   # the first 3 keys
+    assert (present, [node.value for node in path], path[-1].key) == (2, [[], [10, 11], [22]], [5])
     tree.check_integrity()
     assert tree.evict(1) == [12, 13]
     assert tree.evict(1) == [22]

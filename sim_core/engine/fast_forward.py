@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 
+from sim_core.engine.radix_growth import complete, grow_merged, plan_growth
 from sim_core.engine.run_growth import (
     MemberArrays,
     allocation_counts,
@@ -437,6 +438,10 @@ class FastForward:
             events = run_events(promise, members, remaining, k, allocations)
             advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             steps = replay(promise, pool, members, processed, events, ends, replica, sim.recorder)
+        elif isinstance(pool, RadixKvPool) and not sim.recorder.keeps_blocks:
+            growth = plan_growth(promise, members, remaining, k, run.arrays)
+            advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
+            steps = self._record_blocks(replica, run, grow_merged(pool, promise, members, growth, k))
         elif pool.tracks_ids:
             ordered = ordered_events(promise, members, remaining, k, run.arrays)
             advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
@@ -596,23 +601,16 @@ def _decode_shape(num_requests: int, context: int, with_context: bool) -> BatchS
 
 def _grow_evicting(pool: RadixKvPool, recorder: Recorder, promise: SteadyDecode, members: list[Request],
                    events: list[tuple[int, int, int]], ends: np.ndarray) -> Changes:
-    """`_replay` for the radix pool (sglang): at each formation, the members that finished
-    are booked by the policy (`on_completion`: their tokens join the tree, their blocks are let
-    go), then the formation's blocks are taken as stepwise, evicting tree leaves first when the
-    free list is short. The pool records its own block events, so the recorder's clock is set
-    to each formation's instant meanwhile (hence no block ids for the bulk records); a
-    finished member's count is how many blocks it made spare (free or evictable)."""
+    """`_replay` for the radix pool (sglang) with block records (without: `radix_growth.py`): at
+    each formation, the members that finished are booked by the policy (`on_completion`: their
+    tokens join the tree, their blocks are let go), then the formation's blocks are taken as
+    stepwise, evicting tree leaves first when the free list is short. The pool records its own
+    block events, so the recorder's clock is set to each formation's instant meanwhile (hence
+    no block ids for the bulk records); a finished member's count is how many blocks it made
+    spare (free or evictable)."""
     growth = [(formation, member) for formation, kind, member in events if kind == 1]
     blocks: list[int] = []   # the pool recorded them
     changes = ([formation for formation, _ in growth], [member for _, member in growth], blocks, None)
-    if not recorder.keeps_blocks and (len(growth) <= pool.num_free_list or len(growth) == len(events)):
-        # no records to time. With enough free blocks nothing is evicted and the growth takes
-        # the free list's first blocks whatever completions return behind them (first in, first
-        # out); without completions, one eviction toward all the run's blocks evicts the same
-        # leaves as one per formation. Either way the same ids go to the same members.
-        pool.allocate_each([members[member] for _, member in growth])
-        return [_complete(pool, promise, members, formation, member)
-                for formation, kind, member in events if kind == 0], changes
     finished: Finished = []
     now, late = recorder.now, recorder.late
     recorder.late = False   # the formations' instants are past: their records are of the ordinary phase
@@ -623,20 +621,11 @@ def _grow_evicting(pool: RadixKvPool, recorder: Recorder, promise: SteadyDecode,
             if kind == 1:
                 takers.append(members[member])
             else:
-                finished.append(_complete(pool, promise, members, formation, member))
+                finished.append(complete(pool, promise, members, formation, member))
         if takers:
             pool.allocate_each(takers)
     recorder.now, recorder.late = now, late
     return finished, changes
-
-
-def _complete(pool: RadixKvPool, promise: SteadyDecode, members: list[Request], formation: int,
-              member: int) -> tuple[int, int, list[int], int]:
-    """The policy books a member's completion; returns its `Finished` row (blocks made spare)."""
-    assert promise.on_completion is not None, "radix runs go past a completion only when the policy books it"
-    used = pool.num_used
-    promise.on_completion(members[member])
-    return formation, member, [], used - pool.num_used
 
 
 def _allocate_each(pool: KvPool, requests: list[Request]) -> list[int]:

@@ -4,14 +4,14 @@ Each edge holds a run of keys and the KV block ids that hold them (one block per
 request locks the path to the node where its match ends (`lock` / `unlock` count along the
 path); unlocked leaves can be evicted, least recently used first, and a parent whose last
 child goes becomes a leaf candidate in the same pass. Recency is a logical clock (every node
-touched by a match or an insert gets the next tick, root to leaf), so eviction order is
-deterministic. `evictable_size` + `protected_size` is the number of blocks in the tree.
+below the root touched by a match or an insert gets the next tick, root to leaf), so eviction
+order is deterministic. `evictable_size` + `protected_size` is the number of blocks in the tree.
 
 The eviction heap lives as long as the tree: an entry (tick, leaf) is pushed whenever a node
-becomes a leaf or a leaf is touched; an entry whose node is no longer a leaf, or has been touched
-since, is stale and skipped when popped (the heap is rebuilt from the leaves when stale entries
-pile up). So its valid entries are exactly the leaves at their current ticks: the heap an
-eviction would build from scratch.
+becomes a leaf, a leaf is touched or a leaf is unlocked; an entry whose node is no longer a
+leaf, has been touched since or is locked is stale and dropped when popped (the heap is rebuilt
+from the leaves when stale entries pile up). So every unlocked leaf has an entry at its current
+tick: popping gives the unlocked leaves in the order a heap of them built from scratch would.
 """
 
 from __future__ import annotations
@@ -52,9 +52,10 @@ class RadixCache:
         self._heap: list[tuple[int, RadixNode]] = []
 
     def _touch(self, node: RadixNode) -> None:
+        """Make `node` the most recently used (never the root, whose recency nobody reads)."""
         self._tick += 1
         node.last_access = self._tick
-        if not node.children and node is not self.root:   # a leaf: its entry is now this one
+        if not node.children:   # a leaf: its entry is now this one
             self._push(node)
 
     def _push(self, leaf: RadixNode) -> None:
@@ -64,58 +65,99 @@ class RadixCache:
             self._heap = [(node.last_access, node) for node in self._leaves]
             heapq.heapify(self._heap)
 
-    def match_prefix(self, keys: list) -> tuple[list, RadixNode]:
-        """Blocks of the longest cached prefix of `keys` and the node where it ends (an edge
-        matched part way is split there). Touches the matched path; locks nothing."""
-        node, values, i = self.root, [], 0
-        self._touch(node)
-        while i < len(keys) and keys[i] in node.children:
-            child = node.children[keys[i]]
-            self._touch(child)
-            matched = _common_length(child.key, keys, i)
-            if matched < len(child.key):
+    def match_prefix(self, keys: list, end: int | None = None) -> tuple[list, RadixNode]:
+        """Blocks of the longest cached prefix of keys[:end] (`end` None: all of them) and the
+        node where it ends (an edge matched part way is split there). Touches the matched path;
+        locks nothing."""
+        node, i = self.root, 0
+        end = len(keys) if end is None else min(end, len(keys))
+        values: list = []
+        while i < end:
+            child = node.children.get(keys[i])
+            if child is None:
+                break
+            self._tick += 1   # _touch, inline
+            child.last_access = self._tick
+            if not child.children:
+                self._push(child)
+            edge = child.key
+            limit = min(len(edge), end - i)
+            matched = limit if edge[:limit] == keys[i:i + limit] else _common_length(edge, keys, i, end)
+            if matched < len(edge):
                 child = self._split(child, matched)
-            values.extend(child.value)
+            values += child.value
             node, i = child, i + matched
         return values, node
 
     def insert(self, keys: list, values: list) -> int:
         """Cache `values` (blocks) under `keys`; returns how many leading keys were already
         cached (the caller frees its own blocks for them). New nodes are unlocked."""
-        return self._insert(keys, values)[0]
-
-    def insert_and_match(self, keys: list, values: list) -> tuple[int, list, RadixNode]:
-        """`insert`, then `match_prefix(keys)` in one walk: what insert returns, the blocks now
-        cached under `keys` and the node where they end (touched as match_prefix touches them)."""
-        present, path = self._insert(keys, values)
-        for node in path:   # insert ended at node boundaries: match_prefix would split nothing
-            self._touch(node)
-        return present, [block for node in path[1:] for block in node.value], path[-1]
-
-    def _insert(self, keys: list, values: list) -> tuple[int, list[RadixNode]]:
-        """`insert`; also returns the nodes, root first, whose edges hold `keys`."""
         assert len(keys) == len(values)
-        node, i = self.root, 0
-        path = [node]
-        self._touch(node)
-        while i < len(keys) and keys[i] in node.children:
-            child = node.children[keys[i]]
+        node, i, end = self.root, 0, len(keys)
+        while i < end:
+            child = node.children.get(keys[i])
+            if child is None:
+                break
             self._touch(child)
-            matched = _common_length(child.key, keys, i)
+            matched = _common_length(child.key, keys, i, end)
             if matched < len(child.key):
                 child = self._split(child, matched)
             node, i = child, i + matched
+        if i < end:
+            self._touch(self._add_leaf(node, keys, values, i, end))
+        return i
+
+    def insert_and_match(self, keys: list, values: list, count: int, start_node: RadixNode | None = None,
+                         start: int = 0) -> tuple[int, list[RadixNode]]:
+        """`insert(keys[:count], values[:count])`, then `match_prefix(keys[:count])`, in one
+        walk: returns how many leading keys were cached already and the nodes, root first,
+        whose edges hold the `count` keys. The touches are the two calls' to the order they
+        leave: insert's touches of the path are overwritten by the match's, all but that of the
+        edge it splits (whose lower part is off the path), so that one is made as the walk
+        passes and the path's are made once, root to leaf, at the end. `start_node`: a node
+        whose path holds keys[:start] (a holder's locked node, `start` <= `count`): the walk
+        starts there, its path read upward."""
+        assert count <= min(len(keys), len(values))
+        if start_node is None:
+            node, i = self.root, 0
+            path = [node]
+        else:
+            node, i = start_node, start
+            path = [node]
+            while node.parent is not None:
+                node = node.parent
+                path.append(node)
+            path.reverse()
+            node = start_node
+        while i < count:
+            child = node.children.get(keys[i])
+            if child is None:
+                break
+            matched = _common_length(child.key, keys, i, count)
+            if matched < len(child.key):
+                self._touch(child)
+                child = self._split(child, matched)
+            node, i = child, i + matched
             path.append(node)
-        if i < len(keys):
-            self._tick += 1
-            leaf = RadixNode(list(keys[i:]), list(values[i:]), node, self._tick)
-            self._leaves.discard(node)
-            self._leaves.add(leaf)
-            node.children[keys[i]] = leaf
-            self._push(leaf)
-            self.evictable_size += len(leaf.value)
-            path.append(leaf)
+        if i < count:
+            path.append(self._add_leaf(node, keys, values, i, count))
+        tick = self._tick
+        for node in path[1:]:   # only the last node of the path can be a leaf
+            tick += 1
+            node.last_access = tick
+        self._tick = tick
+        if not node.children and node is not self.root:
+            self._push(node)
         return i, path
+
+    def _add_leaf(self, parent: RadixNode, keys: list, values: list, start: int, end: int) -> RadixNode:
+        """A new unlocked leaf under `parent` holding keys[start:end] (not touched yet)."""
+        leaf = RadixNode(keys[start:end], values[start:end], parent, self._tick)
+        self._leaves.discard(parent)
+        self._leaves.add(leaf)
+        parent.children[keys[start]] = leaf
+        self.evictable_size += end - start
+        return leaf
 
     def _split(self, child: RadixNode, length: int) -> RadixNode:
         """Cut `child`'s edge after `length` keys; returns the new upper node."""
@@ -135,42 +177,60 @@ class RadixCache:
                 self.evictable_size -= len(node.value)
                 self.protected_size += len(node.value)
             node.lock_ref += 1
-            node = self._parent(node)
+            parent = node.parent
+            assert parent is not None, "only the root has no parent"
+            node = parent
 
     def unlock(self, node: RadixNode) -> None:
-        """Undo one `lock(node)`."""
+        """Undo one `lock(node)`. A leaf left unlocked gets its heap entry back (eviction drops
+        the entries of locked leaves)."""
+        leaf = node
         while node is not self.root:
             assert node.lock_ref > 0, "unlock without lock"
             if node.lock_ref == 1:
                 self.evictable_size += len(node.value)
                 self.protected_size -= len(node.value)
             node.lock_ref -= 1
+            parent = node.parent
+            assert parent is not None, "only the root has no parent"
+            node = parent
+        if leaf.lock_ref == 0 and not leaf.children and leaf is not self.root:
+            self._push(leaf)
+
+    def move_lock(self, old: RadixNode, new: RadixNode) -> None:
+        """`unlock(old)` then `lock(new)` where `old` is on the path from the root to `new` (a
+        holder's lock moving down its own path): the nodes from `old` up keep their counts,
+        so only those below it are walked."""
+        node = new
+        while node is not old:
+            assert node is not self.root, "move_lock: old is not on new's path"
+            if node.lock_ref == 0:
+                self.evictable_size -= len(node.value)
+                self.protected_size += len(node.value)
+            node.lock_ref += 1
             node = self._parent(node)
 
     def evict(self, num_blocks: int) -> list:
         """Remove unlocked leaves, least recently used first, until at least `num_blocks`
         blocks are freed or nothing more can go; returns the freed blocks in eviction order
-        (every node has its own tick, so the order does not depend on how leaves are listed)."""
-        heap, leaves = self._heap, self._leaves
+        (every node has its own tick, so the order does not depend on how leaves are listed).
+        A locked leaf's entry is dropped when popped: `unlock` pushes it again."""
+        heap, leaves, root = self._heap, self._leaves, self.root
+        heappop = heapq.heappop
         freed: list = []
-        locked = []   # popped leaves that stay (locked): back into the heap afterwards
         while len(freed) < num_blocks and heap:
-            tick, leaf = heapq.heappop(heap)
-            if tick != leaf.last_access or leaf not in leaves:
-                continue   # stale
-            if leaf.lock_ref > 0:
-                locked.append((tick, leaf))
-                continue
-            freed.extend(leaf.value)
-            parent = self._parent(leaf)
+            tick, leaf = heappop(heap)
+            if tick != leaf.last_access or leaf.lock_ref or leaf not in leaves:
+                continue   # stale, or locked
+            freed += leaf.value
+            parent = leaf.parent
+            assert parent is not None, "only the root has no parent"
             del parent.children[leaf.key[0]]
             leaves.discard(leaf)
             self.evictable_size -= len(leaf.value)
-            if not parent.children and parent is not self.root:
+            if not parent.children and parent is not root:
                 leaves.add(parent)
                 heapq.heappush(heap, (parent.last_access, parent))
-        for entry in locked:
-            heapq.heappush(heap, entry)
         return freed
 
     @staticmethod
@@ -207,12 +267,13 @@ class RadixCache:
         leaves = {node for node in self._nodes() if not node.children and node is not self.root}
         assert leaves == self._leaves, "leaf set out of step"
         current = {node for tick, node in self._heap if node in leaves and node.last_access == tick}
-        assert current == leaves, "a leaf has no eviction heap entry at its tick"
+        unlocked = {node for node in leaves if not node.lock_ref}
+        assert unlocked <= current, "an unlocked leaf has no heap entry at its tick"
 
 
-def _common_length(edge: list, keys: list, start: int) -> int:
-    """How many leading keys of `edge` equal keys[start:]."""
-    limit = min(len(edge), len(keys) - start)
+def _common_length(edge: list, keys: list, start: int, end: int) -> int:
+    """How many leading keys of `edge` equal keys[start:end]."""
+    limit = min(len(edge), end - start)
     if edge[:limit] == keys[start:start + limit]:   # the usual case, compared in C
         return limit
     n = 0   # a mismatch lies before limit

@@ -73,8 +73,9 @@ class RadixKvPool:
     def evict_until(self, num: int) -> None:
         """Evict unlocked tree leaves (LRU) until the free list holds `num` blocks or nothing
         more can be evicted."""
-        if self.num_free_list < num and self.tree.evictable_size:
-            evicted = self.tree.evict(num - self.num_free_list)
+        short = num - len(self._free) - self.num_blocks + self.next_fresh   # num - num_free_list
+        if short > 0 and self.tree.evictable_size:
+            evicted = self.tree.evict(short)
             for block in evicted:
                 self._place[block] = FREE
             self._free.extend(evicted)
@@ -85,11 +86,11 @@ class RadixKvPool:
 
     # ---- matching and allocation ------------------------------------------------------------
 
-    def match(self, keys: list[int]) -> tuple[list[int], RadixNode]:
-        """Blocks of the longest cached prefix of `keys` and its node (locks nothing)."""
+    def match(self, keys: list[int], end: int | None = None) -> tuple[list[int], RadixNode]:
+        """Blocks of the longest cached prefix of keys[:end] and its node (locks nothing)."""
         if not self.caching:
             return [], self.tree.root
-        return self.tree.match_prefix(keys)
+        return self.tree.match_prefix(keys, end)
 
     def lock(self, node: RadixNode) -> None:
         self.tree.lock(node)
@@ -175,23 +176,25 @@ class RadixKvPool:
         start = self._tree_len[request.id]
         if count <= start:
             return
-        present, path, node = self.tree.insert_and_match(keys[:count], request.blocks[:count])
         table = request.blocks
-        if present > start:
+        held = self._node[request.id]   # the end of its table's tree part, keys[:start]
+        present, path = self.tree.insert_and_match(keys, table, count, held, start)
+        if present > start:   # the tree had table[start:present]'s content already: its blocks replace them
+            cached = [block for node in path[1:] for block in node.value][start:present]
             duplicates = table[start:present]
             self._release(request.id, duplicates)
             self._event(request.id, duplicates, -1)
         new = table[max(start, present):count]
+        place = self._place
         for block in new:
-            self._place[block] = IN_TREE
+            place[block] = IN_TREE
         if new:
             self._event(-1, new, 2)
-        assert len(path) == count
         if present > start:
-            self._event(request.id, path[start:present], 1)
-        table[:count] = path
-        self.tree.unlock(self._node[request.id])
-        self.tree.lock(node)
+            self._event(request.id, cached, 1)
+            table[start:present] = cached
+        node = path[-1]
+        self.tree.move_lock(held, node)   # the old end lies on the new path
         self._node[request.id], self._tree_len[request.id] = node, count
 
     def free(self, request: BlockHolder) -> list[int]:

@@ -189,9 +189,17 @@ class SglangScheduler(SglangPrefill):
             return None   # the run would end at a completion this close: stepping costs less
         if len(batch.requests) != len(self.running) or len(batch.requests) > self.max_running:
             return None   # PP > 1 leaves some running requests in flight (no fast-forward there)
-        return SteadyDecode(self, UNBOUNDED, past_completions=not self.waiting, growth="paged",
-                            padded_sizes=self._padded_sizes, inbox_may_join=True, on_completion=self._complete_in_run,
-                            counts_frees=False, sequential_sums=True)
+        return self._promises[not self.waiting]
+
+    @cached_property
+    def _promises(self) -> tuple[SteadyDecode, SteadyDecode]:
+        """The two promises a decode batch can get, by past_completions (the promise is frozen
+        and says nothing of the batch itself: made once)."""
+        def promise(past_completions: bool) -> SteadyDecode:
+            return SteadyDecode(self, UNBOUNDED, past_completions=past_completions, growth="paged",
+                                padded_sizes=self._padded_sizes, inbox_may_join=True,
+                                on_completion=self._complete_in_run, counts_frees=False, sequential_sums=True)
+        return promise(False), promise(True)
 
     def _complete_in_run(self, request: Request) -> None:
         """A member finished inside a fast-forwarded run: booked as its batch end would."""

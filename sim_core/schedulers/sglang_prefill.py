@@ -145,8 +145,7 @@ class SglangPrefill(EngineScheduler):
     def _match(self, request: Request) -> tuple[list[int], RadixNode]:
         if not self.caching:
             return [], self.pool.tree.root
-        keys = self.keys(request)
-        return self.pool.match(keys[: (request.num_prefill_tokens - 1) // self._block_size])
+        return self.pool.match(self.keys(request), (request.num_prefill_tokens - 1) // self._block_size)
 
     def _admit(self, request: Request, hits: list[int], node: RadixNode) -> None:
         self.pool.admit(request, hits, node)
@@ -162,7 +161,8 @@ class SglangPrefill(EngineScheduler):
 
     def _running_reserve(self) -> float:
         """Tokens the running requests are expected to still generate (their KV to come)."""
-        return sum(min(self._outputs_left(r), CLIP_MAX_NEW_TOKENS) * self.new_token_ratio for r in self.running)
+        ratio = self.new_token_ratio   # (_outputs_left inline: once per running request and prefill try)
+        return sum(min(r.total_tokens - r.num_known_tokens, CLIP_MAX_NEW_TOKENS) * ratio for r in self.running)
 
     @staticmethod
     def _outputs_left(request: Request) -> int:
