@@ -84,7 +84,7 @@ def engine_knobs(draw, policy: str, block_size: int) -> dict:
                 "enable_chunked_prefill": draw(st.booleans()), "max_num_seqs": draw(st.integers(0, 6))}
     if policy == "vllm_v1":
         return {"enable_prefix_caching": draw(st.booleans()), "max_num_seqs": draw(st.integers(0, 6)),
-                "max_num_batched_tokens": draw(st.integers(1, 96))}
+                "max_num_batched_tokens": draw(st.integers(1, 96)), "async_scheduling": draw(st.booleans())}
     if policy == "sglang":
         return {"enable_prefix_caching": draw(st.booleans()), "max_running_requests": draw(st.integers(0, 6)),
                 "max_prefill_tokens": draw(st.integers(1, 128)),
@@ -142,10 +142,31 @@ LANDED_BEFORE_THE_INBOX = _found_case(
     [(93, 2, 0, 0, 0), (65, 4, 0, 1, 4)] + [(1, 1, 0, turn, 0) for turn in range(2, 14)])
 
 
+# Serial steps: a run went on while a later turn of a member's session waited in the decode
+# replica's inbox; stepwise, the members' newly keyed blocks gave it the hits that let it in.
+WAITING_FOR_ITS_PREVIOUS_TURN = (
+    {"seed": 56, "max_model_len": 256, "predictor": {"type": "linear", "base_s": 0.005, "per_token_s": 0.0},
+     "cluster": {"num_replicas": 1},
+     "scheduler": {"type": "vllm_v1", "block_size": 8, "num_blocks": 28, "batch_size_cap": 8,
+                   "enable_prefix_caching": True, "max_num_seqs": 0, "max_num_batched_tokens": 24,
+                   "async_scheduling": False},
+     "workload": {"sessions": {"closed_loop": False}},
+     "disaggregation": {"enabled": True, "link_bandwidth_gb_s": 1.0, "link_latency_s": 0.002,
+                        "prefill": {"num_replicas": 2, "global_scheduler": "lor"},
+                        "decode": {"num_replicas": 2, "global_scheduler": "lor"}}},
+    Workload(np.array([0.025, 0.098, 0.2, 0.263, 0.284, 0.286, 0.375, 0.379, 0.386, 0.4, 0.571, 0.6, 0.942]),
+             np.array([72, 35, 86, 18, 76, 3, 82, 5, 1, 54, 71, 9, 30], dtype=np.int64),
+             np.array([12, 27, 31, 34, 6, 25, 2, 2, 25, 18, 11, 32, 22], dtype=np.int64), "h",
+             session_id=np.array([0, 0, 3, 0, 3, 3, 0, 2, 1, 0, 2, 1, 3], dtype=np.int64),
+             turn=np.array([0, 1, 0, 2, 1, 2, 3, 0, 0, 4, 1, 1, 3], dtype=np.int64),
+             prefix_len=np.array([0, 11, 66, 4, 71, 2, 50, 5, 1, 10, 4, 8, 5], dtype=np.int64)))
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 @example(LANDED_MID_RUN)
 @example(LANDED_BEFORE_THE_INBOX)
+@example(WAITING_FOR_ITS_PREVIOUS_TURN)
 def test_fast_forward_is_identical_to_stepwise_with_pools_and_closed_loop_sessions(case):
     """Hand-offs, transfers and turns released mid-run cut fast-forwarded runs exactly where the
     stepwise simulation would see them: every table and the summary are identical."""

@@ -122,7 +122,10 @@ def _locate_many(logs: np.ndarray, coords: np.ndarray, power: float,
         frac = np.zeros_like(x)
     else:
         frac = np.clip((x - logs[low]) / (logs[low + 1] - logs[low]), 0.0, 1.0)
-    scale = np.where(coords > axis[last], portable.power(np.maximum(coords, axis[last]) / axis[last], power), 1.0)
+    scale = np.ones_like(coords)
+    above = coords > axis[last]
+    if above.any():
+        scale[above] = portable.power(coords[above] / axis[last], power)
     return low, frac, scale
 
 

@@ -473,7 +473,7 @@ class VllmV1Scheduler(EngineScheduler):
 
     def _take(self, request: Request, needed: int, upto: int, hits: Sequence[int] = ()) -> None:
         """Blocks for more tokens: the cached `hits` and `needed` new ones; with caching, key
-        the blocks the first `upto` tokens fill."""
+        the blocks the first `upto` tokens fill. (`_run` does the no-new-block case inline.)"""
         if self._cache is not None:
             if needed or hits:
                 taken = self._cache.allocate(request, needed, hits)
@@ -506,9 +506,12 @@ class VllmV1Scheduler(EngineScheduler):
         if waiting and self.caching and self._head_follows_a_turn():
             return None
         # with caching a finished member's blocks stay cached (shared, or kept for later hits):
-        # growth planning does not count them as spare
+        # growth planning does not count them as spare; and each formation keys the members'
+        # newly filled blocks, which can give a hand-off waiting in this decode replica's inbox
+        # (a later turn of a member's session) the hits that let it in: no run while one waits
         return SteadyDecode(self, UNBOUNDED, past_completions=not waiting, growth="paged", keys_blocks=self.caching,
-                            in_flight=in_flight, counts_frees=not self.caching, sequential_sums=in_flight is not None)
+                            in_flight=in_flight, counts_frees=not self.caching, sequential_sums=in_flight is not None,
+                            inbox_may_join=self.caching)
 
     def _step_ahead_of(self, batch: Batch) -> Batch | None:
         """Async: the step running while `batch` was formed, when it runs one decode token of

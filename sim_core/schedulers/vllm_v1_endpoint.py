@@ -64,7 +64,13 @@ class V1Endpoint(EngineEndpoint):
         (`_update_waiting_for_remote_kv`, which reaches it in the waiting queue ahead of the
         requests that came after it), not when the transfer ends. Keyed then, they also stay
         in step order with a fast-forwarded run's keys, which the run makes at its end
-        (engine/run_replay.py); a landing cuts the run, so its end comes first."""
+        (engine/run_replay.py); a landing cuts the run, so its end comes first. Where this
+        differs from vLLM: vLLM reaches the landed request in its waiting loop, after the
+        running phase has keyed its blocks, and only when that phase preempted nobody and left
+        room; here the landed blocks are keyed first, and the inbox is read before the running
+        phase (vLLM looks a new remote request up in the same waiting loop). The key counts
+        are those of `kv_tokens`, as for any running request (vLLM keys one block fewer when the
+        prompt fills its last block exactly)."""
         scheduler = self.scheduler
         for request in self._landed:
             if not request.completed:
