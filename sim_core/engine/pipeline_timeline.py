@@ -132,17 +132,39 @@ class Timeline:
     def advance(self, until: float, budget: int) -> None:
         """Handle events before `until`, at most `budget` executions (then up to the next
         instant, `end`, the earliest end not handled), stopping at a lane's final batch end
-        (`final`, `end` its instant). (`_start` inlined: this loop is most of a busy pipeline
-        run's time.)"""
+        (`final`, `end` its instant)."""
         if self.solo is not None:
             return self._advance_solo(until)
+        now = self.end
+        if len(self.iteration) == 2 and len(self.busy) == 2:   # two micro-batches on two stages
+            for _ in range(3):   # both run within two events of the start (`_rounds`)
+                if len(self.heap) == 2:
+                    budget, now = self._rounds(until, budget, now)
+                    break
+                budget, now, stopped = self._loop(until, budget, now, 1)
+                if stopped:
+                    break
+        self._loop(until, budget, now, -1)
+        end, not_final = self.heap[0][0], self.heap[0][1]
+        self.final = not not_final and end < until
+        self.end = min(end, until)
+
+    def _loop(self, until: float, budget: int, now: float, limit: int) -> tuple[int, float, bool]:
+        """The event loop of `advance` from `now` (the last event handled), for at most `limit`
+        events (-1: no limit); returns the budget left, the last event's instant and whether it
+        stopped (rather than reached its limit). (`_start` inlined: this loop is most of a busy
+        pipeline run's time.)"""
         heap, busy, queues, iteration, started, last = (self.heap, self.busy, self.queues, self.iteration,
                                                         self.started, self.last)
         durations, finals, rows, formed_at, formed, done = (self.durations, self.finals, self.rows, self.formed_at,
                                                             self.formed, self.lanes_done)
         push, pop = heapq.heappush, heapq.heappop
-        seq, count, now = self.seq, self.count, self.end
+        seq, count, stopped = self.seq, self.count, True
         while True:
+            if not limit:
+                stopped = False
+                break
+            limit -= 1
             item = heap[0]
             end = item[0]
             if (budget <= 0 and end != now) or not item[1] or end >= until:
@@ -179,9 +201,57 @@ class Timeline:
             else:
                 queues[k].append(m)
         self.seq, self.count = seq, count
-        end, not_final = heap[0][0], heap[0][1]
-        self.final = not not_final and end < until
-        self.end = min(end, until)
+        return budget, now, stopped
+
+    def _rounds(self, until: float, budget: int, now: float) -> tuple[int, float]:
+        """`_loop` for two micro-batches running on two stages, a round (two events) at a time,
+        up to the round where `_loop` would stop (it takes over there). In lockstep: the first
+        of the two to end (x, lane p on stage kp) queues at the other stage (y's), leaving its
+        own idle; when y (lane q on kq) ends, stage kq takes p and q starts on kp: both start
+        at y's end, so the pair is again two micro-batches running, and every round is the
+        same two events, in the heap's order, with the same seq numbers as `_loop`'s."""
+        heap, busy, iteration, started, last = self.heap, self.busy, self.iteration, self.started, self.last
+        durations, finals, rows, formed_at, formed, done = (self.durations, self.finals, self.rows, self.formed_at,
+                                                            self.formed, self.lanes_done)
+        seq, count = self.seq, self.count
+        x, y = heap   # a heap of two: x is the smaller
+        while True:
+            e1, e2 = x[0], y[0]
+            if (budget <= 0 and e1 != now) or not x[1] or e1 >= until:
+                break
+            if (budget <= 1 and e2 != e1) or not y[1] or e2 >= until:
+                break
+            p, kp, q, kq = x[3], x[4], y[3], y[4]
+            budget -= 2
+            count += 2
+            now = e2
+            if rows is not None:
+                rows.append((p, iteration[p], kp, started[p], e1))
+                rows.append((q, iteration[q], kq, started[q], e2))
+            if kp == last:   # p's batch ends at e1, its next iteration formed then
+                done[p].append(e1)
+                iteration[p] += 1
+                formed_at.append(e1)
+                formed.append(p)
+            j = iteration[p]
+            seq += 1
+            started[p] = e2
+            x = (e2 + durations[p][kq][j], 0 if kq == last and j == finals[p] else 1, seq, p, kq)
+            if kq == last:
+                done[q].append(e2)
+                iteration[q] += 1
+                formed_at.append(e2)
+                formed.append(q)
+            i = iteration[q]
+            seq += 1
+            started[q] = e2
+            y = (e2 + durations[q][kp][i], 0 if kp == last and i == finals[q] else 1, seq, q, kp)
+            if y < x:
+                x, y = y, x
+        heap[:] = [x, y]
+        busy[x[4]], busy[y[4]] = x[3], y[3]
+        self.seq, self.count = seq, count
+        return budget, now
 
     def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The executions handled (kept ones): lanes, iterations, stages, starts, ends."""
