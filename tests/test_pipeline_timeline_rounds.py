@@ -1,4 +1,4 @@
-"""Two micro-batches on two stages: `Timeline._rounds` (a round of two events at a time)
+"""Two micro-batches on two stages: `Timeline._rounds` and `_sprint` (a round of two events at a time)
 against the event loop alone (`_loop`, every event through the heap), on random stage times,
 starting points, stops (`until`, budgets, a lane's final batch end) and chunkings (hypothesis):
 every piece of state the run reads must be the same after each `advance`.
@@ -22,12 +22,18 @@ from sim_core.entities import Batch, Request
 class _LoopOnly(Timeline):
     """The reference: no rounds, the event loop handles every event."""
 
+    def _sprint(self, until: float, budget: int, now: float) -> tuple[int, float]:
+        return budget, now
+
     def _rounds(self, until: float, budget: int, now: float) -> tuple[int, float]:
         return budget, now
 
 
 SECONDS = st.one_of(st.sampled_from([0.25, 0.5, 0.75, 1.0]),
                     st.floats(min_value=0.01, max_value=2.0, allow_nan=False, allow_infinity=False))
+
+
+UNTIL = st.one_of(st.just(math.inf), st.floats(0.0, 40.0), st.integers(0, 80).map(lambda quarters: quarters / 4))
 
 
 @st.composite
@@ -38,7 +44,7 @@ def _cases(draw: st.DrawFn) -> dict:
     stage = draw(st.integers(0, 1))
     now = draw(st.sampled_from([0.0, 0.5, 1.0]))
     since = now - draw(st.sampled_from([0.0, 0.25, 0.5]))
-    stops = draw(st.lists(st.tuples(st.one_of(st.just(math.inf), st.floats(0.0, 40.0)), st.integers(1, 20)),
+    stops = draw(st.lists(st.tuples(UNTIL, st.integers(1, 20)),
                           min_size=1, max_size=6))
     return {"iterations": iterations, "durations": durations, "stage": stage, "now": now, "since": since,
             "stops": stops, "keep": draw(st.booleans())}

@@ -54,7 +54,8 @@ class Timeline:
     at it."""
 
     __slots__ = ("durations", "finals", "last", "heap", "seq", "iteration", "started", "busy", "queues",
-                 "lanes_done", "rows", "count", "formed_at", "formed", "end", "final", "solo")
+                 "lanes_done", "rows", "count", "formed_at", "formed", "end", "final", "solo",
+                 "flat")
 
     def __init__(self, lanes: list[Lane], located: list[tuple[int, Batch, float | None]], now: float,
                  num_stages: int, keep: bool = True) -> None:
@@ -78,6 +79,7 @@ class Timeline:
         self.end = now          # every event before it handled, none at or after it
         self.final = False      # whether `end` is a lane's final batch end
         self.solo: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.flat: list[list[float]] | None = None   # per lane, its stage times in execution order (`_sprint`)
         if len(lanes) == 1:   # alone in the pipeline: its executions follow each other back to back
             self.solo = self._solo(lanes[0], now, num_stages)
             return
@@ -139,6 +141,8 @@ class Timeline:
         if len(self.iteration) == 2 and len(self.busy) == 2:   # two micro-batches on two stages
             for _ in range(3):   # both run within two events of the start (`_rounds`)
                 if len(self.heap) == 2:
+                    if self.rows is None:
+                        budget, now = self._sprint(until, budget, now)
                     budget, now = self._rounds(until, budget, now)
                     break
                 budget, now, stopped = self._loop(until, budget, now, 1)
@@ -252,6 +256,59 @@ class Timeline:
         busy[x[4]], busy[y[4]] = x[3], y[3]
         self.seq, self.count = seq, count
         return budget, now
+
+    def _sprint(self, until: float, budget: int, now: float) -> tuple[int, float]:
+        """`_rounds` without rows kept, for the rounds every check of the loop passes whatever
+        their ties: a budget of two or more left, no final execution, both ends before `until`.
+        A lane moves one execution on per round (stage 0, 1, then its next iteration's 0), so
+        with `flat` its stage times in that order, lane m's execution at position 2j + k, a
+        round starting at T ends lane m's at T + flat[m][position] (the loop's addition) and
+        the next starts at the later of the two ends; the lane on stage 1 ends its batch. The
+        first of the pair to end gets the smaller seq of the next pair (on a tie, the one that
+        went first before keeps going first)."""
+        if self.flat is None:
+            self.flat = [[time for pair in zip(lane[0], lane[1]) for time in pair] for lane in self.durations]
+        heap, iteration, finals = self.heap, self.iteration, self.finals
+        fa, fb = self.flat
+        one_first = heap[0][3] == 0
+        ends = {heap[0][3]: heap[0], heap[1][3]: heap[1]}
+        x, y = ends[0], ends[1]
+        a, b = 2 * iteration[0] + x[4], 2 * iteration[1] + y[4]
+        last_a, last_b = 2 * finals[0] + 1, 2 * finals[1] + 1
+        rounds = min(budget // 2, last_a - a, last_b - b)
+        if rounds <= 0:
+            return budget, now
+        formed_at = self.formed_at
+        append, before, first = formed_at.append, len(formed_at), a & 1 ^ 1   # the lane on stage 1 first
+        ea, eb, start, a0, stop = x[0], y[0], now, a, a + rounds
+        while a < stop:
+            later = ea if ea > eb else eb
+            if later >= until:
+                break
+            if ea != eb:
+                one_first = ea < eb
+            append(ea if a & 1 else eb)   # the lane leaving the last stage: its batch ends
+            a += 1
+            b += 1
+            start = later
+            ea = later + fa[a]
+            eb = later + fb[b]
+        r = a - a0
+        if not r:
+            return budget, now
+        batch_ends = formed_at[before:]   # alternately the two lanes', `first`'s first
+        self.lanes_done[first] += batch_ends[0::2]
+        self.lanes_done[first ^ 1] += batch_ends[1::2]
+        self.formed += [first, first ^ 1] * (r // 2) + [first] * (r % 2)
+        seq = self.seq + 2 * r
+        x = (ea, 0 if a == last_a else 1, seq - 1 if one_first else seq, 0, a & 1)
+        y = (eb, 0 if b == last_b else 1, seq if one_first else seq - 1, 1, b & 1)
+        heap[:] = [x, y] if x < y else [y, x]
+        self.busy[a & 1], self.busy[b & 1] = 0, 1
+        iteration[0], iteration[1] = a // 2, b // 2
+        self.started[0] = self.started[1] = start
+        self.seq, self.count = seq, self.count + 2 * r
+        return budget - 2 * r, start
 
     def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The executions handled (kept ones): lanes, iterations, stages, starts, ends."""
