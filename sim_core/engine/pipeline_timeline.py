@@ -8,7 +8,8 @@ time later (the cost model's, bitwise `Simulator.stage_time`). Same-instant even
 replica cannot reorder anything: a stage receives batches only from the stage before it (stage
 0 from the last), whose executions are serial, so no two batches become ready for a stage at
 one instant, and a start time is max(ready, free) whichever of two same-instant events is
-handled first.
+handled first. Two micro-batches on two stages go in lockstep once both run: `_rounds` and
+`_sprint` take their events two at a time without the heap, the loop taking over where it stops.
 """
 
 from __future__ import annotations
