@@ -8,7 +8,8 @@ time later (the cost model's, bitwise `Simulator.stage_time`). Same-instant even
 replica cannot reorder anything: a stage receives batches only from the stage before it (stage
 0 from the last), whose executions are serial, so no two batches become ready for a stage at
 one instant, and a start time is max(ready, free) whichever of two same-instant events is
-handled first.
+handled first. Two micro-batches on two stages go in lockstep once both run: `_rounds` and
+`_sprint` take their events two at a time without the heap, the loop taking over where it stops.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ class Timeline:
     at it."""
 
     __slots__ = ("durations", "finals", "last", "heap", "seq", "iteration", "started", "busy", "queues",
-                 "lanes_done", "rows", "count", "formed_at", "formed", "end", "final", "solo")
+                 "lanes_done", "rows", "count", "formed_at", "formed", "end", "final", "solo",
+                 "flat")
 
     def __init__(self, lanes: list[Lane], located: list[tuple[int, Batch, float | None]], now: float,
                  num_stages: int, keep: bool = True) -> None:
@@ -78,6 +80,7 @@ class Timeline:
         self.end = now          # every event before it handled, none at or after it
         self.final = False      # whether `end` is a lane's final batch end
         self.solo: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.flat: list[list[float]] | None = None   # per lane, its stage times in execution order (`_sprint`)
         if len(lanes) == 1:   # alone in the pipeline: its executions follow each other back to back
             self.solo = self._solo(lanes[0], now, num_stages)
             return
@@ -132,17 +135,41 @@ class Timeline:
     def advance(self, until: float, budget: int) -> None:
         """Handle events before `until`, at most `budget` executions (then up to the next
         instant, `end`, the earliest end not handled), stopping at a lane's final batch end
-        (`final`, `end` its instant). (`_start` inlined: this loop is most of a busy pipeline
-        run's time.)"""
+        (`final`, `end` its instant)."""
         if self.solo is not None:
             return self._advance_solo(until)
+        now = self.end
+        if len(self.iteration) == 2 and len(self.busy) == 2:   # two micro-batches on two stages
+            for _ in range(3):   # both run within two events of the start (`_rounds`)
+                if len(self.heap) == 2:
+                    if self.rows is None:
+                        budget, now = self._sprint(until, budget, now)
+                    budget, now = self._rounds(until, budget, now)
+                    break
+                budget, now, stopped = self._loop(until, budget, now, 1)
+                if stopped:
+                    break
+        self._loop(until, budget, now, -1)
+        end, not_final = self.heap[0][0], self.heap[0][1]
+        self.final = not not_final and end < until
+        self.end = min(end, until)
+
+    def _loop(self, until: float, budget: int, now: float, limit: int) -> tuple[int, float, bool]:
+        """The event loop of `advance` from `now` (the last event handled), for at most `limit`
+        events (-1: no limit); returns the budget left, the last event's instant and whether it
+        stopped (rather than reached its limit). (`_start` inlined: this loop is most of a busy
+        pipeline run's time.)"""
         heap, busy, queues, iteration, started, last = (self.heap, self.busy, self.queues, self.iteration,
                                                         self.started, self.last)
         durations, finals, rows, formed_at, formed, done = (self.durations, self.finals, self.rows, self.formed_at,
                                                             self.formed, self.lanes_done)
         push, pop = heapq.heappush, heapq.heappop
-        seq, count, now = self.seq, self.count, self.end
+        seq, count, stopped = self.seq, self.count, True
         while True:
+            if not limit:
+                stopped = False
+                break
+            limit -= 1
             item = heap[0]
             end = item[0]
             if (budget <= 0 and end != now) or not item[1] or end >= until:
@@ -179,9 +206,110 @@ class Timeline:
             else:
                 queues[k].append(m)
         self.seq, self.count = seq, count
-        end, not_final = heap[0][0], heap[0][1]
-        self.final = not not_final and end < until
-        self.end = min(end, until)
+        return budget, now, stopped
+
+    def _rounds(self, until: float, budget: int, now: float) -> tuple[int, float]:
+        """`_loop` for two micro-batches running on two stages, a round (two events) at a time,
+        up to the round where `_loop` would stop (it takes over there). In lockstep: the first
+        of the two to end (x, lane p on stage kp) queues at the other stage (y's), leaving its
+        own idle; when y (lane q on kq) ends, stage kq takes p and q starts on kp: both start
+        at y's end, so the pair is again two micro-batches running, and every round is the
+        same two events, in the heap's order, with the same seq numbers as `_loop`'s."""
+        heap, busy, iteration, started, last = self.heap, self.busy, self.iteration, self.started, self.last
+        durations, finals, rows, formed_at, formed, done = (self.durations, self.finals, self.rows, self.formed_at,
+                                                            self.formed, self.lanes_done)
+        seq, count = self.seq, self.count
+        x, y = heap   # a heap of two: x is the smaller
+        while True:
+            e1, e2 = x[0], y[0]
+            if (budget <= 0 and e1 != now) or not x[1] or e1 >= until:
+                break
+            if (budget <= 1 and e2 != e1) or not y[1] or e2 >= until:
+                break
+            p, kp, q, kq = x[3], x[4], y[3], y[4]
+            budget -= 2
+            count += 2
+            now = e2
+            if rows is not None:
+                rows.append((p, iteration[p], kp, started[p], e1))
+                rows.append((q, iteration[q], kq, started[q], e2))
+            if kp == last:   # p's batch ends at e1, its next iteration formed then
+                done[p].append(e1)
+                iteration[p] += 1
+                formed_at.append(e1)
+                formed.append(p)
+            j = iteration[p]
+            seq += 1
+            started[p] = e2
+            x = (e2 + durations[p][kq][j], 0 if kq == last and j == finals[p] else 1, seq, p, kq)
+            if kq == last:
+                done[q].append(e2)
+                iteration[q] += 1
+                formed_at.append(e2)
+                formed.append(q)
+            i = iteration[q]
+            seq += 1
+            started[q] = e2
+            y = (e2 + durations[q][kp][i], 0 if kp == last and i == finals[q] else 1, seq, q, kp)
+            if y < x:
+                x, y = y, x
+        heap[:] = [x, y]
+        busy[x[4]], busy[y[4]] = x[3], y[3]
+        self.seq, self.count = seq, count
+        return budget, now
+
+    def _sprint(self, until: float, budget: int, now: float) -> tuple[int, float]:
+        """`_rounds` without rows kept, for the rounds every check of the loop passes whatever
+        their ties: a budget of two or more left, no final execution, both ends before `until`.
+        A lane moves one execution on per round (stage 0, 1, then its next iteration's 0), so
+        with `flat` its stage times in that order, lane m's execution at position 2j + k, a
+        round starting at T ends lane m's at T + flat[m][position] (the loop's addition) and
+        the next starts at the later of the two ends; the lane on stage 1 ends its batch. The
+        first of the pair to end gets the smaller seq of the next pair (on a tie, the one that
+        went first before keeps going first)."""
+        if self.flat is None:
+            self.flat = [[time for pair in zip(lane[0], lane[1]) for time in pair] for lane in self.durations]
+        heap, iteration, finals = self.heap, self.iteration, self.finals
+        fa, fb = self.flat
+        one_first = heap[0][3] == 0
+        ends = {heap[0][3]: heap[0], heap[1][3]: heap[1]}
+        x, y = ends[0], ends[1]
+        a, b = 2 * iteration[0] + x[4], 2 * iteration[1] + y[4]
+        last_a, last_b = 2 * finals[0] + 1, 2 * finals[1] + 1
+        rounds = min(budget // 2, last_a - a, last_b - b)
+        if rounds <= 0:
+            return budget, now
+        formed_at = self.formed_at
+        append, before, first = formed_at.append, len(formed_at), a & 1 ^ 1   # the lane on stage 1 first
+        ea, eb, start, a0, stop = x[0], y[0], now, a, a + rounds
+        while a < stop:
+            later = ea if ea > eb else eb
+            if later >= until:
+                break
+            if ea != eb:
+                one_first = ea < eb
+            append(ea if a & 1 else eb)   # the lane leaving the last stage: its batch ends
+            a += 1
+            b += 1
+            start = later
+            ea = later + fa[a]
+            eb = later + fb[b]
+        r = a - a0
+        if not r:
+            return budget, now
+        batch_ends = formed_at[before:]   # alternately the two lanes', `first`'s first
+        self.lanes_done[first] += batch_ends[0::2]
+        self.lanes_done[first ^ 1] += batch_ends[1::2]
+        self.formed += [first, first ^ 1] * (r // 2) + [first] * (r % 2)
+        seq = self.seq + 2 * r
+        x = (ea, 0 if a == last_a else 1, seq - 1 if one_first else seq, 0, a & 1)
+        y = (eb, 0 if b == last_b else 1, seq if one_first else seq - 1, 1, b & 1)
+        heap[:] = [x, y] if x < y else [y, x]
+        self.busy[a & 1], self.busy[b & 1] = 0, 1
+        iteration[0], iteration[1] = a // 2, b // 2
+        self.started[0] = self.started[1] = start
+        self.seq, self.count = seq, self.count + 2 * r
+        return budget - 2 * r, start
 
     def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The executions handled (kept ones): lanes, iterations, stages, starts, ends."""
