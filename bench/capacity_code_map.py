@@ -4,6 +4,9 @@ steady-state judgement: is code's 1 -> 2 replica superlinear scaling (bench/READ
 "Capacity search accuracy") a search artifact or the routing?
 
     python bench/capacity_code_map.py [--requests 3000] [--rates 0.5 0.6 0.8 1.0 1.2]
+        [--setups 1:least_outstanding 2:random ...] [--workload code]
+
+Rates are per replica: N replicas run at N x the rate.
 """
 
 from __future__ import annotations
@@ -26,13 +29,14 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3000, help="requests per replica of a run")
     parser.add_argument("--rates", type=float, nargs="+", default=[0.5, 0.6, 0.8, 1.0, 1.2],
                         help="per-replica arrival rates (req/s)")
+    parser.add_argument("--workload", default="code", choices=["conversation", "chat", "code"])
     parser.add_argument("--setups", nargs="+", default=["1:least_outstanding", "2:least_outstanding",
                                                          "2:round_robin"])
     args = parser.parse_args()
     settings = SEARCH.model_copy(update={"num_requests": args.requests})
     for setup in args.setups:
         replicas, router = setup.split(":")
-        point = set_path(scenario("code", int(replicas)), "cluster.global_scheduler", router)
+        point = set_path(scenario(args.workload, int(replicas)), "cluster.global_scheduler", router)
         for rate in args.rates:
             started = time.process_time()
             probe = run_probe(point, rate * int(replicas), SLO, settings)
