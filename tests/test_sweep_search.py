@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from sim_core import parse_config
 from sim_core.sweep import SearchSettings, bracket_search, capacity_search
 from sim_core.sweep.probe import OVERLOADED, REJECTED, Probe, judge, num_probe_requests, probe_scenario, probe_workload
+from sim_core.sweep.resample import _dealt_gaps, resample_rows
 from sim_core.sweep.search import NO_LIMIT
 from sim_core.sweep.spec import set_path
 from sim_core.workload import build_workload
@@ -244,6 +245,29 @@ def test_a_short_trace_is_resampled_with_its_seed(tmp_path):
     np.testing.assert_allclose(one.arrived_at, np.arange(100) / 4.0)
     np.testing.assert_array_equal(one.num_prefill_tokens, again.num_prefill_tokens)
     assert list(one.num_prefill_tokens) != list(other.num_prefill_tokens)
+
+
+def test_a_resampled_trace_deals_its_gaps_in_rounds(tmp_path):
+    """A 3-row trace arriving at 0, 1 and 4 s (gaps 1 and 3 s) resampled to 7 requests: its 6
+    gaps are 3 rounds of {1, 3} in some order, so every second arrival is 4 s after the one two
+    before (4, 8, 12 s) and the others 1 or 3 s after the one before them; the offered rate is
+    the trace's exactly (6 gaps over 12 s)."""
+    path = tmp_path / "gaps.csv"
+    path.write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,10,1\n1.0,20,2\n4.0,30,3\n")
+    workload = build_workload(parse_config({"workload": {"trace_file": str(path)}}))
+    for seed in range(5):
+        arrived = resample_rows(workload, 7, seed).arrived_at
+        np.testing.assert_array_equal(arrived[::2], [0.0, 4.0, 8.0, 12.0])
+        assert set(arrived[1::2] - arrived[:-1:2]) <= {1.0, 3.0}
+
+
+@given(st.lists(st.floats(0.0, 10.0), min_size=1, max_size=8), st.integers(1, 40), st.integers(0, 99))
+@settings(max_examples=50, deadline=None)
+def test_dealt_gaps_hold_every_gap_once_a_round(gaps, count, seed):
+    dealt = _dealt_gaps(np.array(gaps), count, np.random.default_rng(seed))
+    assert len(dealt) == count
+    for start in range(0, count - len(gaps) + 1, len(gaps)):
+        assert sorted(dealt[start:start + len(gaps)]) == sorted(gaps)
 
 
 def test_a_probe_has_requests_for_every_replica():
