@@ -26,7 +26,7 @@ def _dealt_gaps(gaps: np.ndarray, count: int, rng: np.random.Generator) -> np.nd
     part of one round; drawing them with replacement let a 1,600-request probe of the 500-row
     code trace arrive 10% faster than its nominal rate (bench/README.md, "Capacity search
     accuracy")."""
-    if not len(gaps):
-        return np.zeros(count)
+    if count <= 0 or not len(gaps):
+        return np.zeros(max(count, 0))
     rounds = -(-count // len(gaps))
     return np.concatenate([rng.permutation(gaps) for _ in range(rounds)])[:count]
