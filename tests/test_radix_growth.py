@@ -136,7 +136,7 @@ def test_blocks_that_evict_are_taken_before_a_completion_touches_the_tree():
 @given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 3), st.integers(1, 60)), min_size=1, max_size=12),
        st.integers(2, 40), st.sampled_from([1, 4, 16]))
 def test_the_growth_plan_is_planned_allocations_in_stepwise_order(figures, k, size):
-    """`plan_growth` (ints sorted for runs of few members, numpy for more) lists the blocks
+    """`plan_growth` (`planned_allocations` itself for runs of few members, numpy for more) lists the blocks
     `planned_allocations` lists, in the same (formation, batch) order."""
     members, remaining = [], []
     for rid, (processed, spare, left) in enumerate(figures):

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim_core.engine.run_growth import NUMPY_MEMBERS, MemberArrays, growth_plan
+from sim_core.engine.run_growth import NUMPY_MEMBERS, MemberArrays, growth_plan, planned_allocations
 
 if TYPE_CHECKING:
     from sim_core.engine.fast_forward import Changes, Finished
@@ -52,14 +52,9 @@ def plan_growth(promise: SteadyDecode, members: list[Request], remaining: list[i
     tokens are advanced); `arrays`: their figures, read already when the run started."""
     done = sorted((left, member) for member, left in enumerate(remaining) if left <= k - 1)
     n = len(members)
-    if n < NUMPY_MEMBERS:   # `planned_allocations`, sorted as ints: formation * n + member
-        size = promise.block_size
-        codes: list[int] = []
-        for member, (request, left) in enumerate(zip(members, remaining)):
-            first = size * request.num_blocks + 1 - request.num_processed_tokens   # first_growth
-            codes += range(first * n + member, min(left, k) * n, size * n)
-        codes.sort()
-        return RadixGrowth([code // n for code in codes], [code % n for code in codes], done)
+    if n < NUMPY_MEMBERS:
+        plan = planned_allocations(promise, members, remaining, k)
+        return RadixGrowth([f for f, _ in plan], [m for _, m in plan], done)
     formations, takers, _ = growth_plan(promise, members, remaining, k, arrays)
     order = np.argsort(formations, kind="stable")   # grouped by member: ties stay in batch order
     return RadixGrowth(formations[order].tolist(), takers[order].tolist(), done)

@@ -127,11 +127,9 @@ class GridPredictor:
         fixed = self._token_total[stage_id][num_requests] + self._request_total[stage_id][num_requests]
         decode = self.decode_attention(num_requests.astype(np.float64), context.astype(np.float64))
         times = fixed + self.layers * decode
-        eager = num_requests > self._graph_tokens     # decode-only steps past the largest graph
-        if eager.any():
-            host = np.array([self._host_seconds(int(n), stage_id) for n in num_requests], dtype=np.float64)
-            floor = self._eager_floors[stage_id]
-            times = np.where(eager & (times - host < floor), floor + host, times)
+        eager = np.flatnonzero(num_requests > self._graph_tokens)   # decode-only steps past the largest graph
+        for j in eager.tolist():
+            times[j] = self._launch_floored(float(times[j]), int(num_requests[j]), stage_id)
         return times
 
     def fixed_times(self, tokens: np.ndarray, requests: np.ndarray, stage_id: int) -> np.ndarray:
