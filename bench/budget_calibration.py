@@ -1,4 +1,4 @@
-"""The run budget's memory estimate against measured peaks (how sim_core/engine/budget.py was calibrated).
+"""The run budget's memory estimate against measured peaks (how sim_core/engine/cost_estimate.py was calibrated).
 
     python bench/budget_calibration.py [--cases abc...] [--rss]
 
@@ -16,7 +16,7 @@ light loads (0.05 req/s: every request alone, one batch per output token: the wo
 step, which the estimate prices) and heavy ones (20 req/s: large batches, over-estimated by
 design), at each record level, iteration by iteration and fast-forwarded, for vllm, vllm_v1,
 sglang, vllm_v0; 1,024 replicas; many short requests; P/D pools; 10^9 KV blocks; 4 pipeline stages.
-The constants in sim_core/engine/budget.py are rounded up from the largest measured per-item costs;
+The constants in sim_core/engine/cost_estimate.py are rounded up from the largest measured per-item costs;
 a ratio (estimated / measured) below 1 on a light-load case means a constant needs raising.
 """
 

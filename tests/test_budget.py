@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from sim_core import SimCoreError, parse_config, run_simulation
-from sim_core.engine.budget import (
+from sim_core.engine.budget import BudgetError, Limits, check_budget, count_rows, estimate_cost
+from sim_core.engine.cost_estimate import (
     BLOCK_EVENT_BYTES,
     BLOCK_ROW_BYTES,
     GAP_BYTES,
@@ -20,11 +21,6 @@ from sim_core.engine.budget import (
     STAGE_ROW_BYTES,
     STEP_BYTES,
     TRACE_ROW_BYTES,
-    BudgetError,
-    Limits,
-    check_budget,
-    count_rows,
-    estimate_cost,
 )
 from sim_core.engine.run_watch import MemoryWatch, RunCancelled, RunTimeLimit, StopCheck
 from sim_core.memory import plan_memory

@@ -1,5 +1,5 @@
 """What is watched while a run goes: its caller's Stop, its wall-clock limit and the memory its
-records hold (the estimate made before the run is in `budget.py`; this is what enforces the limit).
+records hold (the estimate made before the run is in `cost_estimate.py`; this is what enforces the limit).
 
     StopCheck(should_stop, deadline_s)            RunCancelled / RunTimeLimit, polled by the simulator
     MemoryWatch(config, estimate, limits, rows)  BudgetError once the rows held pass the memory limit
@@ -12,16 +12,9 @@ from collections.abc import Callable
 
 from sim_core.cluster.pools import pool_views
 from sim_core.config import SimulationConfig
-from sim_core.engine.budget import (
-    BLOCK_ROW_BYTES,
-    RUN_STEP_BYTES,
-    STAGE_ROW_BYTES,
-    STEP_BYTES,
-    BudgetError,
-    CostEstimate,
-    Limits,
-    format_size,
-)
+from sim_core.engine.budget import format_size
+from sim_core.engine.cost_estimate import BLOCK_ROW_BYTES, RUN_STEP_BYTES, STAGE_ROW_BYTES, STEP_BYTES, CostEstimate
+from sim_core.engine.limits import BudgetError, Limits
 from sim_core.errors import SimCoreError
 
 

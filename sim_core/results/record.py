@@ -160,7 +160,7 @@ class Recorder:
 
     def held_rows(self) -> tuple[int, int, int]:
         """(batch rows made one by one, batch rows made in bulk by decode runs, block rows): what
-        the run's memory grows with (engine/budget.py prices them while the run goes)."""
+        the run's memory grows with (engine/run_watch.py prices them while the run goes)."""
         return self.batches.list_rows, self.batches.chunk_rows, self.blocks.list_rows + self.blocks.chunk_rows
 
     # ---- blocks and states ---------------------------------------------------------------
