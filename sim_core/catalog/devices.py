@@ -160,7 +160,7 @@ DEVICES: dict[str, DeviceSpec] = {
     # MIT; `python bench/rtx_kernels.py`): the GEMMs 0.74 / 0.83 (3,040 rows), decode attention's KV reads
     # 0.74 (540 rows). The GPU-GPU link is not the PCIe figure: collectives between two of these cards
     # without PCIe peer-to-peer go through host memory, 16 GB/s (LLMServingSim's setting for the box of its
-    # vLLM 0.19 runs, which replays them within 2%; those runs' TP 2 steps need 11-16 GB/s,
+    # vLLM 0.19 runs, which replays their E2E within 2.2%; those runs' TP 2 steps need 11-16 GB/s,
     # docs/accuracy.md), i.e. 22.86 GB/s at the roofline's link_efficiency 0.7. A server with peer-to-peer
     # on measures 28-36 GB/s in NCCL (LLMServingSim's later measurement, ACS and IOMMU off): set
     # link_efficiency 1.0 or more link bandwidth in a custom device for one.
