@@ -15,7 +15,9 @@ Prints, per GPU:
    minimising the mean absolute log ratio, over the GEMM rows (QKV, output, gate-up, down projections,
    1-2,048 tokens; the MoE model's attention projections only), and separately over the decode attention
    rows of at least 8 decodes and 256 cached tokens each);
-2. for the RTX PRO 6000 runs of Llama-3.1-8B (TP 1) and Qwen3-32B (TP 2), every second of the server's
+2. Qwen3-30B-A3B's MoE layer on the RTX PRO 6000 as the roofline prices it at the catalog's
+   efficiencies against the measured fused-MoE layer (`moe.csv`, by tokens and experts activated);
+3. for the RTX PRO 6000 runs of Llama-3.1-8B (TP 1) and Qwen3-32B (TP 2), every second of the server's
    series without prompt tokens: the measured step (requests running / tokens generated), the running
    requests' mean context from the per-request timestamps (prompt plus the output share done by then), and
    the sum of the measured kernels of such a step (layers x (the dense operators at that many tokens + decode
@@ -208,6 +210,29 @@ def report_steps(perf: Path, runs: Path) -> None:
                   f"{measured - kernels - reduces:+14.1f}")
 
 
+def report_moe(perf: Path) -> None:
+    """Qwen3-30B-A3B's MoE layer (router, experts up, activation, down: all 128 experts on one GPU)
+    priced by the roofline at the catalog's efficiencies against the measured fused-MoE layer at the
+    number of experts `t` tokens touch (interpolated in the measured activated-expert counts)."""
+    from sim_core.config.predictor import RooflinePredictorConfig
+    from sim_core.predictor.roofline import RooflinePredictor
+
+    model = MODELS["qwen3-30b-a3b"]
+    predictor = RooflinePredictor(model, DEVICES["rtx-pro-6000"], 1, 1, RooflinePredictorConfig())
+    base = perf / "RTXPRO6000/Qwen/Qwen3-30B-A3B-Instruct-2507/bf16/tp1"
+    measured = {(int(r["tokens"]), int(r["activated_experts"])): float(r["time_us"])
+                for r in read_csv(base / "moe.csv")}
+    print("== RTX PRO 6000 Qwen3-30B-A3B MoE layer (us): tokens, experts touched, priced, measured, ratio")
+    for tokens in sorted({t for t, _ in measured if t >= 8}):
+        kernels = predictor.kernel_times(np.array([float(tokens)]))
+        names = ("moe_router", "mlp_up_proj", "mlp_act", "mlp_down_proj")
+        priced_us = 1e6 * sum(float(kernels[name][0]) for name in names)
+        touched = float(ops.touched_experts(tokens, model.num_experts, model.num_experts_per_token, model.num_experts))
+        counts = sorted(a for t, a in measured if t == tokens)
+        at = float(np.interp(touched, counts, [measured[(tokens, a)] for a in counts]))
+        print(f"   {tokens:5d}  {touched:6.1f}  {priced_us:7.1f}  {at:7.1f}  {priced_us / at:.3f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("perf", type=Path, help="LLMServingSim's profiler/perf folder")
@@ -215,6 +240,7 @@ def main() -> int:
     args = parser.parse_args()
     for hardware, device_id in PROFILED:
         report_device(args.perf, hardware, device_id)
+    report_moe(args.perf)
     report_steps(args.perf, args.runs)
     return 0
 
