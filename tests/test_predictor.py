@@ -139,3 +139,38 @@ def test_a_prefill_chunk_reads_the_windows_keys_from_an_fp8_cache_at_one_byte():
     predictor = RooflinePredictor(model, device, 1, 1, cfg, kv_cache_dtype="fp8")
     assert predictor.prefill_attention(10, 1000) == pytest.approx(float(np.hypot(2.56e-9, 1.664e-8)) + GEMM_LAUNCH_S,
                                                                    rel=1e-12)
+
+
+def test_attention_reads_the_kv_cache_at_the_devices_own_memory_efficiency():
+    """A device whose attention reads the paged KV cache slower than its GEMMs stream weights
+    (`attention_memory_efficiency`, measured apart on the RTX GPUs): the tiny model above (256
+    bytes of K and V a cached token and layer, 256 FLOPs a cached token a decode) on a 1 TB/s,
+    100 TFLOP/s device at compute efficiency 1.0, memory 0.8, attention 0.5.
+    2 decodes over 1,000 cached tokens move 256,512 bytes at 0.5 TB/s: 0.513024 us, beside
+    256,000 FLOPs at 100 TFLOP/s (2.56 ns), plus the 5 us launch. A 10-token prefill chunk over
+    1,000 cached tokens reads 2 x (10 x 4 x 32 + 1,010 x 128) = 261,120 bytes at 0.5 TB/s
+    (0.52224 us) and does 2 x 32 x 4 x (10 x 1,000 + 55) = 2,574,080 FLOPs (25.7408 ns). A GEMM
+    stays at 0.8: the scenario's memory_efficiency 0.4 halves both (attention 0.25, the measured
+    ratio 0.5 / 0.8 kept), and without the field attention runs at memory_efficiency."""
+    from sim_core.catalog import DeviceSpec, ModelSpec
+    from sim_core.config.predictor import RooflinePredictorConfig
+    from sim_core.predictor.roofline import GEMM_LAUNCH_S, RooflinePredictor
+
+    model = ModelSpec(name="tiny", num_layers=2, num_q_heads=4, num_kv_heads=4, head_dim=16, embedding_dim=64,
+                      mlp_hidden_dim=32, vocab_size=100)
+    device = DeviceSpec(name="round", bf16_tflops=100, memory_gib=80, memory_bandwidth_gbps=1000,
+                        link_bandwidth_gbps=100, compute_efficiency=1.0, memory_efficiency=0.8,
+                        attention_memory_efficiency=0.5)
+    predictor = RooflinePredictor(model, device, 1, 1, RooflinePredictorConfig())
+    decode = float(predictor.decode_attention(np.array([2.0]), np.array([1000.0]))[0])
+    assert decode == pytest.approx(float(np.hypot(2.56e-9, 256_512 / 0.5e12)) + GEMM_LAUNCH_S, rel=1e-12)
+    assert predictor.decode_scalar(2, 1000) == decode
+    prefill = float(np.hypot(2_574_080 / 1e14, 261_120 / 0.5e12)) + GEMM_LAUNCH_S
+    assert predictor.prefill_attention(10, 1000) == pytest.approx(prefill, rel=1e-12)
+    assert predictor.roofs.bandwidth == 0.8e12 and predictor.kv_roofs.bandwidth == 0.5e12
+
+    halved = RooflinePredictor(model, device, 1, 1, RooflinePredictorConfig(memory_efficiency=0.4))
+    assert (halved.roofs.bandwidth, halved.kv_roofs.bandwidth) == (pytest.approx(0.4e12), pytest.approx(0.25e12))
+    plain = RooflinePredictor(model, device.model_copy(update={"attention_memory_efficiency": None}), 1, 1,
+                              RooflinePredictorConfig())
+    assert plain.kv_roofs is plain.roofs

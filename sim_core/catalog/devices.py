@@ -22,8 +22,10 @@ NVLink-C2C (900 GB/s both directions together).
 `compute_efficiency` and `memory_efficiency` are the fractions of those peaks that real LLM
 kernels reach (the roofline predictor's defaults; a scenario or a calibration can override
 them; the FP8/FP4 roofs take the same compute fraction). A100 and A30 values were read off
-Vidur-format profiles (large GEMMs reach ~0.70 / ~0.62 of peak on them), the RTX 4090's from a
-measured vLLM run; the others are conservative estimates for their generation, noted per device.
+Vidur-format profiles (large GEMMs reach ~0.70 / ~0.62 of peak on them), the RTX 4090's and RTX PRO
+6000's from vLLM's measured kernels (LLMServingSim), which also give their attention's own fraction
+(`attention_memory_efficiency`: the paged KV cache reads slower than the weights stream); the others
+are conservative estimates for their generation, noted per device.
 """
 
 from __future__ import annotations
@@ -56,6 +58,9 @@ class DeviceSpec(BaseModel):
         "Fraction of peak tensor FLOP/s that large matrix multiplies reach on this device."))
     memory_efficiency: float = Field(default=0.8, gt=0, le=1, description=(
         "Fraction of peak memory bandwidth that streaming kernels reach on this device."))
+    attention_memory_efficiency: float | None = Field(default=None, gt=0, le=1, description=(
+        "Fraction of peak memory bandwidth that attention's reads of the paged KV cache reach, where "
+        "measured apart from the weights' streaming; None: memory_efficiency."))
 
     def tensor_tflops(self, dtype: str) -> float | None:
         """Dense tensor-core TFLOP/s of math in `dtype` (bf16/fp16, fp8, fp4); None where the
@@ -110,12 +115,13 @@ DEVICES: dict[str, DeviceSpec] = {
     # NVIDIA Ada whitepaper (RTX 4090): 165.2 TFLOPS BF16 dense with FP32 accumulate,
     # 24 GB GDDR6X at 1,008 GB/s, PCIe Gen4 x16, no NVLink; FP8 330.3 dense with FP32 accumulate (vLLM's
     # FP8 GEMMs accumulate in FP32).
-    # Efficiencies from a measured vLLM 0.19 run of Llama-3.1-8B (LLMServingSim, MIT; `python -m
-    # sim_core calibrate` fits memory 1.0 / compute 0.88 on it with the roofline's per-kernel
-    # launch costs, which vLLM's CUDA graphs avoid; kept at 0.92 / 0.80, attainable on GDDR6X).
+    # Efficiencies fitted to vLLM 0.19's measured kernels of Llama-3.1-8B on this GPU (LLMServingSim's
+    # profiler/perf/RTX4090, MIT; `python bench/rtx_kernels.py`): its GEMMs 0.98 / 0.94 (608 rows, 1-2,048
+    # tokens), its decode attention's KV reads 0.87 (docs/accuracy.md).
     "rtx-4090": DeviceSpec(name="NVIDIA GeForce RTX 4090 24GB", bf16_tflops=165.2, fp8_tflops=330.3, memory_gib=24,
                            driver_memory_gib=23.52, memory_bandwidth_gbps=1008, link_bandwidth_gbps=32,
-                           compute_efficiency=0.80, memory_efficiency=0.92),  # GDDR6X
+                           compute_efficiency=0.98, memory_efficiency=0.94,
+                           attention_memory_efficiency=0.87),  # GDDR6X
     # NVIDIA H100 datasheet (2023), PCIe 80GB: 756 TFLOPS BF16 dense (1,513 with sparsity), FP8 1,513 dense,
     # 80 GB HBM2e at 2.0 TB/s, NVLink bridge 600 GB/s bidirectional (card pairs), PCIe Gen5 x16;
     # nvidia-smi: 81,559 MiB.
@@ -149,11 +155,20 @@ DEVICES: dict[str, DeviceSpec] = {
     # NVIDIA RTX PRO 6000 Blackwell Server Edition datasheet (2025) and the RTX Blackwell architecture
     # whitepaper: 503.8 TFLOPS BF16 dense with FP32 accumulate, FP8 1,007.6, FP4 2,015.2 (4 PFLOPS with
     # sparsity), 96 GB GDDR7 at 1,792 GB/s, PCIe Gen5 x16, no NVLink; nvidia-smi: 97,887 MiB. The
-    # Workstation Edition has the same figures.
+    # Workstation Edition has the same figures. Efficiencies fitted to vLLM 0.19's measured kernels of
+    # Llama-3.1-8B, Qwen3-32B and Qwen3-30B-A3B at TP 1 and 2 (LLMServingSim's profiler/perf/RTXPRO6000,
+    # MIT; `python bench/rtx_kernels.py`): the GEMMs 0.74 / 0.83 (3,040 rows), decode attention's KV reads
+    # 0.74 (540 rows). The GPU-GPU link is not the PCIe figure: collectives between two of these cards
+    # without PCIe peer-to-peer go through host memory, 16 GB/s (LLMServingSim's setting for the box of its
+    # vLLM 0.19 runs, which replays their E2E within 2.2%; those runs' TP 2 steps need 11-16 GB/s,
+    # docs/accuracy.md), i.e. 22.86 GB/s at the roofline's link_efficiency 0.7. A server with peer-to-peer
+    # on measures 28-36 GB/s in NCCL (LLMServingSim's later measurement, ACS and IOMMU off): set
+    # link_efficiency 1.0 or more link bandwidth in a custom device for one.
     "rtx-pro-6000": DeviceSpec(name="NVIDIA RTX PRO 6000 Blackwell 96GB", bf16_tflops=503.8, fp8_tflops=1007.6,
                                fp4_tflops=2015.2, memory_gib=95.59, memory_bandwidth_gbps=1792,
-                               link_bandwidth_gbps=64, pcie_bandwidth_gbps=64,
-                               compute_efficiency=0.6, memory_efficiency=0.75),  # as L40S: a PCIe card, GDDR
+                               link_bandwidth_gbps=22.86, pcie_bandwidth_gbps=64,
+                               compute_efficiency=0.74, memory_efficiency=0.83,
+                               attention_memory_efficiency=0.74),  # GDDR7
     # AMD Instinct MI325X datasheet (2024): 1,307.4 TFLOPS BF16 dense, FP8 2,614.9 dense, 256 GB HBM3E at
     # 6 TB/s, Infinity Fabric 896 GB/s aggregate peer bandwidth (as MI300X), PCIe Gen5 x16; ROCm counts the
     # HBM in GiB (256, as 192 on MI300X).

@@ -9,7 +9,9 @@ adds its token dispatch and combine (docs/design/moe-parallelism.md). A kernel t
     sqrt((FLOPs / compute roof)^2 + (bytes / memory roof)^2) + launch
 
 a smooth maximum of the two roofs (a GEMM near the ridge point is slower than either roof
-alone), where the roofs are the device's peaks times its efficiency factors. A stage adds, on
+alone), where the roofs are the device's peaks times its efficiency factors; attention's reads
+of the paged KV cache (decode and prefill) take the device's `attention_memory_efficiency` where
+the catalog measures it apart from the weights' streaming (the RTX GPUs, `kv_roofs_for`). A stage adds, on
 the first stage, the embedding and the host's CPU overhead, on the last the LM head, and on
 every other stage a pipeline send/recv.
 
@@ -108,6 +110,18 @@ def roofs_for(device: DeviceSpec, cfg: OperatorModelConfig, weight_dtype: str = 
                  linear_format(weight_dtype, device))
 
 
+def kv_roofs_for(device: DeviceSpec, cfg: OperatorModelConfig) -> Roofs:
+    """The roofs attention reads the paged KV cache on: the device's `attention_memory_efficiency`
+    where it has one, moved by a scenario's `memory_efficiency` in proportion (a calibration that
+    scales the GEMMs' streaming scales the cache reads alike, their measured ratio kept; capped at
+    1). Only called for such a device: without one attention runs on roofs_for's roofs."""
+    assert device.attention_memory_efficiency is not None
+    memory = cfg.memory_efficiency or device.memory_efficiency
+    ratio = device.attention_memory_efficiency / device.memory_efficiency
+    return Roofs(device, cfg.compute_efficiency or device.compute_efficiency, min(1.0, memory * ratio),
+                 cfg.link_efficiency)
+
+
 class RooflinePredictor(GridPredictor):
     """Closed-form per-operator times for `model` on `device` with the given TP/PP split.
 
@@ -122,6 +136,8 @@ class RooflinePredictor(GridPredictor):
         # attention projections a quantization left out (e.g. Llama-4-Scout FP8: 16-bit attention)
         self.attention_roofs = (roofs_for(device, cfg, model.attention_weight_dtype)
                                 if model.attention_weight_dtype else self.roofs)
+        # decode and prefill attention's KV-cache reads (the same roofs unless the device measures them apart)
+        self.kv_roofs = self.roofs if device.attention_memory_efficiency is None else kv_roofs_for(device, cfg)
         self.layout = layout or MoeLayout(tp)
         self.shape = ops.LayerShape.of(model, tp, layout, cfg.expert_load_imbalance)
         self.kv_cache_dtype = kv_cache_dtype or kv_dtype("auto", model.weight_dtype)
@@ -132,8 +148,8 @@ class RooflinePredictor(GridPredictor):
         # window cap already applied, so the per-token unit is a layer's without one.
         unit = ops.decode_attention(replace(self.shape, local_share=0.0), 0.0, 1.0)
         self._decode_compute = unit.flops / self.roofs.flops
-        self._decode_kv = unit.bytes * self.kv_ratio / self.roofs.bandwidth
-        self._decode_query = ops.decode_attention(self.shape, 1.0, 0.0).bytes / self.roofs.bandwidth
+        self._decode_kv = unit.bytes * self.kv_ratio / self.kv_roofs.bandwidth
+        self._decode_query = ops.decode_attention(self.shape, 1.0, 0.0).bytes / self.kv_roofs.bandwidth
         self._group_total: np.ndarray = np.zeros(0)   # group_correction: the GROUP_OPS of the stage by group tokens
         super().__init__(model.num_layers // pp, pp)
 
@@ -206,11 +222,11 @@ class RooflinePredictor(GridPredictor):
     def prefill_attention(self, chunk: int, context: int) -> float:
         cost = ops.prefill_attention(self.shape, chunk, context)
         if self.kv_cache_dtype in SIXTEEN_BIT:
-            return self.roofs.kernel_scalar(cost.flops, cost.bytes)
+            return self.kv_roofs.kernel_scalar(cost.flops, cost.bytes)
         # the chunk reads K and V of the keys it sees from the cache in the KV format: context +
         # chunk in a global layer, min(context, window) + chunk in a local one (as _prefill)
         kv_reads = ops.BYTES * self.shape.values_per_token * ops.prefill_keys(self.shape, chunk, context)
-        return self.roofs.kernel_scalar(cost.flops, cost.bytes - (1.0 - self.kv_ratio) * kv_reads)
+        return self.kv_roofs.kernel_scalar(cost.flops, cost.bytes - (1.0 - self.kv_ratio) * kv_reads)
 
     def decode_attention(self, num_decodes: np.ndarray, context: np.ndarray) -> np.ndarray:
         context = ops.attended_context(self.shape, num_decodes, context)    # local layers' window cap
