@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Literal, overload
 import numpy as np
 
 from sim_core.engine.radix_growth import complete, grow_merged, plan_growth
+from sim_core.engine.run_counting import Steps, count_bulk, count_small
 from sim_core.engine.run_growth import (
     MemberArrays,
     allocation_counts,
@@ -75,7 +76,6 @@ if TYPE_CHECKING:
 # three, the counting pools the last
 Finished = list[tuple[int, int, list[int], int]]
 Changes = tuple[Finished, tuple[list[int] | None, list[int] | None, list[int] | None, list[int] | None]]
-Steps = tuple[np.ndarray, np.ndarray, np.ndarray]   # per slot: blocks taken, blocks freed, holders done
 
 MAX_RUN = 1 << 20  # iterations in one run (a longer run simply starts again)
 FIRST_CHUNK = 16   # iterations whose end times are computed when a run starts (at least)
@@ -250,8 +250,11 @@ class FastForward:
             durations, hidden, gpu = overlap.run_times(replica, durations, sizes, previous)
             run.gpu, run.hidden = np.concatenate((run.gpu, gpu)), np.concatenate((run.hidden, hidden))
         durations[0] += run.ends[-1] if planned else run.started_at
-        run.ends = np.concatenate((run.ends, durations.cumsum()))
-        run.context = np.concatenate((run.context, context))
+        if planned:
+            run.ends = np.concatenate((run.ends, durations.cumsum()))
+            run.context = np.concatenate((run.context, context))
+        else:   # the first chunk of a serial run
+            run.ends, run.context = durations.cumsum(), context
 
     def _schedule_next(self, replica: int, run: DecodeRun) -> None:
         """The run's end event if all its iterations are planned, else the event extending it."""
@@ -453,7 +456,10 @@ class FastForward:
         elif run.arrays is not None and not sim.recorder.keeps_blocks:
             plan = growth_plan(promise, members, remaining, k + promise.lead, run.arrays)
             advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
-            steps = _count_bulk(pool, promise, members, run.arrays, plan, k)
+            steps = count_bulk(pool, promise, members, run.arrays, plan, k)
+        elif not pool.tracks_ids and not sim.recorder.keeps_blocks:
+            steps = count_small(pool, promise, members, remaining, k)   # before the tokens advance
+            advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
         else:
             counts, taken = allocation_counts(promise, members, remaining, k, run.arrays)
             advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
@@ -555,6 +561,9 @@ class FastForward:
             self._record_batches(replica, run)
             holders = (self.sim.schedulers[replica].pool.num_holders + int(done.sum()) - done.cumsum()).repeat(2)
         after = used_before + (taken - freed).cumsum()   # after each formation's allocations
+        if holders is None and not run.promise.sequential_sums:
+            recorder.on_run_states(replica, ends, after)
+            return
         used = np.empty(2 * (k - 1), dtype=np.int64)
         used[0::2], used[1::2] = after - taken, after          # after the batch end, after formation
         recorder.on_replica_states(replica, ends.repeat(2), used, run.num_waiting, holders,
@@ -567,29 +576,6 @@ class FastForward:
         record_run_batches(self.sim.recorder, replica, run.first, run.remaining, run.order, run.suffix, lead, 1 + lead,
                            run.first.id + formations, run.ends[: k - 1], self.sim.predictors[replica].needs_context,
                            run.promise.padded_size)
-
-
-def _count_bulk(pool: KvPool, promise: SteadyDecode, members: list[Request], arrays: MemberArrays,
-                plan: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> Steps:
-    """`FastForward._count` and `_record_blocks` of a counting pool for a run whose growth is
-    planned with numpy (`plan`: `growth_plan` for its k slots), without block records: each
-    member's blocks are added, then finished members free theirs. Returns per slot the blocks
-    taken, the blocks freed and the holders that let go of theirs."""
-    assert isinstance(pool, CountingBlockPool), "only counting pools are bulk-counted"
-    formations, _, counts = plan
-    growing = counts.nonzero()[0]
-    for member, count in zip(growing.tolist(), counts[growing].tolist()):
-        pool.add(members[member], count)
-    taken = np.bincount(formations - promise.lead, minlength=k)[:k]
-    freed, done = np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64)
-    ending = (arrays.left <= k - 1).nonzero()[0]
-    if promise.frees_on_completion and len(ending):
-        for member in ending.tolist():
-            pool.free(members[member])
-        at = arrays.left[ending]   # a member finishing after iteration left-1 frees at formation left
-        freed = np.bincount(at, weights=arrays.held[ending] + counts[ending], minlength=k).astype(np.int64)
-        done = np.bincount(at, minlength=k)
-    return taken, freed, done
 
 
 def _decode_shape(num_requests: int, context: int, with_context: bool) -> BatchShape:

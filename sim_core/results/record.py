@@ -319,6 +319,21 @@ class Recorder:
             assert running is not None, "the time series needs the running column"
             self.series.add_chunk_values(len(times), times, replica, used, waiting, running)
 
+    def on_run_states(self, replica: int, ends: np.ndarray, after: np.ndarray) -> None:
+        """`on_replica_states` of a serial decode run at a level that keeps no time series: the
+        state after each of its batch ends (at `ends`) and after the formation that follows it
+        (`after`, the blocks used then, at the same instant). The interval from a batch end to
+        its formation is empty, so the integral adds only `after[j] * (ends[j+1] - ends[j])`:
+        the products the full form adds besides are zeros, which leave an exactly rounded sum
+        as it is; the blocks used right after a batch end never exceed `after` (a formation
+        only takes blocks), so the peak is `after`'s."""
+        last_time, last_used = self._kv_last[replica]
+        self.kv_area[replica] += last_used * (float(ends[0]) - last_time) + dot(after[:-1], ends[1:] - ends[:-1])
+        self._kv_last[replica] = (float(ends[-1]), int(after[-1]))
+        peak = int(after.max())
+        if peak > self.kv_peak[replica]:
+            self.kv_peak[replica] = peak
+
     # ---- decode runs advanced in one step (engine/fast_forward.py) ----------------------------
 
     def _windowed_gap(self, gap: float) -> None:
