@@ -68,6 +68,7 @@ class PagedScheduler(ReplicaScheduler):
         pool, size = self.pool, self._block_size
         record, replica = self._recorder.on_allocate_one, self.replica_id
         free = pool.num_free
+        request: Request | None   # None once the candidate restarted itself
         if end <= limit and end <= free:   # all are taken, each with at most one block: none restarts
             for request in order:
                 if not request.is_prefill_complete:
@@ -78,7 +79,6 @@ class PagedScheduler(ReplicaScheduler):
                 else:
                     taken.append(request)
             return taken, partial, []
-        request: Request | None   # None once the candidate restarted itself
         num_taken = 0   # len(taken)
         while i < end and num_taken < limit:
             request = order[i]
