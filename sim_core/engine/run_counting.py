@@ -30,26 +30,25 @@ def count_small(pool: KvPool, promise: SteadyDecode, members: list[Request], rem
     Returns per slot the blocks taken, the blocks freed and the holders that let go."""
     assert isinstance(pool, CountingBlockPool), "only counting pools are bulk-counted"
     lead, growth = promise.lead, promise.growth
-    taken = [0] * k
+    slots: list[int] = []   # the slot of each block taken
     if growth is not None:
         per_token = growth == "per_token"
         size = promise.block_size
         step = 1 if per_token else size
         for request, left in zip(members, remaining):
             start = 1 if per_token else size * request.num_blocks + 1 - request.num_processed_tokens
-            formations = range(start, left if left < k + lead else k + lead, step)
+            formations = range(start - lead, (left if left < k + lead else k + lead) - lead, step)
             if formations:
                 pool.add(request, len(formations))
-                for formation in formations:
-                    taken[formation - lead] += 1
-    freed, done = [0] * k, [0] * k
+                slots += formations
+    freed, done = np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64)
     if promise.frees_on_completion:
         for request, left in zip(members, remaining):
             if left <= k - 1:
                 freed[left] += request.num_blocks
                 done[left] += 1
                 pool.free(request)
-    return np.array(taken, dtype=np.int64), np.array(freed, dtype=np.int64), np.array(done, dtype=np.int64)
+    return np.bincount(slots, minlength=k) if slots else np.zeros(k, dtype=np.int64), freed, done
 
 
 def count_bulk(pool: KvPool, promise: SteadyDecode, members: list[Request], arrays: MemberArrays,
