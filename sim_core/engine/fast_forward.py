@@ -193,7 +193,7 @@ class FastForward:
             return False
         now = self.sim.kernel.now
         predictor = self.sim.predictors[replica]
-        order, suffix = member_order(first, remaining, predictor.needs_context)
+        order, suffix = member_order(first, remaining, predictor.needs_context, None if arrays is None else arrays.left)
         self._tokens += 1
         stage = self.sim.stages[replica][0]
         overlap = self.sim.overlap if self.sim.overlapping[replica] else None

@@ -14,10 +14,12 @@ if TYPE_CHECKING:
     from sim_core.results.record import Recorder
 
 
-def member_order(batch: Batch, remaining: list[int], needs_context: bool) -> tuple[np.ndarray, np.ndarray | None]:
+def member_order(batch: Batch, remaining: list[int], needs_context: bool,
+                 left: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """The members' iterations left, sorted, and (when the cost model reads KV context) the
-    tokens held by the members from each position of that order on (suffix sums)."""
-    order = np.array(remaining, dtype=np.int64)
+    tokens held by the members from each position of that order on (suffix sums). `left`:
+    `remaining` as an array, when the caller has it already."""
+    order = np.array(remaining, dtype=np.int64) if left is None else left.copy()
     order.sort()
     if not needs_context:
         return order, None
