@@ -45,8 +45,8 @@ import numpy as np
 from sim_core.engine.radix_growth import complete, grow_merged, plan_growth
 from sim_core.engine.run_counting import Steps, count_bulk, count_small
 from sim_core.engine.run_growth import (
+    NUMPY_MEMBERS,
     MemberArrays,
-    allocation_counts,
     growth_limit,
     growth_plan,
     numpy_growth,
@@ -58,7 +58,7 @@ from sim_core.engine.run_reach import RunReach
 from sim_core.engine.run_replay import replay, run_events
 from sim_core.entities import Batch, Request
 from sim_core.memory.block_hash_cache import HashedBlockPool
-from sim_core.memory.block_pool import BlockPool, CountingBlockPool
+from sim_core.memory.block_pool import BlockPool
 from sim_core.memory.radix_pool import RadixKvPool
 from sim_core.predictor.shape import BatchShape
 
@@ -453,18 +453,14 @@ class FastForward:
             else:
                 changes = self._replay(pool, promise.frees_on_completion, members, ordered)
             steps = self._record_blocks(replica, run, changes)
-        elif run.arrays is not None and not sim.recorder.keeps_blocks:
-            plan = growth_plan(promise, members, remaining, k + promise.lead, run.arrays)
+        elif len(members) >= NUMPY_MEMBERS:   # a counting pool (no block records) from here on
+            arrays = run.arrays or MemberArrays.of(promise, members, remaining)
+            plan = growth_plan(promise, members, remaining, k + promise.lead, arrays)
             advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
-            steps = count_bulk(pool, promise, members, run.arrays, plan, k)
-        elif not pool.tracks_ids and not sim.recorder.keeps_blocks:
+            steps = count_bulk(pool, promise, members, arrays, plan, k)
+        else:
             steps = count_small(pool, promise, members, remaining, k)   # before the tokens advance
             advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
-        else:
-            counts, taken = allocation_counts(promise, members, remaining, k, run.arrays)
-            advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
-            steps = self._record_blocks(replica, run, self._count(pool, promise.frees_on_completion, members,
-                                                                  remaining, k, counts, taken))
         if through:
             self._record(replica, run, steps, used_before)
             return live_last
@@ -506,25 +502,6 @@ class FastForward:
         if pending:
             blocks += _allocate_each(pool, pending)
         return finished, (formations, takers, blocks, None)
-
-    @staticmethod
-    def _count(pool: KvPool, frees: bool, members: list[Request], remaining: list[int], k: int, counts: list[int],
-               taken: list[int]) -> Changes:
-        """The counting-pool version of _replay: per-member block counts, then the frees.
-        Returns the finished members and (None, None, None, blocks taken per formation)."""
-        assert isinstance(pool, CountingBlockPool), "only counting pools are bulk-counted"
-        finished: Finished = []
-        for request, count in zip(members, counts):
-            if count:
-                pool.add(request, count)
-        for member, left in enumerate(remaining):
-            if left <= k - 1:
-                released = members[member].num_blocks if frees else 0
-                if frees:
-                    pool.free(members[member])
-                finished.append((left, member, [], released))
-        finished.sort()
-        return finished, (None, None, None, taken)
 
     def _record_blocks(self, replica: int, run: DecodeRun, changes: Changes) -> Steps:
         """The block records of bulk-applied changes (full level); returns per slot the blocks
