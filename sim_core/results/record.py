@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 from numpy.typing import DTypeLike
 
 from sim_core.portable_math import dot
@@ -399,8 +400,12 @@ class Recorder:
         if force and not len(self.gaps[0]):   # the end of a run that never compacted: no need to
             self.gaps = (values, counts)        # merge equal values, percentiles take them as they are
         else:
-            distinct, where = np.unique(values, return_inverse=True)
-            self.gaps = (distinct, np.bincount(where, weights=counts, minlength=len(distinct)).astype(np.int64))
+            # np.unique's distinct values and counts, from a hash table (pandas' factorize, linear)
+            # instead of a stable sort of every sample; only the few distinct values are sorted
+            where, distinct = pd.factorize(values, use_na_sentinel=False)
+            summed = np.bincount(where, weights=counts, minlength=len(distinct)).astype(np.int64)
+            order = distinct.argsort()
+            self.gaps = (distinct[order], summed[order])
         raw.clear()
         runs.clear()
 
