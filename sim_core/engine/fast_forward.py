@@ -301,6 +301,15 @@ class FastForward:
         kernel = self.sim.kernel
         return (bisect_right if kernel.late_phase else bisect_left)(run.finish_times, kernel.now)
 
+    def holds_slot(self, replica: int) -> bool:
+        """Whether a formation on the replica now would surely form nothing, because its run
+        holds the only batch slot: a serial run of a policy with the base formation loop and
+        batch end (`SteadyDecode.ends_in_bulk`: vllm, sarathi; no KV loads), outside P/D. Until
+        the run's batch end frees the slot (the batch end then forms, seeing what arrived), the
+        simulator need not queue a formation for an arrival routed there."""
+        run = self.runs.get(replica)
+        return run is not None and run.queued is None and run.promise.ends_in_bulk and self.sim.handoff is None
+
     def absorbs(self, replica: int, batch: Batch) -> bool:
         """Whether a stage end of `batch` belongs to an async run: the step that was running
         when the run started ends inside the run, which goes on from it (the simulator's
