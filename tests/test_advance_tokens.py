@@ -15,6 +15,8 @@ binary fractions, so every figure below is exact). Three members, in batch order
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from sim_core.engine.run_members import advance_tokens
 from sim_core.entities import Request
@@ -72,3 +74,52 @@ def test_through_the_last_iteration():
     assert (a.num_processed_tokens, a.last_token_at, a.max_token_gap, a.completed) == (13, 2.0, 0.75, False)
     assert (c.num_processed_tokens, c.last_token_at, c.max_token_gap, c.completed_at) == (13, 2.0, 0.5, 2.0)
     assert gaps == [(0.125, 1), (0.25, 1), (0.25, 3), (0.5, 2), (0.75, 1)]
+
+
+def test_nobody_finishes_inside_the_applied_iterations():
+    """Without B (A and C, 5 and 4 left) nobody's last token falls in iterations 0..2 (`through`
+    False): both gain 3 tokens, their last at 1.75; A's widest is its first gap 0.75, C's the 0.5
+    into iteration 2. Recorded: the first gaps 0.75 and 0.125, then 0.25 and 0.5 for both."""
+    a, _, c = members()
+    recorder = Recorder("requests", 1)
+    advance_tokens([a, c], [5, 4], ENDS, recorder, np.array([4, 5]), False)
+    recorder.compact_gaps(force=True)
+    assert (a.num_processed_tokens, a.last_token_at, a.max_token_gap, a.completed) == (12, 1.75, 0.75, False)
+    assert (c.num_processed_tokens, c.last_token_at, c.max_token_gap, c.completed) == (12, 1.75, 0.5, False)
+    values, counts = recorder.gaps
+    assert sorted(zip(values.tolist(), counts.tolist())) == [(0.125, 1), (0.25, 2), (0.5, 2), (0.75, 1)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 40), st.floats(0.0, 0.9), st.floats(0.0, 2.0)), min_size=1, max_size=8),
+       st.lists(st.floats(0.001, 1.0), min_size=1, max_size=30), st.booleans())
+def test_tokens_as_iteration_by_iteration(drawn, steps, through):
+    """Members with any iterations left (so that some, all or none finish inside the run), the
+    run's iterations of any length: each member's tokens, last token time, widest gap and
+    completion, and the recorded gaps, are those of applying the iterations one by one."""
+    ends = 1.0 + np.cumsum([0.0] + steps)
+    k, last = len(ends), len(ends) - (1 if through else 2)
+    assume(k >= 2)
+    remaining = [left for left, _, _ in drawn]
+    bulk, one_by_one = [], []
+    for out in (bulk, one_by_one):
+        for rid, (left, last_token_at, widest) in enumerate(drawn):
+            request = Request(rid, 0.0, 8, left + 1)
+            request.num_processed_tokens, request.is_prefill_complete = 9, True
+            request.last_token_at, request.max_token_gap = last_token_at, widest
+            out.append(request)
+    recorder = Recorder("requests", 1)
+    advance_tokens(bulk, remaining, ends, recorder, np.sort(remaining), through)
+    recorder.compact_gaps(force=True)
+    expected: list[float] = []
+    for request, left in zip(one_by_one, remaining):
+        for j in range(min(last, left - 1) + 1):
+            gap = float(ends[j]) - request.last_token_at
+            if j < k - 1:   # the last iteration's gaps are its batch end's
+                expected.append(gap)
+            request.on_decode_run(1, float(ends[j]), gap, j == left - 1)
+    for a, b in zip(bulk, one_by_one):
+        assert (a.num_processed_tokens, a.last_token_at, a.max_token_gap, a.completed, a.completed_at) == \
+            (b.num_processed_tokens, b.last_token_at, b.max_token_gap, b.completed, b.completed_at)
+    values, counts = recorder.gaps
+    assert sorted(np.repeat(values, counts).tolist()) == sorted(expected)

@@ -21,6 +21,7 @@ from conftest import cost, scenario, workload
 from run_agreement import TABLES
 
 from sim_core import parse_config, run_simulation
+from sim_core.engine.simulator import Simulator
 
 ARRIVAL = cost(16) + 1.5 * cost(1)
 
@@ -74,3 +75,28 @@ def test_sarathi_ends_runs_in_bulk_as_stepwise():
     result, _ = both("sarathi")
     requests = result.requests.set_index("request_id")
     assert requests.loc[0, ["completed_at", "tbt_max"]].tolist() == pytest.approx([0.098, 0.027], abs=1e-12)
+
+
+def test_an_arrival_inside_a_run_queues_no_formation(monkeypatch):
+    """Request 1 is routed at 0.0425 while replica 0's vllm run holds its only batch slot
+    (`FastForward.holds_slot`), so no formation is queued then: it would form nothing (the run's
+    batch is in flight). Formations happen at 0 (request 0's prefill), 0.026 (the first run),
+    0.048 (the cut run's batch end: request 1's prefill), 0.074 (the second run) and 0.108 (its
+    batch end, with nothing left), and every table still equals the stepwise run's (`both`)."""
+    formed_at, held = [], []
+    schedule, route = Simulator.on_replica_schedule, Simulator.on_global_schedule
+
+    def on_replica_schedule(self, replica):
+        if self.fast is not None:
+            formed_at.append(self.kernel.now)
+        schedule(self, replica)
+
+    def on_global_schedule(self):
+        if self.fast is not None:
+            held.append((self.kernel.now, self.fast.holds_slot(0)))
+        route(self)
+    monkeypatch.setattr(Simulator, "on_replica_schedule", on_replica_schedule)
+    monkeypatch.setattr(Simulator, "on_global_schedule", on_global_schedule)
+    both()
+    assert held == [(0.0, False), (pytest.approx(ARRIVAL), True)]
+    assert formed_at == pytest.approx([0.0, 0.026, 0.048, 0.074, 0.108], abs=1e-12)

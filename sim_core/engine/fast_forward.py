@@ -43,9 +43,10 @@ from typing import TYPE_CHECKING, Literal, overload
 import numpy as np
 
 from sim_core.engine.radix_growth import complete, grow_merged, plan_growth
+from sim_core.engine.run_counting import Steps, count_bulk, count_small
 from sim_core.engine.run_growth import (
+    NUMPY_MEMBERS,
     MemberArrays,
-    allocation_counts,
     growth_limit,
     growth_plan,
     numpy_growth,
@@ -57,7 +58,7 @@ from sim_core.engine.run_reach import RunReach
 from sim_core.engine.run_replay import replay, run_events
 from sim_core.entities import Batch, Request
 from sim_core.memory.block_hash_cache import HashedBlockPool
-from sim_core.memory.block_pool import BlockPool, CountingBlockPool
+from sim_core.memory.block_pool import BlockPool
 from sim_core.memory.radix_pool import RadixKvPool
 from sim_core.predictor.shape import BatchShape
 
@@ -75,7 +76,6 @@ if TYPE_CHECKING:
 # three, the counting pools the last
 Finished = list[tuple[int, int, list[int], int]]
 Changes = tuple[Finished, tuple[list[int] | None, list[int] | None, list[int] | None, list[int] | None]]
-Steps = tuple[np.ndarray, np.ndarray, np.ndarray]   # per slot: blocks taken, blocks freed, holders done
 
 MAX_RUN = 1 << 20  # iterations in one run (a longer run simply starts again)
 FIRST_CHUNK = 16   # iterations whose end times are computed when a run starts (at least)
@@ -193,7 +193,7 @@ class FastForward:
             return False
         now = self.sim.kernel.now
         predictor = self.sim.predictors[replica]
-        order, suffix = member_order(first, remaining, predictor.needs_context)
+        order, suffix = member_order(first, remaining, predictor.needs_context, None if arrays is None else arrays.left)
         self._tokens += 1
         stage = self.sim.stages[replica][0]
         overlap = self.sim.overlap if self.sim.overlapping[replica] else None
@@ -250,8 +250,11 @@ class FastForward:
             durations, hidden, gpu = overlap.run_times(replica, durations, sizes, previous)
             run.gpu, run.hidden = np.concatenate((run.gpu, gpu)), np.concatenate((run.hidden, hidden))
         durations[0] += run.ends[-1] if planned else run.started_at
-        run.ends = np.concatenate((run.ends, durations.cumsum()))
-        run.context = np.concatenate((run.context, context))
+        if planned:
+            run.ends = np.concatenate((run.ends, durations.cumsum()))
+            run.context = np.concatenate((run.context, context))
+        else:   # the first chunk of a serial run
+            run.ends, run.context = durations.cumsum(), context
 
     def _schedule_next(self, replica: int, run: DecodeRun) -> None:
         """The run's end event if all its iterations are planned, else the event extending it."""
@@ -297,6 +300,15 @@ class FastForward:
         # a member whose last iteration lies past a cut ends after the run's last end >= now
         kernel = self.sim.kernel
         return (bisect_right if kernel.late_phase else bisect_left)(run.finish_times, kernel.now)
+
+    def holds_slot(self, replica: int) -> bool:
+        """Whether a formation on the replica now would surely form nothing, because its run
+        holds the only batch slot: a serial run of a policy with the base formation loop and
+        batch end (`SteadyDecode.ends_in_bulk`: vllm, sarathi; no KV loads), outside P/D. Until
+        the run's batch end frees the slot (the batch end then forms, seeing what arrived), the
+        simulator need not queue a formation for an arrival routed there."""
+        run = self.runs.get(replica)
+        return run is not None and run.queued is None and run.promise.ends_in_bulk and self.sim.handoff is None
 
     def absorbs(self, replica: int, batch: Batch) -> bool:
         """Whether a stage end of `batch` belongs to an async run: the step that was running
@@ -450,15 +462,14 @@ class FastForward:
             else:
                 changes = self._replay(pool, promise.frees_on_completion, members, ordered)
             steps = self._record_blocks(replica, run, changes)
-        elif run.arrays is not None and not sim.recorder.keeps_blocks:
-            plan = growth_plan(promise, members, remaining, k + promise.lead, run.arrays)
+        elif len(members) >= NUMPY_MEMBERS:   # a counting pool (no block records) from here on
+            arrays = run.arrays or MemberArrays.of(promise, members, remaining)
+            plan = growth_plan(promise, members, remaining, k + promise.lead, arrays)
             advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
-            steps = _count_bulk(pool, promise, members, run.arrays, plan, k)
+            steps = count_bulk(pool, promise, members, arrays, plan, k)
         else:
-            counts, taken = allocation_counts(promise, members, remaining, k, run.arrays)
+            steps = count_small(pool, promise, members, remaining, k)   # before the tokens advance
             advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
-            steps = self._record_blocks(replica, run, self._count(pool, promise.frees_on_completion, members,
-                                                                  remaining, k, counts, taken))
         if through:
             self._record(replica, run, steps, used_before)
             return live_last
@@ -501,25 +512,6 @@ class FastForward:
             blocks += _allocate_each(pool, pending)
         return finished, (formations, takers, blocks, None)
 
-    @staticmethod
-    def _count(pool: KvPool, frees: bool, members: list[Request], remaining: list[int], k: int, counts: list[int],
-               taken: list[int]) -> Changes:
-        """The counting-pool version of _replay: per-member block counts, then the frees.
-        Returns the finished members and (None, None, None, blocks taken per formation)."""
-        assert isinstance(pool, CountingBlockPool), "only counting pools are bulk-counted"
-        finished: Finished = []
-        for request, count in zip(members, counts):
-            if count:
-                pool.add(request, count)
-        for member, left in enumerate(remaining):
-            if left <= k - 1:
-                released = members[member].num_blocks if frees else 0
-                if frees:
-                    pool.free(members[member])
-                finished.append((left, member, [], released))
-        finished.sort()
-        return finished, (None, None, None, taken)
-
     def _record_blocks(self, replica: int, run: DecodeRun, changes: Changes) -> Steps:
         """The block records of bulk-applied changes (full level); returns per slot the blocks
         taken, the blocks freed and the holders that let go of theirs."""
@@ -555,6 +547,9 @@ class FastForward:
             self._record_batches(replica, run)
             holders = (self.sim.schedulers[replica].pool.num_holders + int(done.sum()) - done.cumsum()).repeat(2)
         after = used_before + (taken - freed).cumsum()   # after each formation's allocations
+        if holders is None and not run.promise.sequential_sums:
+            recorder.on_run_states(replica, ends, after)
+            return
         used = np.empty(2 * (k - 1), dtype=np.int64)
         used[0::2], used[1::2] = after - taken, after          # after the batch end, after formation
         recorder.on_replica_states(replica, ends.repeat(2), used, run.num_waiting, holders,
@@ -567,29 +562,6 @@ class FastForward:
         record_run_batches(self.sim.recorder, replica, run.first, run.remaining, run.order, run.suffix, lead, 1 + lead,
                            run.first.id + formations, run.ends[: k - 1], self.sim.predictors[replica].needs_context,
                            run.promise.padded_size)
-
-
-def _count_bulk(pool: KvPool, promise: SteadyDecode, members: list[Request], arrays: MemberArrays,
-                plan: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> Steps:
-    """`FastForward._count` and `_record_blocks` of a counting pool for a run whose growth is
-    planned with numpy (`plan`: `growth_plan` for its k slots), without block records: each
-    member's blocks are added, then finished members free theirs. Returns per slot the blocks
-    taken, the blocks freed and the holders that let go of theirs."""
-    assert isinstance(pool, CountingBlockPool), "only counting pools are bulk-counted"
-    formations, _, counts = plan
-    growing = counts.nonzero()[0]
-    for member, count in zip(growing.tolist(), counts[growing].tolist()):
-        pool.add(members[member], count)
-    taken = np.bincount(formations - promise.lead, minlength=k)[:k]
-    freed, done = np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64)
-    ending = (arrays.left <= k - 1).nonzero()[0]
-    if promise.frees_on_completion and len(ending):
-        for member in ending.tolist():
-            pool.free(members[member])
-        at = arrays.left[ending]   # a member finishing after iteration left-1 frees at formation left
-        freed = np.bincount(at, weights=arrays.held[ending] + counts[ending], minlength=k).astype(np.int64)
-        done = np.bincount(at, minlength=k)
-    return taken, freed, done
 
 
 def _decode_shape(num_requests: int, context: int, with_context: bool) -> BatchShape:

@@ -140,6 +140,10 @@ class PipelineRuns:
         self._last_length[replica] = plan.count
         self._hand_back(replica, run, plan)
 
+    def holds_slot(self, replica: int) -> bool:
+        """`FastForward.holds_slot`: never (a pipeline run's arrivals are formed as stepwise)."""
+        return False
+
     def absorbs(self, replica: int, batch: Batch) -> bool:
         """Whether a stage end belongs to a run: a batch that was running when the run started
         ends inside it (the run has accounted for it)."""

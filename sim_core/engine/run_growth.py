@@ -66,28 +66,6 @@ def ordered_events(promise: SteadyDecode, members: list[Request], remaining: lis
     return list(zip(formation[order].tolist(), kind[order].tolist(), member[order].tolist()))
 
 
-def allocation_counts(promise: SteadyDecode, members: list[Request], remaining: list[int],
-                      k: int, arrays: MemberArrays | None = None) -> tuple[list[int], list[int]]:
-    """Blocks each member takes at formations 1+lead..k-1+lead while live, and how many blocks
-    are taken at each slot 0..k-1 (formation f is made at slot f - lead); the counting pool
-    needs no order, only how many and when."""
-    lead = promise.lead
-    if len(members) >= NUMPY_MEMBERS:
-        planned, _, per_member = growth_plan(promise, members, remaining, k + lead, arrays)
-        return per_member.tolist(), np.bincount(planned - lead, minlength=k)[:k].tolist()
-    taken = [0] * k
-    if promise.growth is None:
-        return [0] * len(members), taken
-    step = 1 if promise.growth == "per_token" else promise.block_size
-    counts: list[int] = []
-    for request, left in zip(members, remaining):   # as planned_allocations, unsorted
-        formations = range(first_growth(promise, request), min(left, k + lead), step)
-        counts.append(len(formations))
-        for formation in formations:
-            taken[formation - lead] += 1
-    return counts, taken
-
-
 def surely_spare(promise: SteadyDecode, free: int, n: int, limit: int) -> bool:
     """Whether one of `free` KV blocks stays spare over `limit` iterations of `n` members even
     if each grew as often as possible."""

@@ -14,10 +14,12 @@ if TYPE_CHECKING:
     from sim_core.results.record import Recorder
 
 
-def member_order(batch: Batch, remaining: list[int], needs_context: bool) -> tuple[np.ndarray, np.ndarray | None]:
+def member_order(batch: Batch, remaining: list[int], needs_context: bool,
+                 left: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """The members' iterations left, sorted, and (when the cost model reads KV context) the
-    tokens held by the members from each position of that order on (suffix sums)."""
-    order = np.array(remaining, dtype=np.int64)
+    tokens held by the members from each position of that order on (suffix sums). `left`:
+    `remaining` as an array, when the caller has it already."""
+    order = np.array(remaining, dtype=np.int64) if left is None else left.copy()
     order.sort()
     if not needs_context:
         return order, None
@@ -47,21 +49,30 @@ def advance_tokens(members: list[Request], remaining: list[int], ends: np.ndarra
     k = len(ends)
     steps = ends[1: k - 1] - ends[: k - 2]            # steps[j-1] = end_j - end_(j-1), j = 1..k-2
     last = k - 1 if through else k - 2                 # the last iteration applied
-    # running_max[j-1]: the widest gap between iterations 0..j (`through`: stepwise, the last
-    # iteration's batch end widens the members' widest gap too)
+    # `through`: stepwise, the last iteration's batch end widens the members' widest gap too
     gaps = steps if not through else ends[1:k] - ends[: k - 1]
-    running_max = np.maximum.accumulate(gaps).tolist() if len(gaps) else []
-    widest_all = running_max[-1] if running_max else -1.0   # of a member in every iteration (gaps > 0)
-    end_list, first_end = ends.tolist(), float(ends[0])
-    end_all, all_tokens = end_list[last], last + 1
+    first_end, all_tokens = float(ends[0]), last + 1
     first_gaps = [first_end - request.last_token_at for request in members]   # decoding: a token emitted
-    for request, left, gap in zip(members, remaining, first_gaps):
-        if left > last:   # takes part in every applied iteration (most members)
+    if int(order[0]) > last:   # nobody finishes before the last applied iteration (most cuts)
+        widest_all = float(gaps.max()) if len(gaps) else -1.0   # (gaps > 0)
+        end_all = float(ends[last])
+        for request, left, gap in zip(members, remaining, first_gaps):
             request.on_decode_run(all_tokens, end_all, widest_all if widest_all > gap else gap, left == all_tokens)
-        else:             # finishes after iteration left-1
-            widest = running_max[left - 2] if left >= 2 and running_max[left - 2] > gap else gap
-            request.on_decode_run(left, end_list[left - 1], widest, True)
-    alive = len(remaining) - order.searchsorted(np.arange(1, k - 1), side="right")
+        alive = np.full(len(steps), len(remaining), dtype=np.int64)
+    else:
+        # running_max[j-1]: the widest gap between iterations 0..j
+        running_max = np.maximum.accumulate(gaps).tolist() if len(gaps) else []
+        widest_all = running_max[-1] if running_max else -1.0   # of a member in every iteration
+        end_list = ends.tolist()
+        end_all = end_list[last]
+        for request, left, gap in zip(members, remaining, first_gaps):
+            if left > last:   # takes part in every applied iteration (most members)
+                request.on_decode_run(all_tokens, end_all, widest_all if widest_all > gap else gap,
+                                      left == all_tokens)
+            else:             # finishes after iteration left-1
+                widest = running_max[left - 2] if left >= 2 and running_max[left - 2] > gap else gap
+                request.on_decode_run(left, end_list[left - 1], widest, True)
+        alive = len(remaining) - order.searchsorted(np.arange(1, k - 1), side="right")
     recorder.on_run_gaps(first_gaps, steps, alive, first_end, ends[1: k - 1])
 
 

@@ -168,7 +168,8 @@ class Simulator:
             touched.add(replica)
         self.pending_routing.clear()
         for replica in sorted(touched):
-            self.kernel.soon(self.on_replica_schedule, replica)
+            if self.fast is None or not self.fast.holds_slot(replica):
+                self.kernel.soon(self.on_replica_schedule, replica)
 
     # ---- tier 2: replica scheduling --------------------------------------------------------
 

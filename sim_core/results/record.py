@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 from numpy.typing import DTypeLike
 
 from sim_core.portable_math import dot
@@ -319,6 +320,21 @@ class Recorder:
             assert running is not None, "the time series needs the running column"
             self.series.add_chunk_values(len(times), times, replica, used, waiting, running)
 
+    def on_run_states(self, replica: int, ends: np.ndarray, after: np.ndarray) -> None:
+        """`on_replica_states` of a serial decode run at a level that keeps no time series: the
+        state after each of its batch ends (at `ends`) and after the formation that follows it
+        (`after`, the blocks used then, at the same instant). The interval from a batch end to
+        its formation is empty, so the integral adds only `after[j] * (ends[j+1] - ends[j])`:
+        the products the full form adds besides are zeros, which leave an exactly rounded sum
+        as it is; the blocks used right after a batch end never exceed `after` (a formation
+        only takes blocks), so the peak is `after`'s."""
+        last_time, last_used = self._kv_last[replica]
+        self.kv_area[replica] += last_used * (float(ends[0]) - last_time) + dot(after[:-1], ends[1:] - ends[:-1])
+        self._kv_last[replica] = (float(ends[-1]), int(after[-1]))
+        peak = int(after.max())
+        if peak > self.kv_peak[replica]:
+            self.kv_peak[replica] = peak
+
     # ---- decode runs advanced in one step (engine/fast_forward.py) ----------------------------
 
     def _windowed_gap(self, gap: float) -> None:
@@ -384,8 +400,12 @@ class Recorder:
         if force and not len(self.gaps[0]):   # the end of a run that never compacted: no need to
             self.gaps = (values, counts)        # merge equal values, percentiles take them as they are
         else:
-            distinct, where = np.unique(values, return_inverse=True)
-            self.gaps = (distinct, np.bincount(where, weights=counts, minlength=len(distinct)).astype(np.int64))
+            # np.unique's distinct values and counts, from a hash table (pandas' factorize, linear)
+            # instead of a stable sort of every sample; only the few distinct values are sorted
+            where, distinct = pd.factorize(values, use_na_sentinel=False)
+            summed = np.bincount(where, weights=counts, minlength=len(distinct)).astype(np.int64)
+            order = distinct.argsort()
+            self.gaps = (distinct[order], summed[order])
         raw.clear()
         runs.clear()
 

@@ -69,6 +69,16 @@ class PagedScheduler(ReplicaScheduler):
         record, replica = self._recorder.on_allocate_one, self.replica_id
         free = pool.num_free
         request: Request | None   # None once the candidate restarted itself
+        if end <= limit and end <= free:   # all are taken, each with at most one block: none restarts
+            for request in order:
+                if not request.is_prefill_complete:
+                    partial.append(request)
+                elif request.num_processed_tokens > size * request.num_blocks:  # grow by one block
+                    record(replica, request.id, pool.allocate_one(request))
+                    taken.append(request)
+                else:
+                    taken.append(request)
+            return taken, partial, []
         num_taken = 0   # len(taken)
         while i < end and num_taken < limit:
             request = order[i]
