@@ -75,6 +75,11 @@ def test_cap_order_and_group_key():
     assert len({group_key(s) for s in scenarios}) == 1 and group_key(points[4].scenario) != group_key(scenarios[0])
     tasks = plan_tasks(points, spec)
     assert [indices for indices, _ in tasks] == [[4 * k, 4 * k + 1, 4 * k + 2, 4 * k + 3] for k in range(8)]
+    # two groups for 4 tasks: each is split into its two larger caps (256, 64) and its two smaller (8, 4)
+    tasks = plan_tasks(points[:8], spec, min_tasks=4)
+    assert [indices for indices, _ in tasks] == [[2, 3], [0, 1], [6, 7], [4, 5]]
+    assert [len(json.loads(task)["scenarios"]) for _, task in tasks] == [2, 2, 2, 2]
+    assert [indices for indices, _ in plan_tasks(points[:2], spec, min_tasks=5)] == [[1], [0]]   # no more to split
 
 
 def test_only_audited_policies_without_pd_or_dp_are_reused():

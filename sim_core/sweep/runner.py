@@ -19,6 +19,10 @@ from sim_core.sweep.results import results_table, write_results_csv
 from sim_core.sweep.spec import SweepSpec
 from sim_core.sweep.task import plan_tasks, task_answers
 
+# a sweep's points go to the backend as at least this many tasks per worker (when it says how
+# many it has: `workers`), splitting the batch-cap groups (sweep/task.py::plan_tasks) if need be
+TASKS_PER_WORKER = 4
+
 
 class SweepBackend(Protocol):
     """Runs point tasks (JSON text), yielding (task index, JSON answer) as each finishes."""
@@ -93,7 +97,7 @@ def run_sweep(spec: SweepSpec, base: dict, backend: SweepBackend, out_dir: str |
     done = resumed_records(grid, journal.load() if journal else {})
     resumed = len(done)
     todo = [p for p in grid.points if p.key not in done][:limit]
-    tasks = plan_tasks(todo, spec)
+    tasks = plan_tasks(todo, spec, TASKS_PER_WORKER * getattr(backend, "workers", 1))
     try:
         with closing(backend.run([task for _, task in tasks])) as results:
             for number, result in results:

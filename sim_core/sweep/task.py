@@ -37,14 +37,21 @@ def group_task(points: list[Point], spec: SweepSpec) -> str:
                        "search": spec.search.model_dump()})
 
 
-def plan_tasks(points: list[Point], spec: SweepSpec) -> list[tuple[list[int], str]]:
+def plan_tasks(points: list[Point], spec: SweepSpec, min_tasks: int = 1) -> list[tuple[list[int], str]]:
     """(indices into `points`, task) covering every point once: a group task for each set of
-    points that differ only in the batch cap (`reuse.group_key`), a point task for the rest."""
-    groups: dict[str, list[int]] = {}
+    points that differ only in the batch cap (`reuse.group_key`), a point task for the rest.
+    While there are fewer than `min_tasks` tasks (workers would idle), the largest group is
+    split into its larger and its smaller caps (each half still reuses within itself)."""
+    keyed: dict[str, list[int]] = {}
     for index, point in enumerate(points):
-        groups.setdefault(group_key(point.scenario), []).append(index)
-    return [(members, point_task(points[members[0]], spec) if len(members) == 1
-             else group_task([points[i] for i in members], spec)) for members in groups.values()]
+        keyed.setdefault(group_key(point.scenario), []).append(index)
+    groups = [[members[i] for i in cap_order([points[m].scenario for m in members])] for members in keyed.values()]
+    while len(groups) < min_tasks and max(map(len, groups), default=1) > 1:
+        largest = max(groups, key=len)
+        half = (len(largest) + 1) // 2
+        groups[groups.index(largest):groups.index(largest) + 1] = [largest[:half], largest[half:]]
+    return [(sorted(members), point_task(points[members[0]], spec) if len(members) == 1
+             else group_task([points[i] for i in sorted(members)], spec)) for members in groups]
 
 
 def task_answers(indices: list[int], result: str) -> list[tuple[int, dict]]:
