@@ -42,7 +42,6 @@ from sim_core.schedulers import ReplicaLimits
 from sim_core.sweep.probe import Probe, measured_probe, num_probe_requests, probe_scenario, probe_workload
 from sim_core.sweep.spec import SearchSettings
 
-CAP_KEY = "scheduler.batch_size_cap"
 # how each audited policy reads the cap (see the module docstring)
 CAP_READERS = {"vllm": "paged", "sarathi": "paged", "orca": "reserving", "faster_transformer": "reserving"}
 
