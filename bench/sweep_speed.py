@@ -1,6 +1,7 @@
 """Capacity-search speed: configurations per minute on the local process pool and on Ray.
 
     python bench/sweep_speed.py [--configs 1000] [--ray-configs 200] [--address HOST:PORT] [--workers N] [--every K]
+                                [--groups K] [--no-reuse] [--save FILE]
                                 [--breakdown [--where KEY=VALUE ...]] [--probe QPS [--length L] --where ...]
 
 The grid (1,000 configurations) is Llama-2-7B with the roofline predictor on a synthetic chat
@@ -12,7 +13,12 @@ configurations spread over every device, scheduler, replica count, PP and batch 
 shares no factor with the grid's dimensions), up to `--configs` of them. Ray: connects to
 `--address`, or starts a temporary local head (`ray start --head` with this machine's cores;
 stopped at the end) and times `--ray-configs` configurations (0 skips Ray); their results are
-checked equal to the local ones. `--breakdown` instead searches the chosen configurations one at
+checked equal to the local ones. `--groups K` times every K-th group of configurations that
+differ only in the batch cap (the grid's 200 groups of 5; K = 11: 19 groups, 95 configurations),
+searched as the sweep searches them (one task a group, probes replayed across caps where proved
+identical: `sim_core/sweep/reuse.py`); `--no-reuse` sends one task per configuration instead (as
+before grouping; `--every` samples hold one configuration per group, so they are timed so
+anyway). `--breakdown` instead searches the chosen configurations one at
 a time in this process and prints each probe's CPU seconds, then the totals by kind of probe
 (short, long, reseeded; passed or failed) and the requests simulated (in units of one replica's
 `num_requests`); `--where cluster.pipeline_parallel_size=2` (repeatable) keeps only the grid's
@@ -24,6 +30,7 @@ and prints each one's process CPU seconds and their median.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -58,15 +65,15 @@ SPEC = {
 }
 
 
-def timed(name: str, backend, limit: int, every: int = 1) -> list[dict]:
-    """Run the first `limit` configurations (every `every`-th one) on `backend` (fresh output
-    folder) and print the rate."""
+def timed(name: str, backend, limit: int, every: int = 1, groups: int = 0, reuse: bool = True) -> list[dict]:
+    """Run the first `limit` configurations (every `every`-th one, or those of every `groups`-th
+    cap group) on `backend` (fresh output folder) and print the rate."""
     spec, base = parse_sweep_spec(SPEC, source="bench spec")
     with tempfile.TemporaryDirectory() as out:
         cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
         load, started = os.getloadavg()[0], time.perf_counter()
-        records = (run_sweep(spec, base, backend, out, limit=limit).records if every == 1
-                   else _sample(spec, base, backend, limit, every))
+        records = (run_sweep(spec, base, backend, out, limit=limit).records if every == 1 and not groups and reuse
+                   else _sample(spec, base, backend, limit, every, groups, reuse))
         elapsed = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     count, probes = len(records), sum(len(r["probes"]) for r in records)
@@ -81,13 +88,32 @@ def timed(name: str, backend, limit: int, every: int = 1) -> list[dict]:
     return records
 
 
-def _sample(spec, base, backend, limit: int, every: int) -> list[dict]:
-    """The records of every `every`-th point of the grid (at most `limit`), in grid order."""
-    points = build_grid(spec, base).points[::every][:limit]
+def _sample(spec, base, backend, limit: int, every: int, groups: int = 0, reuse: bool = True) -> list[dict]:
+    """The records of every `every`-th point of the grid, or of the points of every `groups`-th
+    cap group (at most `limit` points), in grid order; `reuse`: one task per cap group."""
+    points = build_grid(spec, base).points
+    if groups:
+        keys = list(dict.fromkeys(_cap_group(point) for point in points))[::groups]
+        points = [point for point in points if _cap_group(point) in set(keys)][:limit]
+    else:
+        points = points[::every][:limit]
+    if reuse:
+        from sim_core.sweep.runner import TASKS_PER_WORKER
+        from sim_core.sweep.task import plan_tasks, task_answers
+        tasks = plan_tasks(points, spec, TASKS_PER_WORKER * getattr(backend, "workers", 1))
+    else:
+        tasks = [([index], point_task(point, spec)) for index, point in enumerate(points)]
     records: list[dict | None] = [None] * len(points)
-    for index, result in backend.run([point_task(point, spec) for point in points]):
-        records[index] = point_record(points[index], result)
+    for number, result in backend.run([task for _, task in tasks]):
+        answers = task_answers(tasks[number][0], result) if reuse else [(tasks[number][0][0], result)]
+        for index, answer in answers:
+            records[index] = point_record(points[index], answer)
     return [record for record in records if record is not None]
+
+
+def _cap_group(point) -> tuple:
+    """The point's varied values but the batch cap."""
+    return tuple((key, value) for key, value in point.values.items() if key != "scheduler.batch_size_cap")
 
 
 def breakdown(limit: int, every: int, where: list[str]) -> None:
@@ -167,6 +193,9 @@ def main() -> None:
     parser.add_argument("--address", help="an existing Ray cluster (default: start a local head)")
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--every", type=int, default=1, help="time every K-th configuration (local pool only)")
+    parser.add_argument("--groups", type=int, default=0, help="time every K-th cap group's configurations")
+    parser.add_argument("--no-reuse", action="store_true", help="one task per configuration (no probe reuse)")
+    parser.add_argument("--save", help="write the local records' keys, answers and probes to this JSON file")
     parser.add_argument("--breakdown", action="store_true", help="one at a time in this process, CPU per probe")
     parser.add_argument("--where", action="append", default=[], help="KEY=VALUE: --breakdown only these points")
     parser.add_argument("--probe", type=float, help="time one probe at this rate (req/s) of the first --where point")
@@ -180,7 +209,10 @@ def main() -> None:
         breakdown(args.configs, args.every, args.where)
         return
     print(f"{os.cpu_count()} cores, {args.workers} local workers")
-    local = timed("local", LocalBackend(args.workers), args.configs, args.every) if args.configs else []
+    local = (timed("local", LocalBackend(args.workers), args.configs, args.every, args.groups, not args.no_reuse)
+             if args.configs else [])
+    if args.save:   # to compare two runs' answers (e.g. with and without --no-reuse)
+        Path(args.save).write_text(json.dumps([[r["key"], r["max_qps"], r["probes"]] for r in local]))
     if not args.ray_configs:
         return
     address, stop = (args.address, lambda: None) if args.address else _ray_head(args.workers)

@@ -124,6 +124,13 @@ def run_probe(scenario: dict, qps: float, slo: dict, settings: SearchSettings, r
     Raises:
         ConfigError, TraceError: the point cannot run at any rate (e.g. the model does not fit).
     """
+    return measured_probe(scenario, qps, slo, settings, repeat, length)[0]
+
+
+def measured_probe(scenario: dict, qps: float, slo: dict, settings: SearchSettings, repeat: int = 0,
+                   length: int = 1) -> tuple[Probe, int | None]:
+    """run_probe's probe and the most requests any replica held at once (`peak_holders`; None
+    when the simulation stopped with an error): what `sweep/reuse.py` certifies reuse with."""
     num_requests = num_probe_requests(scenario, settings.num_requests * length)
     config = parse_config(probe_scenario(scenario, qps, num_requests, repeat), source=f"probe at {qps:g} req/s")
     check_budget(config, CLI_LIMITS)      # from the scenario alone, before generating its requests
@@ -131,9 +138,32 @@ def run_probe(scenario: dict, qps: float, slo: dict, settings: SearchSettings, r
     try:
         result = run_simulation(config, workload, gap_window=gap_window(config, workload, settings.warmup))
     except SimulationError as error:
-        return Probe(qps, False, {}, (f"simulation error: {error}",), repeat, length)
+        return Probe(qps, False, {}, (f"simulation error: {error}",), repeat, length), None
     probe = judge(qps, steady_summary(result.requests, result.summary, settings.warmup, slo), slo)
-    return replace(probe, repeat=repeat, length=length)
+    return replace(probe, repeat=repeat, length=length), peak_holders(result.requests)
+
+
+def peak_holders(requests: pd.DataFrame) -> int:
+    """An upper bound on the requests one replica held KV memory for at once: the most closed
+    intervals [scheduled_at, completed_at] of one replica that share an instant. A request holds
+    memory from its first admission (`scheduled_at`, the formation that admitted it; a restart
+    keeps it) to its completion, so the interval covers every time it held some; counting an
+    interval that ends at the instant another starts as overlapping leaves the order of events
+    at one instant (a completion freed before or after a formation) out of the bound. A request
+    never scheduled held nothing; one scheduled and never completed holds to the end."""
+    scheduled = requests["scheduled_at"].to_numpy(np.float64)
+    completed = requests["completed_at"].to_numpy(np.float64)
+    replica = requests["replica_id"].to_numpy()
+    held = np.isfinite(scheduled) & (scheduled >= 0.0)
+    completed = np.where(np.isfinite(completed), completed, np.inf)
+    peak = 0
+    for rid in np.unique(replica[held]):
+        mine = held & (replica == rid)
+        times = np.concatenate((scheduled[mine], completed[mine]))
+        steps = np.concatenate((np.ones(int(mine.sum()), np.int64), -np.ones(int(mine.sum()), np.int64)))
+        order = np.lexsort((-steps, times))   # at one instant the starts (+1) come before the ends
+        peak = max(peak, int(np.cumsum(steps[order]).max()))
+    return peak
 
 
 def probe_workload(config: SimulationConfig, num_requests: int) -> Workload:

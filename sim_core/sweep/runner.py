@@ -17,7 +17,11 @@ from sim_core.sweep.grid import Grid, Point, build_grid
 from sim_core.sweep.journal import Journal
 from sim_core.sweep.results import results_table, write_results_csv
 from sim_core.sweep.spec import SweepSpec
-from sim_core.sweep.task import point_task
+from sim_core.sweep.task import plan_tasks, task_answers
+
+# a sweep's points go to the backend as at least this many tasks per worker (when it says how
+# many it has: `workers`), splitting the batch-cap groups (sweep/task.py::plan_tasks) if need be
+TASKS_PER_WORKER = 4
 
 
 class SweepBackend(Protocol):
@@ -93,14 +97,11 @@ def run_sweep(spec: SweepSpec, base: dict, backend: SweepBackend, out_dir: str |
     done = resumed_records(grid, journal.load() if journal else {})
     resumed = len(done)
     todo = [p for p in grid.points if p.key not in done][:limit]
+    tasks = plan_tasks(todo, spec, TASKS_PER_WORKER * getattr(backend, "workers", 1))
     try:
-        with closing(backend.run([point_task(point, spec) for point in todo])) as results:
-            for index, result in results:
-                record = done[todo[index].key] = point_record(todo[index], result)
-                if journal and not record.get("error"):
-                    journal.append(record)
-                if on_point:
-                    on_point(len(done), len(grid.points), record)
+        with closing(backend.run([task for _, task in tasks])) as results:
+            for number, result in results:
+                _record(tasks[number][0], result, todo, done, journal, on_point, len(grid.points))
                 if should_stop and should_stop():
                     break
     finally:
@@ -111,6 +112,17 @@ def run_sweep(spec: SweepSpec, base: dict, backend: SweepBackend, out_dir: str |
         if out_dir is not None:
             write_results_csv(sweep_table(spec, outcome.records), out_dir)
     return outcome
+
+
+def _record(indices: list[int], result: str, todo: list[Point], done: dict[str, dict], journal: Journal | None,
+            on_point: Callable[[int, int, dict], None] | None, num_points: int) -> None:
+    """Record a finished task's points (in `done` and the journal; on_point after each)."""
+    for index, answer in task_answers(indices, result):
+        record = done[todo[index].key] = point_record(todo[index], answer)
+        if journal and not record.get("error"):
+            journal.append(record)
+        if on_point:
+            on_point(len(done), num_points, record)
 
 
 def sweep_table(spec: SweepSpec, records: list[dict], gpu_hour_usd: float | dict | None = None) -> pd.DataFrame:

@@ -101,12 +101,18 @@ Severity = Callable[[Probe], float | None]   # probe -> its largest metric / lim
 Repeat = Callable[[float, int], Probe]   # (rate, k) -> the probe with the k-th other seed
 
 
-def capacity_search(scenario: dict, slo: dict, settings: SearchSettings) -> Capacity:
-    """Search the capacity of one scenario by simulating it (see the module docstring)."""
+RunProbe = Callable[..., Probe]   # run_probe's signature: (scenario, qps, slo, settings, repeat=0, length=1)
+
+
+def capacity_search(scenario: dict, slo: dict, settings: SearchSettings, run: RunProbe | None = None) -> Capacity:
+    """Search the capacity of one scenario by simulating it (see the module docstring); `run`
+    makes each probe (default `probe.run_probe`; `sweep/reuse.py` passes one that replays probes
+    proved identical)."""
+    run = run or run_probe
     length = settings.confirm_length
-    return bracket_search(lambda qps: run_probe(scenario, qps, slo, settings), settings,
-                          lambda qps, k: run_probe(scenario, qps, slo, settings, k),
-                          (lambda qps: run_probe(scenario, qps, slo, settings, length=length)) if length > 1 else None,
+    return bracket_search(lambda qps: run(scenario, qps, slo, settings), settings,
+                          lambda qps, k: run(scenario, qps, slo, settings, k),
+                          (lambda qps: run(scenario, qps, slo, settings, length=length)) if length > 1 else None,
                           lambda probe: severity(probe, slo))
 
 
