@@ -74,7 +74,7 @@ def _run(config: SimulationConfig, workload: Workload | None, after_event: Calla
     workload, estimate = _budgeted_workload(config, workload, limits)
     stop()
     views = pool_views(config)
-    sized = [(view, *_limits(view.config)) for view in views]   # (view, plan, limits) per pool
+    sized = [(view, *replica_limits(view.config)) for view in views]   # (view, plan, limits) per pool
     recorder = Recorder(config.engine.record, sum(v.num_replicas for v in views), gap_window)
     if limits is not None and limits.max_peak_bytes is not None and estimate is not None:
         stop.memory = MemoryWatch(config, estimate, limits, recorder.held_rows)
@@ -177,7 +177,13 @@ def _stop_check(limits: Limits | None, should_stop: Callable[[], bool] | None,
     return StopCheck(should_stop, deadline_s)
 
 
-def _limits(config: SimulationConfig) -> tuple[MemoryPlan | None, ReplicaLimits]:
+def replica_limits(config: SimulationConfig) -> tuple[MemoryPlan | None, ReplicaLimits]:
+    """The memory plan (None where the scenario sets its blocks and the planner cannot run) and
+    the limits each replica of `config` runs under (KV blocks, batch size, tokens per iteration).
+
+    Raises:
+        ConfigError: the planner refuses a scenario whose policy needs it.
+    """
     sched = config.scheduler
     reserves = sched.traits.reserves_max_model_len   # its batch limit is the planner's max batch size
     needs_planner = sched.num_blocks is None or reserves

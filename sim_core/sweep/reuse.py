@@ -11,7 +11,7 @@ certificate proves that the simulation at that cap takes every decision the same
   - vllm and sarathi (`paged`): a request joins only while `num_holders == cap` is false and the
     batch holds fewer than `cap // PP`; decodes are taken up to `cap // PP`;
   - orca and faster_transformer (`reserving`): a batch takes at most `max_batch_size` =
-    min(planner's max batch, cap) requests (`engine/simulation.py::_limits`);
+    min(planner's max batch, cap) requests (`engine/simulation.py::replica_limits`);
   - the memory plan (the detailed and vllm planners size activations by the cap: compared whole,
     every `ReplicaLimits` field but `max_batch_size` must be equal) and the run budget (its
     estimate, `engine/budget.py`, counted with the cap: checked at the replayed cap, below).
@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 
 from sim_core.config import SimulationConfig, parse_config
 from sim_core.engine.budget import CostEstimate, check_budget
-from sim_core.engine.simulation import CLI_LIMITS, _limits
+from sim_core.engine.simulation import CLI_LIMITS, replica_limits
 from sim_core.errors import ConfigError
 from sim_core.schedulers import ReplicaLimits
 from sim_core.sweep.probe import Probe, measured_probe, num_probe_requests, probe_scenario, probe_workload
@@ -72,7 +72,7 @@ def cap_limits(config: SimulationConfig) -> CapLimits | None:
             or sched.prefix_caching()):
         return None
     try:
-        limits = _limits(config)[1]
+        limits = replica_limits(config)[1]
     except ConfigError:
         return None
     return CapLimits(reader, sched.batch_size_cap, config.cluster.pipeline_parallel_size, limits)
