@@ -150,7 +150,7 @@ AUDITED = {
     ("engine/simulation.py", "return graph_limit(config.scheduler.max_batch_requests())"),
     ("engine/simulation.py",
      "max_batch = min(plan.max_batch_size, sched.batch_size_cap) if plan else sched.batch_size_cap"),
-    ("engine/budget.py",
+    ("engine/cost_estimate.py",
      "cap = min(float(config.scheduler.profile_batch(config.max_model_len)[1]), len(steps) * scale / replicas,"),
     ("schedulers/paged.py",
      "return scheduler.pool.num_holders < scheduler.config.batch_size_cap and scheduler.can_admit(request)"),

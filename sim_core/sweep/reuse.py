@@ -14,7 +14,7 @@ certificate proves that the simulation at that cap takes every decision the same
     min(planner's max batch, cap) requests (`engine/simulation.py::replica_limits`);
   - the memory plan (the detailed and vllm planners size activations by the cap: compared whole,
     every `ReplicaLimits` field but `max_batch_size` must be equal) and the run budget (its
-    estimate, `engine/budget.py`, counted with the cap: checked at the replayed cap, below).
+    estimate, `engine/cost_estimate.py`, counted with the cap: checked at the replayed cap, below).
 * Every request a batch holds holds KV memory, so a batch never holds more than the replica's
   holders, and `probe.peak_holders` bounds the holders of the whole run (H).
 * Two runs that differ only in the cap start in one state; at each check the holders compared
