@@ -156,7 +156,7 @@ class SiliconPredictor(GridPredictor):
         # the varlen attention kernel's floor: a one-token decode over one cached token
         self.attention_floor = min(self.generation.at(1, 1), self.context.at(1, 1))
         self._prefill_cache: dict[tuple[int, int], float] = {}
-        self._cpu_cache: dict[int, dict[str, Count]] = {}
+        self._cpu_cache: dict[int, dict[str, float]] = {}
         self._decode_cache: dict[tuple[float, float], float] = {}
         super().__init__(model.num_layers // pp, pp)
 

@@ -59,6 +59,33 @@ class LogGrid:
     def at(self, *coords: float) -> float:
         """Seconds at one point (pure Python: the hot loop's scalar path). On a grid point it is
         the stored latency itself."""
+        if len(coords) == 2:
+            return self._at_2d(coords[0], coords[1])
+        return self._at_nd(coords)
+
+    def _at_2d(self, first: float, second: float) -> float:
+        """`_at_nd` of a point of a two-axis grid (attention: batch x length), its corners
+        written out: the same float operations in the same order (its weights start at 1.0,
+        and 1.0 x w and 0.0 + w are w)."""
+        low0, frac0, scale0 = _locate(self._log_axes_list[0], self._axes_list[0], first, self.powers[0])
+        low1, frac1, scale1 = _locate(self._log_axes_list[1], self._axes_list[1], second, self.powers[1])
+        stride0, stride1, flat = self._strides[0], self._strides[1], self._flat
+        multiplier = scale0 * scale1
+        base = low0 * stride0 + low1 * stride1
+        if frac0 == 0.0:
+            if frac1 == 0.0:
+                return self._seconds[base] * multiplier
+            log_value = (1.0 - frac1) * flat[base] + frac1 * flat[base + stride1]
+        elif frac1 == 0.0:
+            log_value = (1.0 - frac0) * flat[base] + frac0 * flat[base + stride0]
+        else:
+            w0, w1 = 1.0 - frac0, 1.0 - frac1
+            log_value = (w0 * w1 * flat[base] + w0 * frac1 * flat[base + stride1]
+                         + frac0 * w1 * flat[base + stride0] + frac0 * frac1 * flat[base + stride0 + stride1])
+        return math.exp(log_value) * multiplier
+
+    def _at_nd(self, coords: tuple[float, ...]) -> float:
+        """`at` over any number of axes."""
         indices, weights, multiplier = [0], [1.0], 1.0
         for axis, coord in enumerate(coords):
             low, frac, scale = _locate(self._log_axes_list[axis], self._axes_list[axis], coord, self.powers[axis])
