@@ -327,30 +327,42 @@ class VllmV1Scheduler(EngineScheduler):
             if request.status != running or rid in scheduled_ids:
                 continue  # preempted earlier in this step
             flying = flying_of(rid, 0)
-            if request.is_prefill_complete:   # its newest output token's KV is not computed yet
+            if flying == 1 and request.is_prefill_complete:
+                # the usual member (async): a decode whose step in flight samples its newest
+                # token; the lines below for it: computed = known, n = 1 (a placeholder; the
+                # budget is at least 1), its KV needs known + 1 slots, keys stop at known
                 known = request.num_processed_tokens
-                computed = known - 1 + flying
-            else:
-                known = request.num_prefill_tokens
-                computed = request.num_processed_tokens + flying
-            target = known
-            if computed >= target and flying:   # its step in flight samples a token
                 last = (request.initial_prefill_tokens + 1 if prefill_role
                         else request.num_prefill_tokens + request.num_decode_tokens)   # `total_tokens`
-                if computed + 1 >= last:
+                if known + 1 >= last:
                     continue   # that token is its last here: nothing more to run
-                target += 1    # a placeholder for it
-            n = target - computed   # clamped as `clamp`
-            if 0 < threshold < n:
-                n = threshold
-            if n > budget:
-                n = budget
-            if n <= 0:
-                continue
-            upto = computed + n
-            needed = -(-upto // size) - request.num_blocks
-            if upto > known:
-                upto = known
+                n, upto = 1, known
+                needed = -(-(known + 1) // size) - request.num_blocks
+            else:
+                if request.is_prefill_complete:   # its newest output token's KV is not computed yet
+                    known = request.num_processed_tokens
+                    computed = known - 1 + flying
+                else:
+                    known = request.num_prefill_tokens
+                    computed = request.num_processed_tokens + flying
+                target = known
+                if computed >= target and flying:   # its step in flight samples a token
+                    last = (request.initial_prefill_tokens + 1 if prefill_role
+                            else request.num_prefill_tokens + request.num_decode_tokens)   # `total_tokens`
+                    if computed + 1 >= last:
+                        continue   # that token is its last here: nothing more to run
+                    target += 1    # a placeholder for it
+                n = target - computed   # clamped as `clamp`
+                if 0 < threshold < n:
+                    n = threshold
+                if n > budget:
+                    n = budget
+                if n <= 0:
+                    continue
+                upto = computed + n
+                needed = -(-upto // size) - request.num_blocks
+                if upto > known:
+                    upto = known
             if needed > 0:
                 if needed > pool.num_free:
                     step.budget = budget
