@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import compress
-from operator import attrgetter, mul
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
@@ -14,8 +12,6 @@ if TYPE_CHECKING:
     from sim_core.entities import Request
 
 Count = TypeVar("Count", float, np.ndarray)   # a number of requests, or a grid of them
-_PREFILL_COMPLETE = attrgetter("is_prefill_complete")
-_PROCESSED = attrgetter("num_processed_tokens")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,20 +62,15 @@ def shape_of(requests: Sequence[Request], num_tokens: Sequence[int]) -> BatchSha
 
     A decoding request contributes one decode per token it runs: 1, or `num_seqs` for a group of
     parallel samples (each sequence is its own decode with its own context and logits row)."""
-    # (once per step and member: the passes run in C; integer sums, so in any order the same)
-    complete = list(map(_PREFILL_COMPLETE, requests))
-    contexts = list(map(mul, num_tokens, map(_PROCESSED, requests)))
-    total = sum(num_tokens)
-    if all(complete):   # decodes only
-        return BatchShape(total, total, (), total, sum(contexts))
     chunks: list[tuple[int, int]] = []
-    prefilling = complete.count(False)   # few: each found by a scan in C
-    i = -1
-    for _ in range(prefilling):
-        i = complete.index(False, i + 1)
-        chunks.append((num_tokens[i], requests[i].num_processed_tokens))
-    num_decodes = sum(compress(num_tokens, complete))
-    return BatchShape(len(chunks) + num_decodes, total, tuple(chunks), num_decodes, sum(compress(contexts, complete)))
+    num_decodes, context = 0, 0
+    for request, tokens in zip(requests, num_tokens):
+        if request.is_prefill_complete:
+            num_decodes += tokens
+            context += tokens * request.num_processed_tokens
+        else:
+            chunks.append((tokens, request.num_processed_tokens))
+    return BatchShape(len(chunks) + num_decodes, sum(num_tokens), tuple(chunks), num_decodes, context)
 
 
 def padded(shape: BatchShape, num_padding: int) -> BatchShape:

@@ -15,17 +15,14 @@ in flight (an arrival wakes it) or right after processing a step's outputs (`hos
 from __future__ import annotations
 
 from collections import deque
-from operator import attrgetter
 
 from sim_core.entities import Batch, Request
-
-_ID = attrgetter("id")
 
 
 class InFlight:
     """Batches launched and not yet ended, oldest first, and their tokens per request.
 
-    Each batch's tokens are kept apart (request id -> tokens, built in one pass in C when it
+    Each batch's tokens are kept apart (request id -> tokens, made in one comprehension when it
     launches, dropped whole when it lands): a request's tokens in flight are the sum over the
     batches, of which a formation sees at most one (it schedules only with room for a second)."""
 
@@ -72,7 +69,7 @@ class InFlight:
 
     def launch(self, batch: Batch) -> None:
         self.batches.append(batch)
-        self._tokens.append(dict(zip(map(_ID, batch.requests), batch.num_tokens)))   # (a request once a batch)
+        self._tokens.append({r.id: n for r, n in zip(batch.requests, batch.num_tokens)})   # (a request once a batch)
 
     def land(self, batch: Batch) -> None:
         """The oldest batch ended (its outputs are being processed): its tokens are no longer in flight."""

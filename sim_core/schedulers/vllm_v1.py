@@ -229,8 +229,7 @@ class VllmV1Scheduler(EngineScheduler):
         if not self.async_steps:
             batch = super().launch(requests, num_tokens, num_padding)
         else:
-            # decodes only (a scan in C): no prompt tokens to count
-            batch = self._make_batch(requests, num_tokens, 0 if all(map(_PREFILL_COMPLETE, requests)) else None)
+            batch = self._make_batch(requests, num_tokens)
             if batch is not None:
                 self.in_flight.launch(batch)   # in flight, yet schedulable again: not `busy`
         if self.offload is not None and batch is not None:
