@@ -311,7 +311,9 @@ class VllmV1Scheduler(EngineScheduler):
         # request that needs no new block, `_take` inline: it keys blocks only when its tokens
         # fill one past those keyed already (else `cache_blocks` would change nothing)
         flying_of, pool, size, threshold = self.in_flight.by_id.get, self.pool, self._block_size, self._threshold
-        keyed_of = self._cache.keyed.get if self._cache is not None else None
+        cache = self._cache
+        keyed_of = cache.keyed.get if cache is not None else None
+        on_allocate, replica = self._recorder.on_allocate, self.replica_id
         add_request, add_tokens, scheduled_ids = step.requests.append, step.num_tokens.append, step.ids
         add_id = scheduled_ids.add
         running = RequestStatus.RUNNING
@@ -371,7 +373,13 @@ class VllmV1Scheduler(EngineScheduler):
                         if self.by_priority and request.status == RequestStatus.WAITING:
                             continue   # the others outrank it: go on
                         return   # FCFS: the request itself was the tail; or it waits for a batch in flight
-                self._take(request, needed, upto)
+                if cache is None:
+                    self._take(request, needed, upto)
+                else:   # `_take`, its key call only when it would key a block
+                    on_allocate(replica, rid, cache.allocate(request, needed))
+                    if upto // size > cache.keyed.get(rid, 0):
+                        self._key_blocks(request, upto)
+                    request.status = running
             elif keyed_of is not None and upto // size > keyed_of(rid, 0):
                 self._key_blocks(request, upto)
             add_request(request)   # step.add(request, n)
