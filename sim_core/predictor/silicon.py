@@ -46,6 +46,9 @@ from sim_core.predictor.silicon_tables import AttentionTable, DeviceTables, LogG
 CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 1024 * 1024   # vLLM's custom all-reduce buffer; NCCL above it
 PCIE_GEN5_X16_GBPS = 64.0                      # a peer link no faster than this is PCIe, not NVLink
 PREFILL_CACHE_SIZE = 1 << 16                   # remembered (chunk, cached tokens) prices
+CPU_CACHE_SIZE = 1 << 12                       # remembered host phases (by a step's request count)
+DECODE_CACHE_SIZE = 1 << 16                    # remembered (decodes, cached tokens) prices
+VECTOR_PAIRS = 256   # decode_attention prices this many pairs or more with array lookups
 ELEMENTWISE = ("attn_rope", "attn_kv_cache_save")   # the roofline's price, one kernel each a layer
 
 
@@ -94,6 +97,14 @@ class AttentionLookup:
         total = 0.0
         for grid, weight in self.terms:
             total += weight * grid.at(folded, length)
+        return total * self.scale
+
+    def at_each(self, batch: np.ndarray, length: np.ndarray) -> np.ndarray:
+        """`at` of each (batch, length) pair, bit for bit."""
+        folded = batch * self.batch_factor
+        total = np.zeros(len(folded))
+        for grid, weight in self.terms:
+            total = total + weight * grid.at_each(folded, length)
         return total * self.scale
 
 
@@ -145,6 +156,8 @@ class SiliconPredictor(GridPredictor):
         # the varlen attention kernel's floor: a one-token decode over one cached token
         self.attention_floor = min(self.generation.at(1, 1), self.context.at(1, 1))
         self._prefill_cache: dict[tuple[int, int], float] = {}
+        self._cpu_cache: dict[int, dict[str, float]] = {}
+        self._decode_cache: dict[tuple[float, float], float] = {}
         super().__init__(model.num_layers // pp, pp)
 
     def _linear_table(self, device_id: str) -> LogGrid:
@@ -218,8 +231,16 @@ class SiliconPredictor(GridPredictor):
         return extra
 
     def cpu_times(self, requests: Count) -> dict[str, Count]:
-        """Host seconds per phase, exactly the roofline's (the same knobs)."""
-        return self.roofline.cpu_times(requests)
+        """Host seconds per phase, exactly the roofline's (the same knobs); a step's count
+        (a Python int: every stepwise iteration asks) is priced once and remembered."""
+        if type(requests) is not int:
+            return self.roofline.cpu_times(requests)
+        times = self._cpu_cache.get(requests)
+        if times is None:
+            if len(self._cpu_cache) >= CPU_CACHE_SIZE:
+                self._cpu_cache.clear()
+            times = self._cpu_cache[requests] = self.roofline.cpu_times(requests)
+        return dict(times)   # the caller's own
 
     # ---- attention ----------------------------------------------------------------------------
 
@@ -254,11 +275,28 @@ class SiliconPredictor(GridPredictor):
     def decode_scalar(self, num_decodes: int, context: int) -> float:
         """Per-layer seconds the decodes add above the launch: the generation table at batch
         `num_decodes` and the mean cached tokens per request."""
-        if num_decodes <= 0:
-            return 0.0
-        return max(self.generation.at(num_decodes, context / num_decodes) - self.attention_floor, 0.0)
+        key = (num_decodes, context)   # (5, 640) and (5.0, 640.0) price alike: one key
+        seconds = self._decode_cache.get(key)
+        if seconds is None:
+            if len(self._decode_cache) >= DECODE_CACHE_SIZE:
+                self._decode_cache.clear()
+            seconds = 0.0 if num_decodes <= 0 else max(
+                self.generation.at(num_decodes, context / num_decodes) - self.attention_floor, 0.0)
+            self._decode_cache[key] = seconds
+        return seconds
 
     def decode_attention(self, num_decodes: np.ndarray, context: np.ndarray) -> np.ndarray:
-        return np.array([self.decode_scalar(n, c) for n, c in zip(num_decodes.tolist(), context.tolist())],
-                        dtype=np.float64)
+        """`decode_scalar` of each pair, bit for bit: a run's few iterations one by one (most
+        were priced before), many at once (`at_each`)."""
+        if len(num_decodes) < VECTOR_PAIRS:
+            return np.array([self.decode_scalar(n, c) for n, c in zip(num_decodes.tolist(), context.tolist())],
+                            dtype=np.float64)
+        decodes, context = np.asarray(num_decodes, dtype=np.float64), np.asarray(context, dtype=np.float64)
+        times = np.zeros(len(decodes))
+        some = decodes > 0
+        if some.any():
+            batch = decodes[some]
+            above = self.generation.at_each(batch, context[some] / batch) - self.attention_floor
+            times[some] = np.where(0.0 > above, 0.0, above)   # max(above, 0.0) as Python takes it
+        return times
 

@@ -59,6 +59,33 @@ class LogGrid:
     def at(self, *coords: float) -> float:
         """Seconds at one point (pure Python: the hot loop's scalar path). On a grid point it is
         the stored latency itself."""
+        if len(coords) == 2:
+            return self._at_2d(coords[0], coords[1])
+        return self._at_nd(coords)
+
+    def _at_2d(self, first: float, second: float) -> float:
+        """`_at_nd` of a point of a two-axis grid (attention: batch x length), its corners
+        written out: the same float operations in the same order (its weights start at 1.0,
+        and 1.0 x w and 0.0 + w are w)."""
+        low0, frac0, scale0 = _locate(self._log_axes_list[0], self._axes_list[0], first, self.powers[0])
+        low1, frac1, scale1 = _locate(self._log_axes_list[1], self._axes_list[1], second, self.powers[1])
+        stride0, stride1, flat = self._strides[0], self._strides[1], self._flat
+        multiplier = scale0 * scale1
+        base = low0 * stride0 + low1 * stride1
+        if frac0 == 0.0:
+            if frac1 == 0.0:
+                return self._seconds[base] * multiplier
+            log_value = (1.0 - frac1) * flat[base] + frac1 * flat[base + stride1]
+        elif frac1 == 0.0:
+            log_value = (1.0 - frac0) * flat[base] + frac0 * flat[base + stride0]
+        else:
+            w0, w1 = 1.0 - frac0, 1.0 - frac1
+            log_value = (w0 * w1 * flat[base] + w0 * frac1 * flat[base + stride1]
+                         + frac0 * w1 * flat[base + stride0] + frac0 * frac1 * flat[base + stride0 + stride1])
+        return math.exp(log_value) * multiplier
+
+    def _at_nd(self, coords: tuple[float, ...]) -> float:
+        """`at` over any number of axes."""
         indices, weights, multiplier = [0], [1.0], 1.0
         for axis, coord in enumerate(coords):
             low, frac, scale = _locate(self._log_axes_list[axis], self._axes_list[axis], coord, self.powers[axis])
@@ -74,6 +101,30 @@ class LogGrid:
         for index, weight in zip(indices, weights):
             log_value += weight * self._flat[index]
         return math.exp(log_value) * multiplier
+
+    def at_each(self, *coords: np.ndarray) -> np.ndarray:
+        """`at` of each point of 1-d coordinate arrays, bit for bit (the same float operations
+        in the same order: a corner `at` leaves out weighs 0 here and adds a zero; the logs and
+        exps are `math`'s, once per point)."""
+        count = len(coords[0])
+        indices, weights, multiplier = [np.zeros(count, dtype=np.int64)], [np.ones(count)], np.ones(count)
+        on_points = np.ones(count, dtype=bool)   # every axis on a grid point: `at` reads the seconds
+        for axis, coord in enumerate(coords):
+            low, frac, scale = _locate_each(self._log_axes[axis], self._axes_list[axis],
+                                            np.asarray(coord, dtype=np.float64), self.powers[axis])
+            stride, multiplier = self._strides[axis], multiplier * scale
+            top = np.minimum(low + 1, len(self._axes_list[axis]) - 1)   # (weighs 0 where low is the last)
+            indices = [i + step * stride for i in indices for step in (low, top)]
+            weights = [w * f for w in weights for f in (1.0 - frac, frac)]
+            on_points &= frac == 0.0
+        flat = np.asarray(self._flat)
+        log_value = np.zeros(count)
+        for index, weight in zip(indices, weights):
+            log_value = log_value + weight * flat[index]
+        seconds = np.array([math.exp(v) for v in log_value.tolist()]) if count else np.zeros(0)
+        if on_points.any():
+            seconds = np.where(on_points, np.asarray(self._seconds)[indices[0]], seconds)
+        return seconds * multiplier
 
     def grid(self, *coords: np.ndarray | float) -> np.ndarray:
         """Seconds at many points at once (arrays, or numbers that broadcast), as `at` prices each."""
@@ -109,6 +160,26 @@ def _locate(logs: list[float], axis: list[float], coord: float, power: float) ->
     x = math.log(coord)
     low = bisect.bisect_right(logs, x) - 1
     return low, (x - logs[low]) / (logs[low + 1] - logs[low]), 1.0
+
+
+def _locate_each(logs: np.ndarray, axis: list[float], coords: np.ndarray,
+                 power: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`_locate` of each coordinate, bit for bit (its logs and powers by `math`, one a point)."""
+    last = len(axis) - 1
+    low = np.zeros(len(coords), dtype=np.int64)
+    frac, scale = np.zeros(len(coords)), np.ones(len(coords))
+    below = coords <= axis[0]
+    above = ~below & (coords >= axis[last])
+    if above.any():
+        low[above] = last
+        scale[above] = [(c / axis[last]) ** power for c in coords[above].tolist()]
+    inside = ~(below | above)
+    if inside.any():
+        x = np.array([math.log(c) for c in coords[inside].tolist()])
+        index = np.searchsorted(logs, x, side="right") - 1
+        low[inside] = index
+        frac[inside] = (x - logs[index]) / (logs[index + 1] - logs[index])
+    return low, frac, scale
 
 
 def _locate_many(logs: np.ndarray, coords: np.ndarray, power: float,

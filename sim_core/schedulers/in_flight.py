@@ -20,13 +20,17 @@ from sim_core.entities import Batch, Request
 
 
 class InFlight:
-    """Batches launched and not yet ended, oldest first, and their tokens per request."""
+    """Batches launched and not yet ended, oldest first, and their tokens per request.
 
-    __slots__ = ("_outputs_processed", "batches", "by_id")
+    Each batch's tokens are kept apart (request id -> tokens, made in one comprehension when it
+    launches, dropped whole when it lands): a request's tokens in flight are the sum over the
+    batches, of which a formation sees at most one (it schedules only with room for a second)."""
+
+    __slots__ = ("_outputs_processed", "_tokens", "batches")
 
     def __init__(self) -> None:
         self.batches: deque[Batch] = deque()
-        self.by_id: dict[int, int] = {}   # request id -> tokens in launched batches (read-only outside)
+        self._tokens: deque[dict[int, int]] = deque()   # per batch, in the same order
         self._outputs_processed = False
 
     @property
@@ -45,37 +49,41 @@ class InFlight:
     def __len__(self) -> int:
         return len(self.batches)
 
+    @property
+    def by_id(self) -> dict[int, int]:
+        """Request id -> its tokens in flight (read-only: with one batch in flight, that batch's
+        own record; with two, their sum, made now)."""
+        tokens = self._tokens
+        if len(tokens) == 1:
+            return tokens[0]
+        merged: dict[int, int] = {}
+        for of_batch in tokens:
+            for rid, num_tokens in of_batch.items():
+                merged[rid] = merged.get(rid, 0) + num_tokens
+        return merged
+
     def tokens(self, request: Request) -> int:
         """Tokens of the request in flight (counted as computed by the scheduler)."""
-        return self.by_id.get(request.id, 0)
+        rid = request.id
+        return sum(of_batch.get(rid, 0) for of_batch in self._tokens)
 
     def launch(self, batch: Batch) -> None:
         self.batches.append(batch)
-        tokens = self.by_id
-        for request, num_tokens in zip(batch.requests, batch.num_tokens):
-            tokens[request.id] = tokens.get(request.id, 0) + num_tokens
+        self._tokens.append({r.id: n for r, n in zip(batch.requests, batch.num_tokens)})   # (a request once a batch)
 
     def land(self, batch: Batch) -> None:
         """The oldest batch ended (its outputs are being processed): its tokens are no longer in flight."""
         assert self.batches and self.batches[0] is batch, "batches end in launch order"
         self.batches.popleft()
+        self._tokens.popleft()
         self._outputs_processed = True
-        stale, tokens = batch.stale, self.by_id
-        for request, num_tokens in zip(batch.requests, batch.num_tokens):
-            if stale is not None and request.id in stale:
-                continue
-            left = tokens[request.id] - num_tokens
-            if left:
-                tokens[request.id] = left
-            else:
-                del tokens[request.id]
 
     def preempt(self, request: Request, samples: bool) -> None:
         """The request is preempted while in flight: its batch's output for it becomes stale
-        (`samples`: that output holds a token)."""
-        del self.by_id[request.id]
-        for batch in self.batches:
-            if request in batch.requests:
+        (`samples`: that output holds a token), and its tokens no longer count."""
+        rid = request.id
+        for batch, of_batch in zip(self.batches, self._tokens):
+            if of_batch.pop(rid, None) is not None:
                 if batch.stale is None:
                     batch.stale = {}
-                batch.stale[request.id] = samples
+                batch.stale[rid] = samples

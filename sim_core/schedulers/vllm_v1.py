@@ -40,7 +40,7 @@ outputs that fill them arrive) and stay cached after they are freed (`memory/blo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from math import ceil
 from operator import attrgetter
 from typing import TYPE_CHECKING, Literal
@@ -241,10 +241,13 @@ class VllmV1Scheduler(EngineScheduler):
             self.in_flight.land(batch)
         if self.offload is not None:
             self.offload.on_batch_end(batch)
-        stale = batch.stale or {}
+        stale = batch.stale
         # async with caching: vLLM keys the blocks a step's outputs completed once it has them
         # (placeholders before); a member whose newest full block is keyed already is skipped
         keyed_of = self._cache.keyed.get if self.async_steps and self._cache is not None else None
+        if not stale:   # the usual step: nobody preempted while it ran
+            self._after_step(batch, keyed_of)
+            return
         size = self._block_size
         for request in batch.requests:
             if request.id in stale:
@@ -256,6 +259,23 @@ class VllmV1Scheduler(EngineScheduler):
             elif request.completed:
                 self.finish(request)
             elif keyed_of is not None and request.is_prefill_complete:
+                kv_tokens = request.num_processed_tokens - 1   # `kv_tokens`: its newest token's KV is not computed
+                if kv_tokens // size > keyed_of(request.id, 0):
+                    self._key_blocks(request, kv_tokens)
+
+    def _after_step(self, batch: Batch, keyed_of: Callable[[int, int], int] | None) -> None:
+        """`after_batch` of a step whose outputs are all fresh (the hot path: once per member
+        and step)."""
+        if keyed_of is None:
+            for request in batch.requests:
+                if request.completed:
+                    self.finish(request)
+            return
+        size = self._block_size
+        for request in batch.requests:
+            if request.completed:
+                self.finish(request)
+            elif request.is_prefill_complete:
                 kv_tokens = request.num_processed_tokens - 1   # `kv_tokens`: its newest token's KV is not computed
                 if kv_tokens // size > keyed_of(request.id, 0):
                     self._key_blocks(request, kv_tokens)
@@ -291,56 +311,82 @@ class VllmV1Scheduler(EngineScheduler):
         # request that needs no new block, `_take` inline: it keys blocks only when its tokens
         # fill one past those keyed already (else `cache_blocks` would change nothing)
         flying_of, pool, size, threshold = self.in_flight.by_id.get, self.pool, self._block_size, self._threshold
-        keyed_of = self._cache.keyed.get if self._cache is not None else None
-        scheduled, scheduled_tokens, scheduled_ids = step.requests, step.num_tokens, step.ids
+        cache = self._cache
+        keyed_of = cache.keyed.get if cache is not None else None
+        on_allocate, replica = self._recorder.on_allocate, self.replica_id
+        add_request, add_tokens, scheduled_ids = step.requests.append, step.num_tokens.append, step.ids
+        add_id = scheduled_ids.add
         running = RequestStatus.RUNNING
         # a P/D prefill replica yields only the first output (vLLM's prefill instance runs with
         # max_tokens 1): the request's last token here is the one after its prompt
         prefill_role = self.endpoint.role == "prefill"
+        budget = step.budget   # (step.budget kept in step with it around _make_room and on leaving)
         for request in candidates:
-            budget = step.budget
             if budget <= 0:
-                return
+                break
             rid = request.id
             if request.status != running or rid in scheduled_ids:
                 continue  # preempted earlier in this step
             flying = flying_of(rid, 0)
-            if request.is_prefill_complete:   # its newest output token's KV is not computed yet
+            if flying == 1 and request.is_prefill_complete:
+                # the usual member (async): a decode whose step in flight samples its newest
+                # token; the lines below for it: computed = known, n = 1 (a placeholder; the
+                # budget is at least 1), its KV needs known + 1 slots, keys stop at known
                 known = request.num_processed_tokens
-                computed = known - 1 + flying
-            else:
-                known = request.num_prefill_tokens
-                computed = request.num_processed_tokens + flying
-            target = known
-            if computed >= target and flying:   # its step in flight samples a token
                 last = (request.initial_prefill_tokens + 1 if prefill_role
                         else request.num_prefill_tokens + request.num_decode_tokens)   # `total_tokens`
-                if computed + 1 >= last:
+                if known + 1 >= last:
                     continue   # that token is its last here: nothing more to run
-                target += 1    # a placeholder for it
-            n = target - computed   # clamped as `clamp`
-            if 0 < threshold < n:
-                n = threshold
-            if n > budget:
-                n = budget
-            if n <= 0:
-                continue
-            upto = computed + n
-            needed = -(-upto // size) - request.num_blocks
-            if upto > known:
-                upto = known
+                n, upto = 1, known
+                needed = -(-(known + 1) // size) - request.num_blocks
+            else:
+                if request.is_prefill_complete:   # its newest output token's KV is not computed yet
+                    known = request.num_processed_tokens
+                    computed = known - 1 + flying
+                else:
+                    known = request.num_prefill_tokens
+                    computed = request.num_processed_tokens + flying
+                target = known
+                if computed >= target and flying:   # its step in flight samples a token
+                    last = (request.initial_prefill_tokens + 1 if prefill_role
+                            else request.num_prefill_tokens + request.num_decode_tokens)   # `total_tokens`
+                    if computed + 1 >= last:
+                        continue   # that token is its last here: nothing more to run
+                    target += 1    # a placeholder for it
+                n = target - computed   # clamped as `clamp`
+                if 0 < threshold < n:
+                    n = threshold
+                if n > budget:
+                    n = budget
+                if n <= 0:
+                    continue
+                upto = computed + n
+                needed = -(-upto // size) - request.num_blocks
+                if upto > known:
+                    upto = known
             if needed > 0:
-                if needed > pool.num_free and not self._make_room(step, request, needed):
-                    if self.by_priority and request.status == RequestStatus.WAITING:
-                        continue   # the others outrank it: go on
-                    return   # FCFS: the request itself was the tail; or it waits for a batch in flight
-                self._take(request, needed, upto)
+                if needed > pool.num_free:
+                    step.budget = budget
+                    made = self._make_room(step, request, needed)
+                    budget = step.budget   # (a victim taken back out of the step returned its tokens)
+                    if not made:
+                        if self.by_priority and request.status == RequestStatus.WAITING:
+                            continue   # the others outrank it: go on
+                        return   # FCFS: the request itself was the tail; or it waits for a batch in flight
+                if cache is None:
+                    self._take(request, needed, upto)
+                else:   # `_take`, its key call only when it would key a block
+                    on_allocate(replica, rid, cache.allocate(request, needed))
+                    if upto // size > cache.keyed.get(rid, 0):
+                        self._key_blocks(request, upto)
+                    request.status = running
             elif keyed_of is not None and upto // size > keyed_of(rid, 0):
                 self._key_blocks(request, upto)
-            scheduled.append(request)   # step.add(request, n)
-            scheduled_tokens.append(n)
-            step.budget -= n
-            scheduled_ids.add(rid)
+            add_request(request)   # step.add(request, n)
+            add_tokens(n)
+            budget -= n
+            add_id(rid)
+        step.budget = budget
 
     def computed(self, request: Request) -> int:
         """Tokens vLLM counts as computed: those whose KV is computed and those in flight."""
