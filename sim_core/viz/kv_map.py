@@ -3,6 +3,7 @@ play/pause and a time scrubber, with the utilization line and preemptions below.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
@@ -230,6 +231,16 @@ def preemption_marks(times: np.ndarray, max_marks: int = MAX_MARKS) -> tuple[np.
     return times[first], np.diff(np.append(first, len(times)))
 
 
+def map_margin(figure_height: int) -> dict[str, int]:
+    """Margins that hold the replica names, the buttons and scrubber above the map and the legend
+    below it, so that the browser lays the map out once (see CDF_MARGIN in viz/overview.py). The
+    buttons (y = 1.16) and the legend (y = -0.12) sit at fractions of the plot's height, so the
+    top and bottom margins grow with it: the plot is about what the figure's height leaves of them."""
+    plot = (figure_height - 84) / 1.28
+    top = max(math.ceil(0.16 * plot) + 24, math.ceil(0.02 * plot) + 106)   # the buttons, or the scrubber (y = 1.02)
+    return {"l": 86, "r": 10, "t": top, "b": math.ceil(0.12 * plot) + 60}
+
+
 def _time_marker(t: float) -> dict:
     return go.Scatter(x=[t, t], y=[0, 1], mode="lines", line={"color": "#333", "dash": "dot", "width": 1},
                       name="now", showlegend=False, hoverinfo="skip")
@@ -239,8 +250,9 @@ def _animate(figure: go.Figure, times: np.ndarray, names: list[str], height: int
     """Play / pause buttons, the time slider, and one y tick per replica grid (`names`, top down)."""
     play = {"frame": {"duration": FRAME_MS, "redraw": True}, "fromcurrent": True, "transition": {"duration": 0}}
     pause = {"frame": {"duration": 0, "redraw": False}, "mode": "immediate", "transition": {"duration": 0}}
+    figure_height = 300 + 22 * len(names) * (height + 1)
     figure.update_layout(
-        height=300 + 22 * len(names) * (height + 1), margin={"l": 10, "r": 10, "t": 100, "b": 40},
+        height=figure_height, margin=map_margin(figure_height),
         updatemenus=[{"type": "buttons", "direction": "left", "x": 0.0, "y": 1.16, "xanchor": "left",
                       "showactive": False, "buttons": [
                           {"label": "▶ Play", "method": "animate", "args": [None, play]},

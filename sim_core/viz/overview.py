@@ -18,6 +18,12 @@ if TYPE_CHECKING:
 
 LATENCIES = (("ttft", "TTFT"), ("tpot", "TPOT (mean TBT)"), ("tbt_max", "worst TBT"), ("e2e", "end-to-end"))
 LEGEND_BELOW = {"orientation": "h", "y": -0.12, "yanchor": "top", "x": 0}   # outside the plot: hides no data
+# Margins that already hold each chart's tick labels, axis titles and legend as the app draws
+# them (measured in the browser at 300-20,000 requests, plus slack): plotly's automargin, which
+# stays on, then has nothing to grow, and the browser lays a chart out once instead of drawing
+# it, growing the margins and drawing it all again (half of a chart's drawing time). A chart
+# whose labels need more still gets it, at the cost of that second pass.
+CDF_MARGIN = {"l": 50, "r": 10, "t": 16, "b": 68}
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#9c755f")
 
 
@@ -51,8 +57,7 @@ def latency_cdfs(runs: dict[str, pd.DataFrame]) -> go.Figure:
                              1, col)
         figure.update_xaxes(title_text=f"{title} ({unit})", rangemode="tozero", row=1, col=col)
     figure.update_yaxes(tickformat=".0%", range=[0, 1.02], row=1, col=1)
-    figure.update_layout(height=300, margin={"l": 10, "r": 10, "t": 10, "b": 40},
-                         legend=LEGEND_BELOW | {"y": -0.3}, showlegend=len(runs) > 1)
+    figure.update_layout(height=300, margin=CDF_MARGIN, legend=LEGEND_BELOW | {"y": -0.3}, showlegend=len(runs) > 1)
     return figure
 
 
@@ -83,7 +88,7 @@ def throughput_figure(result: SimulationResult) -> go.Figure:
                                 line={"shape": "hv", "color": PALETTE[0]}), secondary_y=True)
     figure.add_trace(go.Bar(x=series["time"], y=series["requests_per_s"], name="finished requests/s",
                             marker={"color": PALETTE[1]}, opacity=0.6), secondary_y=False)
-    figure.update_layout(height=320, bargap=0, margin={"l": 10, "r": 10, "t": 10, "b": 10}, legend=LEGEND_BELOW,
+    figure.update_layout(height=320, bargap=0, margin={"l": 72, "r": 56, "t": 18, "b": 70}, legend=LEGEND_BELOW,
                          xaxis={"ticksuffix": " s", "rangemode": "tozero"})
     figure.update_yaxes(title_text="requests/s", rangemode="tozero", secondary_y=False)
     figure.update_yaxes(title_text="tokens/s", rangemode="tozero", showgrid=False, secondary_y=True)
@@ -102,7 +107,8 @@ def queue_figure(result: SimulationResult) -> go.Figure:
                                         line={"shape": "hv", "dash": dash, "color": PALETTE[int(replica) % 8]}))
     figure.update_layout(height=320, xaxis={"ticksuffix": " s", "rangemode": "tozero"},
                          yaxis={"title": {"text": "requests"}, "rangemode": "tozero"},
-                         margin={"l": 10, "r": 10, "t": 10, "b": 10}, legend=LEGEND_BELOW)
+                         margin={"l": 80, "r": 10, "t": 12, "b": 66 + 22 * -(-len(names) // 2)},  # 4 entries a row
+                         legend=LEGEND_BELOW)
     return figure
 
 
@@ -154,5 +160,5 @@ def replica_load_figure(result: SimulationResult) -> go.Figure:
                         for i, (label, values) in enumerate(series)])
     figure.add_hline(y=1 / max(len(names), 1), line={"dash": "dot", "color": "#888", "width": 1})
     figure.update_layout(barmode="group", height=300, yaxis={"tickformat": ".0%", "rangemode": "tozero"},
-                         legend=LEGEND_BELOW | {"y": -0.15}, margin={"l": 10, "r": 10, "t": 10, "b": 10})
+                         legend=LEGEND_BELOW | {"y": -0.15}, margin={"l": 50, "r": 10, "t": 18, "b": 75})
     return figure
