@@ -147,3 +147,34 @@ def test_a_session_fetches_nothing_from_another_host_and_the_scheduler_choice_is
         expect(sidebar.get_by_role("combobox", name="Replica scheduler")).to_have_value("vllm")
         assert elsewhere == []
         browser.close()
+
+
+# every chart's margins as plotly laid them out, and as the figure asked for them
+MARGINS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(el => {
+    const size = el._fullLayout._size, asked = el.layout.margin || {};
+    return [['l', 'r', 't', 'b'].map(side => size[side]), ['l', 'r', 't', 'b'].map(side => asked[side])];
+})"""
+
+
+def test_the_overview_and_kv_charts_are_laid_out_once(server):
+    """Issue 20 item 4: each chart's margins already hold its labels, titles and legend, so
+    plotly's automargin grows none of them (growing one draws the whole chart a second time):
+    as drawn, every margin is the one the figure asked for."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium(), args=FLAGS, headless=True)
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        page.goto(server)
+        settle(page)
+        expect(page.locator(".js-plotly-plot")).to_have_count(4, timeout=60_000)
+        page.wait_for_timeout(800)                              # let plotly finish drawing
+        overview = page.evaluate(MARGINS)
+        go_to(page, "KV cache")
+        expect(page.locator(".js-plotly-plot")).to_have_count(1, timeout=60_000)
+        page.wait_for_timeout(800)
+        kv = page.evaluate(MARGINS)
+        browser.close()
+    assert len(overview) == 4 and len(kv) == 1
+    for drawn, asked in overview + kv:
+        assert drawn == asked

@@ -3,14 +3,15 @@ play/pause and a time scrubber, with the utilization line and preemptions below.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from sim_core.viz.decimate import step_peaks
+from sim_core.viz.grid import axes, grid_figure
 from sim_core.viz.kv_blocks import (
     CACHED,
     FREE,
@@ -67,7 +68,7 @@ def kv_map_figure(result: SimulationResult, start: float = 0.0, end: float | Non
     z = _stack([s[0] for s in stacked], height)
     # with group 1 every grid has its owners
     owners = _stack(cast(list[np.ndarray], [s[1] for s in stacked]), height) if group == 1 else None
-    figure = make_subplots(rows=2, cols=1, row_heights=[0.72, 0.28], vertical_spacing=0.08)
+    figure = grid_figure(2, 1, row_heights=(0.72, 0.28), vertical_spacing=0.08)
     present = sorted({0, *np.unique(z[z >= 0]).tolist()}) if group == 1 else []
     # open where the selected request holds most blocks, else on the fullest moment (not an empty cache)
     first = selected_frame(z) if selected is not None and group == 1 else None
@@ -78,11 +79,11 @@ def kv_map_figure(result: SimulationResult, start: float = 0.0, end: float | Non
         layers = [(held, owners), (np.where(np.isnan(owners) & (z >= 0), z.astype(np.float32), np.nan), None)]
     for layer, (values, holders) in enumerate(layers):
         figure.add_trace(_heatmap(values[first], None if holders is None else holders[first], group, width, height,
-                                  held=layer == 0), 1, 1)
+                                  held=layer == 0).update(axes(1)))
     _add_utilization(figure, result, shown, times[first])
     for code in present:
         figure.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=STATE_NAMES[code],
-                                    marker={"symbol": "square", "size": 12, "color": STATE_COLORS[code]}), 1, 1)
+                                    marker={"symbol": "square", "size": 12, "color": STATE_COLORS[code]}, **axes(1)))
     figure.frames = [go.Frame(name=f"{t:.3f}", traces=list(range(len(layers) + 1)),
                               data=[*(go.Heatmap(z=values[i], customdata=None if holders is None else holders[i])
                                       for values, holders in layers), _time_marker(t)])
@@ -183,7 +184,7 @@ def _state_scale() -> list:
 
 
 def _add_utilization(figure: go.Figure, result: SimulationResult, shown: Sequence[ReplicaInfo], t0: float) -> None:
-    figure.add_trace(_time_marker(t0), 2, 1)
+    figure.add_trace(_time_marker(t0).update(axes(2)))
     restarts = preemptions(result)
     for replica in shown:
         r, name = replica.id, replica.name
@@ -192,20 +193,21 @@ def _add_utilization(figure: go.Figure, result: SimulationResult, shown: Sequenc
         times, fractions = step_peaks(util["time"].to_numpy(), util["fraction"].to_numpy(np.float32))
         figure.add_trace(go.Scatter(x=times, y=fractions, mode="lines", line={"shape": "hv",
                                     "color": color, "width": 1.5}, name=f"{name} KV use",
-                                    hovertemplate="%{x:.3f} s: %{y:.0%}<extra></extra>"), 2, 1)
+                                    hovertemplate="%{x:.3f} s: %{y:.0%}<extra></extra>", **axes(2)))
         swaps = swap_use(result, r)
         if len(swaps):
             times, fractions = step_peaks(swaps["time"].to_numpy(), swaps["fraction"].to_numpy(np.float32))
             figure.add_trace(go.Scatter(x=times, y=fractions, mode="lines", line={"shape": "hv", "color": color,
                                         "width": 1.5, "dash": "dot"}, name=f"{name} CPU swap use",
-                                        hovertemplate="%{x:.3f} s: %{y:.0%} of the swap space<extra></extra>"), 2, 1)
+                                        hovertemplate="%{x:.3f} s: %{y:.0%} of the swap space<extra></extra>",
+                                        **axes(2)))
         offload = offload_use(result, r)
         if len(offload):
             times, fractions = step_peaks(offload["time"].to_numpy(), offload["fraction"].to_numpy(np.float32))
             figure.add_trace(go.Scatter(x=times, y=fractions, mode="lines", line={"shape": "hv", "color": color,
                                         "width": 1.5, "dash": "dash"}, name=f"{name} CPU offload use",
                                         hovertemplate="%{x:.3f} s: %{y:.0%} of the CPU offload tier"
-                                                      "<extra></extra>"), 2, 1)
+                                                      "<extra></extra>", **axes(2)))
         mine = restarts[restarts["replica"] == r]
         if len(mine):
             xs, counts = preemption_marks(mine["time"].to_numpy(np.float64))
@@ -214,7 +216,7 @@ def _add_utilization(figure: go.Figure, result: SimulationResult, shown: Sequenc
                 x=xs, y=util["fraction"].to_numpy()[np.maximum(at, 0)], mode="markers",
                 marker={"symbol": "x", "size": 9, "color": color, "line": {"width": 1}},
                 name=f"{name} preemption", customdata=counts,
-                hovertemplate="%{customdata} preemption(s) from %{x:.3f} s<extra></extra>"), 2, 1)
+                hovertemplate="%{customdata} preemption(s) from %{x:.3f} s<extra></extra>", **axes(2)))
 
 
 def preemption_marks(times: np.ndarray, max_marks: int = MAX_MARKS) -> tuple[np.ndarray, np.ndarray]:
@@ -230,7 +232,17 @@ def preemption_marks(times: np.ndarray, max_marks: int = MAX_MARKS) -> tuple[np.
     return times[first], np.diff(np.append(first, len(times)))
 
 
-def _time_marker(t: float) -> dict:
+def map_margin(figure_height: int) -> dict[str, int]:
+    """Margins that hold the replica names, the buttons and scrubber above the map and the legend
+    below it, so that the browser lays the map out once (see CDF_MARGIN in viz/overview.py). The
+    buttons (y = 1.16) and the legend (y = -0.12) sit at fractions of the plot's height, so the
+    top and bottom margins grow with it: the plot is about what the figure's height leaves of them."""
+    plot = (figure_height - 84) / 1.28
+    top = max(math.ceil(0.16 * plot) + 24, math.ceil(0.02 * plot) + 106)   # the buttons, or the scrubber (y = 1.02)
+    return {"l": 86, "r": 10, "t": top, "b": math.ceil(0.12 * plot) + 60}
+
+
+def _time_marker(t: float) -> go.Scatter:
     return go.Scatter(x=[t, t], y=[0, 1], mode="lines", line={"color": "#333", "dash": "dot", "width": 1},
                       name="now", showlegend=False, hoverinfo="skip")
 
@@ -239,8 +251,9 @@ def _animate(figure: go.Figure, times: np.ndarray, names: list[str], height: int
     """Play / pause buttons, the time slider, and one y tick per replica grid (`names`, top down)."""
     play = {"frame": {"duration": FRAME_MS, "redraw": True}, "fromcurrent": True, "transition": {"duration": 0}}
     pause = {"frame": {"duration": 0, "redraw": False}, "mode": "immediate", "transition": {"duration": 0}}
+    figure_height = 300 + 22 * len(names) * (height + 1)
     figure.update_layout(
-        height=300 + 22 * len(names) * (height + 1), margin={"l": 10, "r": 10, "t": 100, "b": 40},
+        height=figure_height, margin=map_margin(figure_height),
         updatemenus=[{"type": "buttons", "direction": "left", "x": 0.0, "y": 1.16, "xanchor": "left",
                       "showactive": False, "buttons": [
                           {"label": "▶ Play", "method": "animate", "args": [None, play]},
@@ -252,9 +265,9 @@ def _animate(figure: go.Figure, times: np.ndarray, names: list[str], height: int
                              "args": [[f"{t:.3f}"], {**pause, "frame": {"duration": 0, "redraw": True}}]}
                             for t in times]}],
         legend={"orientation": "h", "y": -0.12}, showlegend=True)
-    figure.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, row=1, col=1)
     tick_rows = [r * (height + 1) + (height - 1) / 2 for r in range(len(names))]
-    figure.update_yaxes(autorange="reversed", tickvals=tick_rows, ticktext=names,
-                        showgrid=False, zeroline=False, row=1, col=1)
-    figure.update_xaxes(title_text="time (s)", range=[float(times[0]), float(times[-1])], row=2, col=1)
-    figure.update_yaxes(title_text="KV in use", tickformat=".0%", range=[0, 1.05], row=2, col=1)
+    figure.update_layout(xaxis={"showticklabels": False, "showgrid": False, "zeroline": False},
+                         yaxis={"autorange": "reversed", "tickvals": tick_rows, "ticktext": names, "showgrid": False,
+                                "zeroline": False},
+                         xaxis2={"title": {"text": "time (s)"}, "range": [float(times[0]), float(times[-1])]},
+                         yaxis2={"title": {"text": "KV in use"}, "tickformat": ".0%", "range": [0, 1.05]})

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from sim_core.portable_math import dot
 from sim_core.viz.decimate import step_peaks
+from sim_core.viz.grid import axes, axis_names, grid_figure
 from sim_core.viz.units import duration_unit
 
 if TYPE_CHECKING:
@@ -18,6 +18,12 @@ if TYPE_CHECKING:
 
 LATENCIES = (("ttft", "TTFT"), ("tpot", "TPOT (mean TBT)"), ("tbt_max", "worst TBT"), ("e2e", "end-to-end"))
 LEGEND_BELOW = {"orientation": "h", "y": -0.12, "yanchor": "top", "x": 0}   # outside the plot: hides no data
+# Margins that already hold each chart's tick labels, axis titles and legend as the app draws
+# them (measured in the browser at 300-20,000 requests, plus slack): plotly's automargin, which
+# stays on, then has nothing to grow, and the browser lays a chart out once instead of drawing
+# it, growing the margins and drawing it all again (half of a chart's drawing time). A chart
+# whose labels need more still gets it, at the cost of that second pass.
+CDF_MARGIN = {"l": 50, "r": 10, "t": 16, "b": 68}
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#9c755f")
 
 
@@ -37,7 +43,7 @@ def cdf_points(values: np.ndarray, max_points: int = 300) -> tuple[np.ndarray, n
 def latency_cdfs(runs: dict[str, pd.DataFrame]) -> go.Figure:
     """One panel per latency, one line per run (name -> requests table); each panel's x axis in
     the unit its largest value reads best in (ms, s, min, h)."""
-    figure = make_subplots(rows=1, cols=len(LATENCIES), shared_yaxes=True, horizontal_spacing=0.04)
+    figure = grid_figure(1, len(LATENCIES), shared_yaxes=True, horizontal_spacing=0.04)
     finished = {name: requests[requests["status"] == "finished"] for name, requests in runs.items()}
     for col, (column, title) in enumerate(LATENCIES, start=1):
         values = {name: rows[column].to_numpy(dtype=np.float64, na_value=np.nan) for name, rows in finished.items()}
@@ -46,13 +52,11 @@ def latency_cdfs(runs: dict[str, pd.DataFrame]) -> go.Figure:
         for i, (name, seconds) in enumerate(values.items()):
             xs, ys = cdf_points(seconds / size)
             figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"shape": "hv", "color": PALETTE[i % 8]},
-                                        name=name, legendgroup=name, showlegend=col == 1,
-                                        hovertemplate=f"{title} %{{x:.3g}} {unit}: %{{y:.1%}}<extra>{name}</extra>"),
-                             1, col)
-        figure.update_xaxes(title_text=f"{title} ({unit})", rangemode="tozero", row=1, col=col)
-    figure.update_yaxes(tickformat=".0%", range=[0, 1.02], row=1, col=1)
-    figure.update_layout(height=300, margin={"l": 10, "r": 10, "t": 10, "b": 40},
-                         legend=LEGEND_BELOW | {"y": -0.3}, showlegend=len(runs) > 1)
+                                        name=name, legendgroup=name, showlegend=col == 1, **axes(col),
+                                        hovertemplate=f"{title} %{{x:.3g}} {unit}: %{{y:.1%}}<extra>{name}</extra>"))
+        figure.update_layout({axis_names(col)[0]: {"title": {"text": f"{title} ({unit})"}, "rangemode": "tozero"}})
+    figure.update_layout(yaxis={"tickformat": ".0%", "range": [0, 1.02]})
+    figure.update_layout(height=300, margin=CDF_MARGIN, legend=LEGEND_BELOW | {"y": -0.3}, showlegend=len(runs) > 1)
     return figure
 
 
@@ -78,15 +82,15 @@ def throughput_series(result: SimulationResult, bin_s: float | None = None) -> p
 def throughput_figure(result: SimulationResult) -> go.Figure:
     """Finished requests/s (left axis) and output tokens/s (right axis) over time."""
     series = throughput_series(result)
-    figure = make_subplots(specs=[[{"secondary_y": True}]])
+    figure = grid_figure(secondary_y=True)      # tokens/s on the right axis, "y2"
     figure.add_trace(go.Scatter(x=series["time"], y=series["output_tokens_per_s"], name="output tokens/s",
-                                line={"shape": "hv", "color": PALETTE[0]}), secondary_y=True)
+                                line={"shape": "hv", "color": PALETTE[0]}, xaxis="x", yaxis="y2"))
     figure.add_trace(go.Bar(x=series["time"], y=series["requests_per_s"], name="finished requests/s",
-                            marker={"color": PALETTE[1]}, opacity=0.6), secondary_y=False)
-    figure.update_layout(height=320, bargap=0, margin={"l": 10, "r": 10, "t": 10, "b": 10}, legend=LEGEND_BELOW,
+                            marker={"color": PALETTE[1]}, opacity=0.6, xaxis="x", yaxis="y"))
+    figure.update_layout(height=320, bargap=0, margin={"l": 72, "r": 56, "t": 18, "b": 70}, legend=LEGEND_BELOW,
                          xaxis={"ticksuffix": " s", "rangemode": "tozero"})
-    figure.update_yaxes(title_text="requests/s", rangemode="tozero", secondary_y=False)
-    figure.update_yaxes(title_text="tokens/s", rangemode="tozero", showgrid=False, secondary_y=True)
+    figure.update_layout(yaxis={"title": {"text": "requests/s"}, "rangemode": "tozero"},
+                         yaxis2={"title": {"text": "tokens/s"}, "rangemode": "tozero", "showgrid": False})
     return figure
 
 
@@ -102,7 +106,8 @@ def queue_figure(result: SimulationResult) -> go.Figure:
                                         line={"shape": "hv", "dash": dash, "color": PALETTE[int(replica) % 8]}))
     figure.update_layout(height=320, xaxis={"ticksuffix": " s", "rangemode": "tozero"},
                          yaxis={"title": {"text": "requests"}, "rangemode": "tozero"},
-                         margin={"l": 10, "r": 10, "t": 10, "b": 10}, legend=LEGEND_BELOW)
+                         margin={"l": 80, "r": 10, "t": 12, "b": 66 + 22 * -(-len(names) // 2)},  # 4 entries a row
+                         legend=LEGEND_BELOW)
     return figure
 
 
@@ -154,5 +159,5 @@ def replica_load_figure(result: SimulationResult) -> go.Figure:
                         for i, (label, values) in enumerate(series)])
     figure.add_hline(y=1 / max(len(names), 1), line={"dash": "dot", "color": "#888", "width": 1})
     figure.update_layout(barmode="group", height=300, yaxis={"tickformat": ".0%", "rangemode": "tozero"},
-                         legend=LEGEND_BELOW | {"y": -0.15}, margin={"l": 10, "r": 10, "t": 10, "b": 10})
+                         legend=LEGEND_BELOW | {"y": -0.15}, margin={"l": 50, "r": 10, "t": 18, "b": 75})
     return figure
