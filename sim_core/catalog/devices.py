@@ -161,9 +161,11 @@ DEVICES: dict[str, DeviceSpec] = {
     # 0.74 (540 rows). The GPU-GPU link is not the PCIe figure: collectives between two of these cards
     # without PCIe peer-to-peer go through host memory, 16 GB/s (LLMServingSim's setting for the box of its
     # vLLM 0.19 runs, which replays their E2E within 2.2%; those runs' TP 2 steps need 11-16 GB/s,
-    # docs/accuracy.md), i.e. 22.86 GB/s at the roofline's link_efficiency 0.7. A server with peer-to-peer
-    # on measures 28-36 GB/s in NCCL (LLMServingSim's later measurement, ACS and IOMMU off): set
-    # link_efficiency 1.0 or more link bandwidth in a custom device for one.
+    # docs/accuracy.md), i.e. 22.86 GB/s at the roofline's default link_efficiency 0.7. So this entry's
+    # link_bandwidth_gbps is an effective figure for that box, not the card's physical link, and a scenario
+    # that changes link_efficiency moves it off 16 GB/s. A server with peer-to-peer on measures 28-36 GB/s
+    # in NCCL (LLMServingSim's later measurement, ACS and IOMMU off): describe one as a custom device with
+    # link_bandwidth_gbps 40-51 (those figures / 0.7).
     "rtx-pro-6000": DeviceSpec(name="NVIDIA RTX PRO 6000 Blackwell 96GB", bf16_tflops=503.8, fp8_tflops=1007.6,
                                fp4_tflops=2015.2, memory_gib=95.59, memory_bandwidth_gbps=1792,
                                link_bandwidth_gbps=22.86, pcie_bandwidth_gbps=64,

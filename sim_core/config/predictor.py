@@ -45,7 +45,8 @@ class OperatorModelConfig(PredictorConfig):
         "roofline: achieved fraction of peak tensor FLOP/s in matrix multiplies (default: the "
         "device's own factor from the catalog)."))
     memory_efficiency: float | None = Field(None, gt=0.0, le=1.0, description=(
-        "roofline: achieved fraction of peak memory bandwidth (default: the device's own factor)."))
+        "roofline: achieved fraction of peak memory bandwidth (default: the device's own factor; on a "
+        "device with its own attention factor, attention's KV reads move in proportion)."))
     link_efficiency: float = Field(0.7, gt=0.0, le=1.0, description=(
         "roofline: achieved fraction of link bandwidth in all-reduce and send/recv."))
     expert_load_imbalance: float | None = Field(None, ge=1.0, le=4096.0, description=(

@@ -116,10 +116,11 @@ def kv_roofs_for(device: DeviceSpec, cfg: OperatorModelConfig) -> Roofs:
     scales the GEMMs' streaming scales the cache reads alike, their measured ratio kept; capped at
     1). Only called for such a device: without one attention runs on roofs_for's roofs."""
     assert device.attention_memory_efficiency is not None
-    memory = cfg.memory_efficiency or device.memory_efficiency
-    ratio = device.attention_memory_efficiency / device.memory_efficiency
-    return Roofs(device, cfg.compute_efficiency or device.compute_efficiency, min(1.0, memory * ratio),
-                 cfg.link_efficiency)
+    if cfg.memory_efficiency is None:
+        memory = device.attention_memory_efficiency
+    else:
+        memory = min(1.0, cfg.memory_efficiency * device.attention_memory_efficiency / device.memory_efficiency)
+    return Roofs(device, cfg.compute_efficiency or device.compute_efficiency, memory, cfg.link_efficiency)
 
 
 class RooflinePredictor(GridPredictor):

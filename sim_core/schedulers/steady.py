@@ -48,7 +48,10 @@ class SteadyDecode:
     faster bulk sum keep it; the two differ in the last bits only). `ends_in_bulk`: the run's
     last iteration ends in bulk too (no batch is formed for it): its members' tokens are applied
     with the skipped ones and its batch end is the policy's plain one (`end_batch`), which only
-    policies whose batch end and resume are the base ones can promise. `micro_batches` (pipeline
+    policies whose batch end and resume are the base ones can promise. The engine also reads it as
+    "a formation while this serial run goes forms nothing and loads no KV" (one stage, the base
+    `_has_room`, no KV offload: vllm and sarathi; `FastForward.holds_slot` skips queuing one): a
+    policy that promises it must keep that true too. `micro_batches` (pipeline
     parallelism, engine/pipeline_run.py): the promise covers the replica's whole pipeline: it
     has this many batches in flight, this one included; every one of them that is a decode
     batch re-forms unchanged (minus finished members) at its batch end, nothing else is formed
