@@ -247,6 +247,51 @@ def test_a_short_trace_is_resampled_with_its_seed(tmp_path):
     assert list(one.num_prefill_tokens) != list(other.num_prefill_tokens)
 
 
+def test_a_trace_shorter_than_the_longest_probe_is_resampled_at_every_length(tmp_path):
+    """A trace of 39 rows arriving 1 s apart: its first 10 have 10-token prompts, the other 29
+    1,000-token ones. The search's longest probe has 40 requests (10 per replica x
+    confirm_length 4), one more than the trace, so the long probes resample it, and so must the
+    short one of 10 requests: it is the whole trace (rescaled to 4 req/s) resampled with the
+    probe's seed, every gap 1 s / 4 = 0.25 s, its prompts drawn from all 39 rows (playing the
+    first 10 rows in order, as before, gave ten 10-token prompts: one window of the trace,
+    judged against long probes of all of it). A 40-row trace is as long as the longest probe:
+    every probe keeps its first rows, ten 10-token prompts; so does the 39-row trace without
+    confirmation (longest probe = 10 requests)."""
+    def trace(rows: int) -> dict:
+        path = tmp_path / f"window{rows}.csv"
+        path.write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n"
+                        + "".join(f"{i}.0,{10 if i < 10 else 1000},2\n" for i in range(rows)))
+        return parse_config({"workload": {"trace_file": str(path)}}).model_dump(mode="json")
+    short = probe_workload(parse_config(probe_scenario(trace(39), 4.0, 10)), 10, 40)
+    whole = build_workload(parse_config(probe_scenario(trace(39), 4.0, 39)))
+    np.testing.assert_allclose(short.arrived_at, np.arange(10) * 0.25)
+    assert set(short.num_prefill_tokens) == {10, 1000}
+    np.testing.assert_array_equal(short.num_prefill_tokens, resample_rows(whole, 10, 42).num_prefill_tokens)
+    prefix = probe_workload(parse_config(probe_scenario(trace(40), 4.0, 10)), 10, 40)
+    unconfirmed = probe_workload(parse_config(probe_scenario(trace(39), 4.0, 10)), 10, 10)
+    for kept in (prefix, unconfirmed):
+        np.testing.assert_array_equal(kept.num_prefill_tokens, [10] * 10)
+        np.testing.assert_allclose(kept.arrived_at, np.arange(10) * 0.25)
+
+
+def test_a_probe_resamples_against_the_search_s_longest_probe(tmp_path, monkeypatch):
+    """run_probe on 2 replicas with 10 requests per replica and confirm_length 4: the short
+    probe has 2 x 10 = 20 requests and tells probe_workload that the longest has 2 x 10 x 4 = 80
+    (the long probe itself: 80 and 80)."""
+    import sim_core.sweep.probe as probe_module
+    seen = []
+
+    def recorded(config, num_requests, longest=0):
+        seen.append((num_requests, longest))
+        return probe_workload(config, num_requests, longest)
+    monkeypatch.setattr(probe_module, "probe_workload", recorded)
+    scenario = parse_config({"cluster": {"num_replicas": 2}, "workload": {"trace_file": _trace(tmp_path, 30)}})
+    settings_ = SearchSettings(num_requests=10, confirm_length=4)
+    for length in (1, 4):
+        probe_module.run_probe(scenario.model_dump(mode="json"), 4.0, {"ttft_p90_s": 2.0}, settings_, length=length)
+    assert seen == [(20, 80), (80, 80)]
+
+
 def test_a_resampled_trace_deals_its_gaps_in_rounds(tmp_path):
     """A 3-row trace arriving at 0, 1 and 4 s (gaps 1 and 3 s) resampled to 7 requests: its 6
     gaps are 3 rounds of {1, 3} in some order, so every second arrival is 4 s after the one two

@@ -148,7 +148,8 @@ def _budget_base(scenario: dict, qps: float, settings: SearchSettings, repeat: i
     num_requests = num_probe_requests(scenario, settings.num_requests * length)
     config = parse_config(probe_scenario(scenario, qps, num_requests, repeat), source=f"probe at {qps:g} req/s")
     check_budget(config, CLI_LIMITS)
-    estimate = check_budget(config, CLI_LIMITS, probe_workload(config, num_requests))
+    workload = probe_workload(config, num_requests, num_probe_requests(scenario, settings.longest_probe))
+    estimate = check_budget(config, CLI_LIMITS, workload)
     return _watch_base(estimate)
 
 
