@@ -63,7 +63,8 @@ class SearchSettings(BaseModel):
         "Highest arrival rate tried (req/s); a configuration that meets the SLOs here is reported at qps_max."))
     num_requests: int = Field(400, ge=10, le=10_000_000, description=(
         "Requests simulated per probe for each replica of the cluster (a trace: its first N, arrival "
-        "times rescaled to each rate; a shorter trace is resampled)."))
+        "times rescaled to each rate; a trace shorter than the confirming probe is resampled at every "
+        "probe length)."))
     warmup: float = Field(0.2, ge=0.0, le=0.9, description=(
         "Share of a probe's requests, the first to arrive, left out of its measurement window."))
     tolerance: float = Field(0.05, ge=0.001, le=1.0, description=(
