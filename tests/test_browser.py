@@ -156,25 +156,30 @@ MARGINS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(el => {
 })"""
 
 
-def test_the_overview_and_kv_charts_are_laid_out_once(server):
+# the charts each page draws with the app's default scenario
+CHARTS = {"Overview": 4, "KV cache": 1, "Workload": 3, "Requests": 1, "Pipeline": 2, "Memory": 1, "Compare": 6}
+
+
+def test_every_chart_is_laid_out_once(server):
     """Issue 20 item 4: each chart's margins already hold its labels, titles and legend, so
     plotly's automargin grows none of them (growing one draws the whole chart a second time):
-    as drawn, every margin is the one the figure asked for."""
+    on every page with charts, every margin as drawn is the one the figure asked for."""
     from playwright.sync_api import expect, sync_playwright
 
+    drawn = {}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium(), args=FLAGS, headless=True)
         page = browser.new_page(viewport={"width": 1500, "height": 1100})
         page.goto(server)
         settle(page)
-        expect(page.locator(".js-plotly-plot")).to_have_count(4, timeout=60_000)
-        page.wait_for_timeout(800)                              # let plotly finish drawing
-        overview = page.evaluate(MARGINS)
-        go_to(page, "KV cache")
-        expect(page.locator(".js-plotly-plot")).to_have_count(1, timeout=60_000)
-        page.wait_for_timeout(800)
-        kv = page.evaluate(MARGINS)
+        for title, count in CHARTS.items():
+            if title != "Overview":
+                go_to(page, title)
+            expect(page.locator(".js-plotly-plot")).to_have_count(count, timeout=60_000)
+            page.wait_for_timeout(800)                          # let plotly finish drawing
+            drawn[title] = page.evaluate(MARGINS)
         browser.close()
-    assert len(overview) == 4 and len(kv) == 1
-    for drawn, asked in overview + kv:
-        assert drawn == asked
+    assert {title: len(charts) for title, charts in drawn.items()} == CHARTS
+    for title, charts in drawn.items():
+        for index, (as_drawn, asked) in enumerate(charts):
+            assert as_drawn == asked, (title, index)

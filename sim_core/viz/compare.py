@@ -9,10 +9,11 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from sim_core.viz.decimate import step_peaks
+from sim_core.viz.margins import label_margin
 from sim_core.viz.overview import PALETTE, throughput_series
 from sim_core.viz.timeline import timeline_figure
 
-LAYOUT = {"height": 300, "margin": {"l": 10, "r": 10, "t": 30, "b": 40}, "xaxis_title": "time (s)",
+LAYOUT = {"height": 300, "margin": {"l": 86, "r": 10, "t": 36, "b": 68}, "xaxis_title": "time (s)",
           "legend": {"orientation": "h", "y": 1.12}}
 
 
@@ -76,7 +77,7 @@ def preemption_overlay(runs: dict) -> go.Figure:
 def synced_timelines(runs: dict, request_ids: list[int]) -> go.Figure:
     """The same requests' lifecycles in each run (one panel per run, shared time axis, rows in
     the order of `request_ids`); needs runs recorded with `full`."""
-    names = list(runs)
+    names, labels = list(runs), []
     figure = make_subplots(rows=len(names), cols=1, shared_xaxes=True, subplot_titles=names,
                            vertical_spacing=min(0.08, 0.3 / max(len(names), 1)))
     for row, name in enumerate(names, start=1):
@@ -84,12 +85,14 @@ def synced_timelines(runs: dict, request_ids: list[int]) -> go.Figure:
         table = run.requests.set_index("request_id", drop=False)
         picked = table.loc[[i for i in request_ids if i in table.index]].reset_index(drop=True)
         single = timeline_figure(run, picked)
+        labels += single.layout.yaxis.categoryarray
         for trace in single.data:
             trace.update(legendgroup=trace.name, showlegend=row == 1)
             figure.add_trace(trace, row=row, col=1)
         figure.update_yaxes(type="category", categoryorder="array", categoryarray=single.layout.yaxis.categoryarray,
                             row=row, col=1)
     figure.update_layout(barmode="overlay", height=120 + len(names) * (40 + 14 * max(len(request_ids), 1)),
-                         margin={"l": 10, "r": 10, "t": 40, "b": 40}, legend={"orientation": "h", "y": 1.04})
+                         margin={"l": label_margin(labels), "r": 10, "t": 40, "b": 68},
+                         legend={"orientation": "h", "y": 1.04})
     figure.update_xaxes(title_text="time (s)", row=len(names), col=1)
     return figure

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from sim_core.results.cache_ops import cache_op_spans
 from sim_core.viz.decimate import close_runs
+from sim_core.viz.margins import label_margin
 
 if TYPE_CHECKING:
     from sim_core.results.result import SimulationResult
@@ -177,7 +178,8 @@ def pipeline_gantt(result: SimulationResult, start: float | None = None, end: fl
                                 hoverinfo="skip"))
     figure.update_layout(barmode="overlay", xaxis_title="time (s)", yaxis={"categoryorder": "array",
                          "categoryarray": rows}, height=140 + 40 * max(len(rows), 1), bargap=0.25,
-                         legend_title_text="batch", margin={"l": 10, "r": 10, "t": 30, "b": 40})
+                         legend_title_text="batch",
+                         margin={"l": label_margin(rows), "r": 120, "t": 30, "b": 68})   # legend at the right
     return figure
 
 

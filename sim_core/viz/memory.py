@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
+from sim_core.viz.margins import label_margin
+
 if TYPE_CHECKING:
     from sim_core.memory import MemoryBreakdown, MemoryPlan
 
@@ -47,7 +49,7 @@ def memory_figure(breakdown: MemoryBreakdown, device: str) -> go.Figure:
     # the unit rides on the ticks and the legend sits above the plot: no axis title for it to cover
     figure.update_layout(barmode="stack", height=160 + 50 * len(labels),
                          legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
-                         margin={"l": 10, "r": 10, "t": 10, "b": 10},
+                         margin={"l": label_margin(labels), "r": 10, "t": 46, "b": 38},   # legend above, ticks below
                          xaxis={"range": [0, breakdown.device_bytes / GIB], "ticksuffix": " GiB"},
                          yaxis={"autorange": "reversed"})
     return figure

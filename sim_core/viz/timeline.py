@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from sim_core.viz.margins import label_margin
 from sim_core.viz.segments import KIND_COLORS, request_segments
 
 if TYPE_CHECKING:
@@ -76,7 +77,8 @@ def timeline_figure(result: SimulationResult, rows: pd.DataFrame, selected: int 
         barmode="overlay", xaxis_title="time (s)", height=160 + 16 * max(len(ids), 1), bargap=0.2,
         yaxis={"categoryorder": "array", "categoryarray": order[::-1], "type": "category",
                "range": [-0.6, len(order) - 0.4]},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"}, margin={"l": 10, "r": 10, "t": 40, "b": 40},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
+        margin={"l": label_margin(order), "r": 20, "t": 76, "b": 68},   # the legend above
         clickmode="event+select")
     if selected is not None and selected in labels:
         figure.add_hrect(y0=order[::-1].index(labels[selected]) - 0.5, y1=order[::-1].index(labels[selected]) + 0.5,

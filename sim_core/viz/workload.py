@@ -12,6 +12,8 @@ from sim_core.workload.report import workload_stats
 
 MAX_POINTS = 5000
 NUM_BINS = 60
+# holds the axis titles and tick labels (left and below) and the title above: drawn once (viz/margins.py)
+WORKLOAD_MARGIN = {"l": 80, "r": 24, "t": 40, "b": 76}
 
 
 def arrival_rate_figure(workload: Workload, num_bins: int = NUM_BINS) -> go.Figure:
@@ -24,7 +26,7 @@ def arrival_rate_figure(workload: Workload, num_bins: int = NUM_BINS) -> go.Figu
     figure = go.Figure(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts / width, width=width,
                               name="arrivals", marker_color="#1b9e77"))
     figure.update_layout(title="Arrival rate over time", xaxis_title="time (s)", yaxis_title="requests / s",
-                         bargap=0, height=320, margin={"t": 40, "b": 40})
+                         bargap=0, height=320, margin=WORKLOAD_MARGIN)
     return figure
 
 
@@ -39,7 +41,7 @@ def length_histogram_figure(workload: Workload, num_bins: int = NUM_BINS) -> go.
                                 marker_color=color, showlegend=False), 1, col)
         figure.update_xaxes(title_text=f"{name} tokens", row=1, col=col)
     figure.update_yaxes(title_text="requests", row=1, col=1)
-    figure.update_layout(title="Length histograms", height=320, margin={"t": 40, "b": 40})
+    figure.update_layout(title="Length histograms", height=320, margin=WORKLOAD_MARGIN)
     return figure
 
 
@@ -52,7 +54,7 @@ def length_scatter_figure(workload: Workload, max_points: int = MAX_POINTS, seed
                                     mode="markers", marker={"size": 4, "opacity": 0.5, "color": "#1b9e77"}))
     sampled = f" ({len(rows)} of {len(workload)} shown)" if len(rows) < len(workload) else ""
     figure.update_layout(title=f"Prompt vs output length{sampled}", xaxis_title="prompt tokens",
-                         yaxis_title="output tokens", height=360, margin={"t": 40, "b": 40})
+                         yaxis_title="output tokens", height=360, margin=WORKLOAD_MARGIN)
     return figure
 
 
