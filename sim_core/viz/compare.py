@@ -3,6 +3,8 @@ request timelines stacked on one time axis for the same request ids."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -13,7 +15,7 @@ from sim_core.viz.margins import label_margin
 from sim_core.viz.overview import PALETTE, throughput_series
 from sim_core.viz.timeline import timeline_figure
 
-LAYOUT = {"height": 300, "margin": {"l": 86, "r": 10, "t": 36, "b": 68}, "xaxis_title": "time (s)",
+LAYOUT = {"height": 300, "margin": {"l": 86, "r": 20, "t": 36, "b": 68}, "xaxis_title": "time (s)",
           "legend": {"orientation": "h", "y": 1.12}}
 
 
@@ -91,8 +93,11 @@ def synced_timelines(runs: dict, request_ids: list[int]) -> go.Figure:
             figure.add_trace(trace, row=row, col=1)
         figure.update_yaxes(type="category", categoryorder="array", categoryarray=single.layout.yaxis.categoryarray,
                             row=row, col=1)
-    figure.update_layout(barmode="overlay", height=120 + len(names) * (40 + 14 * max(len(request_ids), 1)),
-                         margin={"l": label_margin(labels), "r": 10, "t": 40, "b": 68},
+    height = 120 + len(names) * (40 + 14 * max(len(request_ids), 1))
+    # the legend sits 4% of the plot's height above it: the top margin holds that and its row
+    top = max(40, math.ceil((0.04 * (height - 68) + 16) / 1.04))
+    figure.update_layout(barmode="overlay", height=height,
+                         margin={"l": label_margin(labels), "r": 20, "t": top, "b": 68},
                          legend={"orientation": "h", "y": 1.04})
     figure.update_xaxes(title_text="time (s)", row=len(names), col=1)
     return figure

@@ -56,7 +56,8 @@ def latency_cdfs(runs: dict[str, pd.DataFrame]) -> go.Figure:
                                         hovertemplate=f"{title} %{{x:.3g}} {unit}: %{{y:.1%}}<extra>{name}</extra>"))
         figure.update_layout({axis_names(col)[0]: {"title": {"text": f"{title} ({unit})"}, "rangemode": "tozero"}})
     figure.update_layout(yaxis={"tickformat": ".0%", "range": [0, 1.02]})
-    figure.update_layout(height=300, margin=CDF_MARGIN | ({"b": 100} if len(runs) > 1 else {}),   # the legend's row
+    several = {"r": 20, "b": 100}        # the legend's row below, and the last tick's overhang beside it
+    figure.update_layout(height=300, margin=CDF_MARGIN | (several if len(runs) > 1 else {}),
                          legend=LEGEND_BELOW | {"y": -0.3}, showlegend=len(runs) > 1)
     return figure
 
