@@ -129,14 +129,23 @@ def run_probe(scenario: dict, qps: float, slo: dict, settings: SearchSettings, r
     return measured_probe(scenario, qps, slo, settings, repeat, length)[0]
 
 
-def measured_probe(scenario: dict, qps: float, slo: dict, settings: SearchSettings, repeat: int = 0,
-                   length: int = 1) -> tuple[Probe, int | None]:
-    """run_probe's probe and the most requests any replica held at once (`peak_holders`; None
-    when the simulation stopped with an error): what `sweep/reuse.py` certifies reuse with."""
+def probe_inputs(scenario: dict, qps: float, settings: SearchSettings, repeat: int = 0,
+                 length: int = 1) -> tuple[SimulationConfig, Workload]:
+    """The probe's scenario and requests, the requests built only once the scenario alone passes
+    the run budget (raising what run_simulation's first check raises)."""
     num_requests = num_probe_requests(scenario, settings.num_requests * length)
     config = parse_config(probe_scenario(scenario, qps, num_requests, repeat), source=f"probe at {qps:g} req/s")
     check_budget(config, CLI_LIMITS)      # from the scenario alone, before generating its requests
-    workload = probe_workload(config, num_requests, num_probe_requests(scenario, settings.longest_probe))
+    return config, probe_workload(config, num_requests, num_probe_requests(scenario, settings.longest_probe))
+
+
+def measured_probe(scenario: dict, qps: float, slo: dict, settings: SearchSettings, repeat: int = 0,
+                   length: int = 1, inputs: tuple[SimulationConfig, Workload] | None = None
+                   ) -> tuple[Probe, int | None]:
+    """run_probe's probe and the most requests any replica held at once (`peak_holders`; None
+    when the simulation stopped with an error): what `sweep/reuse.py` certifies reuse with.
+    `inputs`: the probe's `probe_inputs`, when the caller has built them already."""
+    config, workload = inputs or probe_inputs(scenario, qps, settings, repeat, length)
     try:
         result = run_simulation(config, workload, gap_window=gap_window(config, workload, settings.warmup))
     except SimulationError as error:

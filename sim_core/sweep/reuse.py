@@ -39,7 +39,7 @@ from sim_core.engine.budget import CostEstimate, check_budget
 from sim_core.engine.simulation import CLI_LIMITS, replica_limits
 from sim_core.errors import ConfigError
 from sim_core.schedulers import ReplicaLimits
-from sim_core.sweep.probe import Probe, measured_probe, num_probe_requests, probe_scenario, probe_workload
+from sim_core.sweep.probe import Probe, measured_probe, probe_inputs
 from sim_core.sweep.spec import SearchSettings
 
 # how each audited policy reads the cap (see the module docstring)
@@ -122,17 +122,19 @@ class ProbeMemo:
         group = group_key(scenario) + json.dumps([slo, settings.model_dump()], sort_keys=True)
         limits = self._cap_limits(scenario)
         runs = self._runs.setdefault((group, qps, repeat, length), [])
-        same = [ran for ran in runs if limits is not None and same_run(ran.limits, ran.peak, limits)]
-        if same:
-            base = _budget_base(scenario, qps, settings, repeat, length)   # raises as the run would
-            ran = next((ran for ran in same if base <= ran.watch_base), None)
-            if ran is not None:
-                self.replayed += 1
-                return ran.probe
-        probe, peak = measured_probe(scenario, qps, slo, settings, repeat, length)
+        if limits is None:
+            probe = measured_probe(scenario, qps, slo, settings, repeat, length)[0]
+            self.simulated += 1
+            return probe
+        inputs = probe_inputs(scenario, qps, settings, repeat, length)   # raises as the run would
+        base = _watch_base(check_budget(inputs[0], CLI_LIMITS, inputs[1]))   # as the run's second check
+        ran = next((ran for ran in runs if same_run(ran.limits, ran.peak, limits) and base <= ran.watch_base), None)
+        if ran is not None:
+            self.replayed += 1
+            return ran.probe
+        probe, peak = measured_probe(scenario, qps, slo, settings, repeat, length, inputs)
         self.simulated += 1
-        if limits is not None:
-            runs.append(_Ran(limits, peak, _budget_base(scenario, qps, settings, repeat, length), probe))
+        runs.append(_Ran(limits, peak, base, probe))
         return probe
 
     def _cap_limits(self, scenario: dict) -> CapLimits | None:
@@ -140,17 +142,6 @@ class ProbeMemo:
         if key not in self._limits:
             self._limits[key] = cap_limits(parse_config(scenario, source="sweep point"))
         return self._limits[key]
-
-
-def _budget_base(scenario: dict, qps: float, settings: SearchSettings, repeat: int, length: int) -> int:
-    """The probe's memory watch base (`_watch_base`), after the budget checks its run makes
-    (raising what they raise: `probe.measured_probe`, `engine/simulation.py::_budgeted_workload`)."""
-    num_requests = num_probe_requests(scenario, settings.num_requests * length)
-    config = parse_config(probe_scenario(scenario, qps, num_requests, repeat), source=f"probe at {qps:g} req/s")
-    check_budget(config, CLI_LIMITS)
-    workload = probe_workload(config, num_requests, num_probe_requests(scenario, settings.longest_probe))
-    estimate = check_budget(config, CLI_LIMITS, workload)
-    return _watch_base(estimate)
 
 
 def _watch_base(estimate: CostEstimate) -> int:
