@@ -19,6 +19,11 @@ Gen5 x16 is 64 GB/s (H100, H200, B200, MI300X: PCI-SIG 5.0, 32 GT/s x 16 lanes),
 (B300: PCI-SIG 6.0, 64 GT/s x 16 lanes); Grace-Hopper and Grace-Blackwell reach their CPU over
 NVLink-C2C (900 GB/s both directions together).
 
+`link_latency_s` is the latency of one message over that link, paid at every step of a collective,
+set only where a box's link is known to be slow to start (the RTX PRO 6000 pair below, whose
+collectives pass through host memory); elsewhere the roofline charges NCCL's generic latency once a
+collective (`roofline.COLLECTIVE_LATENCY_S`).
+
 `compute_efficiency` and `memory_efficiency` are the fractions of those peaks that real LLM
 kernels reach (the roofline predictor's defaults; a scenario or a calibration can override
 them; the FP8/FP4 roofs take the same compute fraction). A100 and A30 values were read off
@@ -61,6 +66,10 @@ class DeviceSpec(BaseModel):
     attention_memory_efficiency: float | None = Field(default=None, gt=0, le=1, description=(
         "Fraction of peak memory bandwidth that attention's reads of the paged KV cache reach, where "
         "measured apart from the weights' streaming; None: memory_efficiency."))
+    link_latency_s: float | None = Field(default=None, ge=0, le=1, description=(
+        "Latency of one message over the GPU-GPU link, s, paid at every step of a collective (a ring "
+        "all-reduce over n GPUs takes 2 (n - 1) steps), where the link is known to be slow to start "
+        "(a path through host memory); None: the roofline's generic latency of one whole collective."))
 
     def tensor_tflops(self, dtype: str) -> float | None:
         """Dense tensor-core TFLOP/s of math in `dtype` (bf16/fp16, fp8, fp4); None where the
@@ -165,12 +174,16 @@ DEVICES: dict[str, DeviceSpec] = {
     # link_bandwidth_gbps is an effective figure for that box, not the card's physical link, and a scenario
     # that changes link_efficiency moves it off 16 GB/s. A server with peer-to-peer on measures 28-36 GB/s
     # in NCCL (LLMServingSim's later measurement, ACS and IOMMU off): describe one as a custom device with
-    # link_bandwidth_gbps 40-51 (those figures / 0.7).
+    # link_bandwidth_gbps 40-51 (those figures / 0.7). The same description of the box gives the link's
+    # latency, 20 us a message (`link_latency`), paid at each step of a collective (ASTRA-sim's analytical
+    # network): a TP 2 all-reduce, a reduce-scatter and an all-gather step, 40 us; the runs' decode-only
+    # steps then price within 0.96-1.08 of measured from 17 to 256 requests in flight (docs/accuracy.md,
+    # *The pair's link latency*). A peer-to-peer server's NCCL: set link_latency_s None.
     "rtx-pro-6000": DeviceSpec(name="NVIDIA RTX PRO 6000 Blackwell 96GB", bf16_tflops=503.8, fp8_tflops=1007.6,
                                fp4_tflops=2015.2, memory_gib=95.59, memory_bandwidth_gbps=1792,
                                link_bandwidth_gbps=22.86, pcie_bandwidth_gbps=64,
                                compute_efficiency=0.74, memory_efficiency=0.83,
-                               attention_memory_efficiency=0.74),  # GDDR7
+                               attention_memory_efficiency=0.74, link_latency_s=20e-6),  # GDDR7
     # AMD Instinct MI325X datasheet (2024): 1,307.4 TFLOPS BF16 dense, FP8 2,614.9 dense, 256 GB HBM3E at
     # 6 TB/s, Infinity Fabric 896 GB/s aggregate peer bandwidth (as MI300X), PCIe Gen5 x16; ROCm counts the
     # HBM in GiB (256, as 192 on MI300X).

@@ -194,6 +194,13 @@ def moe_exchange_bytes(s: LayerShape, layout: MoeLayout, t: Amount) -> Amount:
     return BYTES * t * s.embedding_dim * (s.dp - 1)
 
 
+def moe_exchange_steps(s: LayerShape, layout: MoeLayout) -> int:
+    """Messages one GPU's exchange sends one after another (moe_exchange_bytes): vLLM's all-gather
+    and reduce-scatter go round the DP - 1 other ranks in a ring; an all-to-all sends to every
+    other GPU at once."""
+    return 1 if layout.all_to_all and s.ep > 1 else max(1, s.dp - 1)
+
+
 def _mla_projections(s: LayerShape, t: Amount) -> Cost:
     """MLA's projections of `t` new tokens: down to the query and KV latents (replicated), up
     from them to the GPU's query heads and, for the new tokens, their keys and values."""

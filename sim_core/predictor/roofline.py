@@ -57,6 +57,7 @@ class Roofs:
         self.flops = device.bf16_tflops * 1e12 * compute_efficiency
         self.bandwidth = device.memory_bandwidth_gbps * 1e9 * memory_efficiency
         self.link = device.link_bandwidth_gbps * 1e9 * link_efficiency
+        self.step_latency = device.link_latency_s   # None: one COLLECTIVE_LATENCY_S a collective
         self.format = linear
         tflops = device.tensor_tflops(linear.compute)
         assert tflops is not None, "linear_format picks a compute format the device has"
@@ -88,18 +89,24 @@ class Roofs:
         compute, memory = flops / self.flops, nbytes / self.bandwidth
         return math.sqrt(compute * compute + memory * memory) + (GEMM_LAUNCH_S if flops > 0 else STREAM_LAUNCH_S)
 
+    def latency(self, steps: int) -> float:
+        """The latency of a collective of `steps` messages one after another: the device's link
+        latency at each step where the catalog has one, else one generic collective latency."""
+        return COLLECTIVE_LATENCY_S if self.step_latency is None else steps * self.step_latency
+
     def all_reduce(self, nbytes: ops.Amount, tp: int) -> ops.Amount:
-        """Ring all-reduce: each GPU sends and receives 2 (tp - 1) / tp of the buffer."""
-        return nbytes * 2 * (tp - 1) / tp / self.link + COLLECTIVE_LATENCY_S
+        """Ring all-reduce: each GPU sends and receives 2 (tp - 1) / tp of the buffer, in 2 (tp - 1)
+        steps (a reduce-scatter, then an all-gather)."""
+        return nbytes * 2 * (tp - 1) / tp / self.link + self.latency(2 * (tp - 1))
 
     def send_recv(self, nbytes: ops.Amount) -> ops.Amount:
-        return nbytes / self.link + COLLECTIVE_LATENCY_S
+        return nbytes / self.link + self.latency(1)
 
-    def exchange(self, nbytes: ops.Amount) -> ops.Amount:
+    def exchange(self, nbytes: ops.Amount, steps: int = 1) -> ops.Amount:
         """An all-gather, reduce-scatter or all-to-all in which each GPU receives `nbytes` (and
-        sends as many), all links busy at once: the bytes at one GPU's link rate plus one
-        collective's latency."""
-        return nbytes / self.link + COLLECTIVE_LATENCY_S
+        sends as many), all links busy at once: the bytes at one GPU's link rate plus the latency
+        of its `steps` (a ring over n GPUs: n - 1; an all-to-all's messages go at once: 1)."""
+        return nbytes / self.link + self.latency(steps)
 
 
 def roofs_for(device: DeviceSpec, cfg: OperatorModelConfig, weight_dtype: str = "bf16") -> Roofs:
@@ -178,7 +185,8 @@ class RooflinePredictor(GridPredictor):
             times["tp_all_reduce"] = 2 * self.roofs.all_reduce(ops.activation_bytes(self.model.embedding_dim, tokens),
                                                                self.tp)
         if self.model.is_moe and self.layout.exchanges:  # dispatch before the experts, combine after
-            exchange = self.roofs.exchange(ops.moe_exchange_bytes(self.shape, self.layout, tokens))
+            exchange = self.roofs.exchange(ops.moe_exchange_bytes(self.shape, self.layout, tokens),
+                                           ops.moe_exchange_steps(self.shape, self.layout))
             times["moe_dispatch_combine"] = 2 * self.shape.kernel_share("mlp_up_proj") * exchange
         return times
 
