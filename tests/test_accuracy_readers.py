@@ -201,6 +201,15 @@ def test_a_request_log_reads_the_servers_knobs_and_gpu_from_meta():
         {"max_num_seqs": 128, "max_num_batched_tokens": 2048, "num_blocks": 500}
 
 
+def test_a_request_log_is_the_engines_own_times_so_the_replay_adds_no_api_server():
+    """vLLM's per-request stats stamp the first and last token when the engine core made them and
+    the arrival after tokenization: vllm_v1's API server (6.6 ms by default) is not in them, so the
+    scenario sets it to 0, and says so in the run's notes."""
+    [run] = read_files("log", log_files(), ReadOptions())
+    assert run.scenario["scheduler"]["api_server_s"] == 0.0
+    assert any("api_server_s 0" in note for note in run.notes)
+
+
 def test_a_request_log_of_a_moe_model_with_data_and_expert_parallelism_keeps_both():
     """Qwen3-30B-A3B served with data_parallel_size 2 and enable_expert_parallel on 1-GPU ranks
     (LLMServingSim's RTX PRO 6000 run): two attention DP ranks that share the MoE layers, the 128

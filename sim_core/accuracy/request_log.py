@@ -4,14 +4,21 @@ request a line: `request_id`, `input_toks`, `output_toks`, `arrival_time`, `queu
 with vLLM's knobs, `kv_cache` with `num_gpu_blocks`, `block_size`, `enable_prefix_caching`, and
 `hardware.device_name`), either at the top or under `vllm/`.
 
-Two clocks: `arrival_time` is wall-clock (epoch seconds, set when the request reached the
-server), the `*_ts` are the engine's monotonic clock. Within a run their difference
-`queued_ts - arrival_time` is the clock offset plus the time the request took to reach the
-engine's queue (tokenization, the hop to the engine process), which is >= 0. The reader takes
+The times are vLLM's own per-request stats (`RequestStateStats`, which LLMServingSim's runner
+reads off `AsyncLLM` in process). Two clocks: `arrival_time` is wall-clock (epoch seconds, set
+when the engine's front end took the request in, after any tokenization), the `*_ts` are the
+engine's monotonic clock. Within a run their difference `queued_ts - arrival_time` is the clock
+offset plus the time the request took to reach the engine's queue (the hop to the engine
+process, and the rest of the step the engine was running), which is >= 0. The reader takes
 the smallest difference over the run as the clock offset (the request that waited least is
 taken to have waited nothing), maps each arrival onto the monotonic clock with it, and measures
-TTFT = first_token_ts - arrival and E2E = last_token_ts - arrival, as a client at the server
-would. The replay's send times are the arrivals relative to the first.
+TTFT = first_token_ts - arrival and E2E = last_token_ts - arrival. The replay's send times are
+the arrivals relative to the first.
+
+No API server is in these times: the first and last token times are the engine core's (when its
+step's outputs were made), before any detokenization or streaming, and the arrival is after the
+prompt was tokenized (LLMServingSim's runner sends token ids to `AsyncLLM`, no HTTP). So the
+replay sets vllm_v1's `api_server_s` to 0 (API_SERVER_S).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ REQUESTS, META = "requests.jsonl", "meta.json"
 FOLDERS = ("", "vllm/")   # where the two files may sit in a run folder
 TIMES = ("arrival_time", "queued_ts", "first_token_ts", "last_token_ts")
 MAX_REQUESTS = 10_000_000
+API_SERVER_S = 0.0   # the engine's own times: no API server's receiving and streaming in them
 
 
 def log_folder(names: set[str]) -> str | None:
@@ -78,6 +86,7 @@ def read_request_log(name: str, files: Mapping[str, bytes], device: str | None =
              "async_scheduling": _async_scheduling(meta), "data_parallel_size": _data_parallel_size(meta_file, engine),
              "enable_expert_parallel": engine.get("enable_expert_parallel")}
     scenario = vllm_scenario(name, model, device, int(engine.get("tensor_parallel_size") or 1), knobs, seed)
+    scenario["scheduler"]["api_server_s"] = API_SERVER_S
     ok = rows["ok"].to_numpy(bool)
     values = {metric: measured_figures(rows.loc[ok, metric].to_numpy(np.float64)) for metric in ("ttft", "e2e")}
     arrivals = rows["arrived_at"].to_numpy(np.float64)
@@ -89,7 +98,9 @@ def read_request_log(name: str, files: Mapping[str, bytes], device: str | None =
                                "(the prompts' text is not logged)",))
     output_tokens = float(rows.loc[ok, "num_decode_tokens"].mean()) if ok.any() else float("nan")
     notes: tuple[str, ...] = ("TTFT and E2E from each request's arrival (wall clock mapped onto the engine's "
-                              "monotonic clock by the smallest arrival-to-queue offset)",)
+                              "monotonic clock by the smallest arrival-to-queue offset)",
+                              "the engine's own times (vLLM's per-request stats): no API server in them, "
+                              "so the replay adds none (api_server_s 0)")
     if kv.get("num_gpu_blocks") is None:
         notes += ("meta.json has no kv_cache.num_gpu_blocks: the KV-cache size is the simulator's estimate",)
     frame = rows.drop(columns="ok").reset_index(drop=True)
