@@ -14,7 +14,15 @@ import pytest
 import yaml
 
 from sim_core import parse_config, run_simulation
-from sim_core.accuracy.calibrate import calibrate, knob_values, left_out_reason, split_runs, truncated
+from sim_core.accuracy.calibrate import (
+    adds_api_server,
+    calibrate,
+    knob_values,
+    left_out_reason,
+    run_overrides,
+    split_runs,
+    truncated,
+)
 from sim_core.accuracy.client_load import LoadStage, shared_prefix_workload, stage_windows
 from sim_core.accuracy.measured import MeasuredRun, MeasuredStage
 from sim_core.accuracy.replay import replay
@@ -157,6 +165,19 @@ def test_the_host_factor_is_the_engines_own_knob_when_it_has_one():
     assert scaled["predictor"] == {"type": "roofline", "memory_efficiency": 0.8123, "cpu_sample_s": 0.0005,
                                    "cpu_sample_per_request_s": 0.0000025}
     assert scaled["scheduler"] == {"api_server_s": 0.003}
+
+
+def test_a_run_that_fixes_its_api_server_keeps_it_in_the_fit():
+    """A per-request log of vLLM's own stats fixes api_server_s at 0 (no API server in its
+    times): the fitted API server's time is not applied to it (nor fitted from it); a run whose
+    reader sets nothing takes the knobs as they are."""
+    run = _synthetic_run("a", (1, 2), {"predictor": {"type": "roofline"}}, 0)
+    fixed = replace(run, name="log", scenario={**run.scenario, "scheduler": {**run.scenario["scheduler"],
+                                                                             "api_server_s": 0.0}})
+    knobs = {"predictor": {"type": "roofline"}, "scheduler": {"api_server_s": 0.003, "host_scale": 0.5}}
+    assert adds_api_server(run) and not adds_api_server(fixed)
+    assert run_overrides(run, knobs) == knobs
+    assert run_overrides(fixed, knobs) == {"predictor": {"type": "roofline"}, "scheduler": {"host_scale": 0.5}}
 
 
 def test_runs_the_fit_cannot_use_are_left_out_with_the_reason():

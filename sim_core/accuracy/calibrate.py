@@ -166,6 +166,19 @@ def knob_values(values: dict[str, Any], host: dict[str, float] | None, predictor
     return {"predictor": section, "scheduler": scheduler}
 
 
+def adds_api_server(run: MeasuredRun) -> bool:
+    """Whether the run's measured times hold the API server: not where its reader fixed
+    `api_server_s` (a per-request log of vLLM's own stats, request_log.API_SERVER_S)."""
+    return "api_server_s" not in (run.scenario.get("scheduler") or {})
+
+
+def run_overrides(run: MeasuredRun, knobs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """`knobs` as they apply to `run`: without `api_server_s` where the run fixes its own."""
+    if adds_api_server(run):
+        return knobs
+    return {**knobs, "scheduler": {k: v for k, v in knobs.get("scheduler", {}).items() if k != "api_server_s"}}
+
+
 def _start(run: MeasuredRun, predictor: str) -> tuple[dict[str, float], dict[str, float] | None]:
     """(the terms to fit with their starting values, the host knobs host_scale multiplies: None
     when the engine has a host_scale of its own, which it starts from)."""
@@ -184,7 +197,7 @@ def _start(run: MeasuredRun, predictor: str) -> tuple[dict[str, float], dict[str
 
 
 def _medians(runs: Sequence[MeasuredRun], overrides: dict[str, dict[str, Any]]) -> dict[str, float]:
-    table = comparison([replay(run, overrides) for run in runs])
+    table = comparison([replay(run, run_overrides(run, overrides)) for run in runs])
     return {name: round(value, 2) for name, value in median_errors(table).items()}
 
 
@@ -224,19 +237,21 @@ class _Search:
 
     def _loss(self, values: dict[str, Any]) -> tuple[float, float]:
         knobs = knob_values({**values, "api_server_s": 0.0}, self.host, self.predictor)
-        measured, simulated = [], []
+        measured, simulated, served = [], [], []
         for run in self.runs:
-            result = replay(run, knobs)
+            result = replay(run, run_overrides(run, knobs))
             for real, sim in zip(run.stages, result.stages):
                 measured.append([real.values["ttft"]["mean"], real.values["e2e"]["mean"]])
                 simulated.append([sim.values["ttft"]["mean"], sim.values["e2e"]["mean"]])
+                served.append(adds_api_server(run))
         self.evaluations += 1
-        real_arr, sim_arr = np.array(measured), np.array(simulated)
-        api = min(max(0.0, float(np.nanmedian(real_arr[:, 0] - sim_arr[:, 0]))), API_SERVER_MAX_S)
+        real_arr, sim_arr, with_api = np.array(measured), np.array(simulated), np.array(served, dtype=bool)
+        residual = (real_arr[:, 0] - sim_arr[:, 0])[with_api]
+        api = min(max(0.0, float(np.nanmedian(residual))), API_SERVER_MAX_S) if residual.size else 0.0
         outputs = np.array([run.output_tokens for run in self.runs for _ in run.stages])
         real_itl = (real_arr[:, 1] - real_arr[:, 0]) / (outputs - 1)
         sim_itl = (sim_arr[:, 1] - sim_arr[:, 0]) / (outputs - 1)
-        ratios = np.concatenate([(sim_arr + api) / real_arr, (sim_itl / real_itl)[:, None]], axis=1)
+        ratios = np.concatenate([(sim_arr + api * with_api[:, None]) / real_arr, (sim_itl / real_itl)[:, None]], axis=1)
         logs = np.minimum(np.abs(np.log(np.where(np.isfinite(ratios) & (ratios > 0), ratios, 10.0))), LOSS_CAP)
         loss = float(logs.mean())
         if self.progress:
