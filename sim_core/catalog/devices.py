@@ -175,8 +175,8 @@ DEVICES: dict[str, DeviceSpec] = {
     # that changes link_efficiency moves it off 16 GB/s. A server with peer-to-peer on measures 28-36 GB/s
     # in NCCL (LLMServingSim's later measurement, ACS and IOMMU off): describe one as a custom device with
     # link_bandwidth_gbps 40-51 (those figures / 0.7). The same description of the box gives the link's
-    # latency, 20 us a message (`link_latency`), paid at each step of a collective (ASTRA-sim's analytical
-    # network): a TP 2 all-reduce, a reduce-scatter and an all-gather step, 40 us; the runs' decode-only
+    # latency, 20 us a message (`link_latency`; its ASTRA-sim network charges it per message), paid at each
+    # step of a collective: a TP 2 all-reduce, a reduce-scatter and an all-gather step, 40 us; the runs' decode-only
     # steps then price within 0.96-1.08 of measured from 17 to 256 requests in flight (docs/accuracy.md,
     # *The pair's link latency*). A peer-to-peer server's NCCL: set link_latency_s None.
     "rtx-pro-6000": DeviceSpec(name="NVIDIA RTX PRO 6000 Blackwell 96GB", bf16_tflops=503.8, fp8_tflops=1007.6,
