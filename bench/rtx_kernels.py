@@ -23,7 +23,13 @@ Prints, per GPU:
    the sum of the measured kernels of such a step (layers x (the dense operators at that many tokens + decode
    attention interpolated in decodes and context) + LM head + sampler), plus for TP 2 two all-reduces a
    layer priced by LLMServingSim's NCCL measurement on the same pair of GPUs (its
-   `profiler/perf/RTXPRO6000/hardware.yaml`, all-reduce samples 128 KiB-20 MiB, copied below).
+   `profiler/perf/RTXPRO6000/hardware.yaml`, all-reduce samples 128 KiB-20 MiB, copied below);
+4. for the two multi-GPU RTX PRO 6000 runs (Qwen3-32B at TP 2, Qwen3-30B-A3B at DP 2 with expert
+   parallelism), the same seconds against the replay's own step (the run's scenario, its predictor's GPU
+   time of a decode step of the running requests (per DP rank) at their mean context, plus the sampling
+   phase, the host phase vllm_v1 leaves on the path): the median measured / simulated per band of requests
+   in flight, with the catalog's link latency (`link_latency_s`, 20 us a message) and without it (the
+   generic 8 us once a collective). Runs without the LSS_PERF folder too (`--steps-only`).
 """
 
 from __future__ import annotations
@@ -210,6 +216,47 @@ def report_steps(perf: Path, runs: Path) -> None:
                   f"{measured - kernels - reduces:+14.1f}")
 
 
+BANDS = (8, 16, 32, 48, 64, 80, 96, 112, 128, 256)   # upper ends of the bands of requests in flight
+
+
+def replay_step_ratios(run: Path, generic_link: bool) -> dict[int, list[float]]:
+    """Measured / simulated decode step per band of requests in flight (report 4)."""
+    from sim_core.accuracy.layouts import read_folder
+    from sim_core.accuracy.replay import scenario_config
+    from sim_core.predictor import build_predictor
+    from sim_core.predictor.shape import BatchShape
+
+    [measured] = read_folder(run)
+    device = measured.scenario["device"]
+    overrides = ({"devices": {"generic-link": DEVICES[device].model_copy(update={"link_latency_s": None}).model_dump()},
+                  "device": "generic-link"} if generic_link else None)
+    config = scenario_config(measured, overrides)
+    predictor = build_predictor(config)
+    dp = config.cluster.data_parallel_size
+    bands: dict[int, list[float]] = {}
+    for _t, running, context, step_ms in decode_seconds(run):
+        per_rank = max(1, int(round(running / dp)))
+        shape = BatchShape(per_rank, per_rank, (), per_rank, int(per_rank * context))
+        phases = predictor.breakdown(shape, 0)
+        host = sum(v for k, v in phases.items() if k.startswith("cpu_"))
+        simulated = predictor.stage_time(shape, 0) - host + phases["cpu_sample"]
+        bands.setdefault(min(b for b in BANDS if running <= b), []).append(step_ms / (simulated * 1e3))
+    return bands
+
+
+def report_replay_steps(runs: Path) -> None:
+    for name in ("Qwen3-32B", "Qwen3-30B-A3B-Instruct-2507"):
+        run = runs / "RTXPRO6000" / name
+        if not run.is_dir():
+            continue
+        print(f"== RTX PRO 6000 {name}: decode-only seconds, measured / the replay's step, median per band of "
+              "requests in flight (seconds)")
+        for label, generic in (("link latency 20 us a message (catalog)", False), ("generic 8 us a collective", True)):
+            bands = replay_step_ratios(run, generic)
+            cells = "  ".join(f"<={b}: {np.median(v):.3f} ({len(v)})" for b, v in sorted(bands.items()))
+            print(f"   {label}: {cells}")
+
+
 def report_moe(perf: Path) -> None:
     """Qwen3-30B-A3B's MoE layer (router, experts up, activation, down: all 128 experts on one GPU)
     priced by the roofline at the catalog's efficiencies against the measured fused-MoE layer at the
@@ -237,11 +284,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("perf", type=Path, help="LLMServingSim's profiler/perf folder")
     parser.add_argument("--runs", type=Path, default=DEFAULT_RUNS, help="the per-request runs' folder")
+    parser.add_argument("--steps-only", action="store_true", help="only report 4 (LSS_PERF is not read)")
     args = parser.parse_args()
+    if args.steps_only:
+        report_replay_steps(args.runs)
+        return 0
     for hardware, device_id in PROFILED:
         report_device(args.perf, hardware, device_id)
     report_moe(args.perf)
     report_steps(args.perf, args.runs)
+    report_replay_steps(args.runs)
     return 0
 
 

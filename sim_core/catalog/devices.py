@@ -177,7 +177,7 @@ DEVICES: dict[str, DeviceSpec] = {
     # link_bandwidth_gbps 40-51 (those figures / 0.7). The same description of the box gives the link's
     # latency, 20 us a message (`link_latency`; its ASTRA-sim network charges it per message), paid at each
     # step of a collective: a TP 2 all-reduce, a reduce-scatter and an all-gather step, 40 us; the runs' decode-only
-    # steps then price within 0.96-1.08 of measured from 17 to 256 requests in flight (docs/accuracy.md,
+    # steps then price within 0.91-1.08 of measured from 17 to 256 requests in flight (docs/accuracy.md,
     # *The pair's link latency*). A peer-to-peer server's NCCL: set link_latency_s None.
     "rtx-pro-6000": DeviceSpec(name="NVIDIA RTX PRO 6000 Blackwell 96GB", bf16_tflops=503.8, fp8_tflops=1007.6,
                                fp4_tflops=2015.2, memory_gib=95.59, memory_bandwidth_gbps=1792,
