@@ -11,11 +11,13 @@ drawn; nothing is simulated).
 
     python bench/ui_latency.py [--steps 8] [--sizes 1000 20000] [--switches 4]
 
-prints per case the median and 90th percentile of the wall time (seconds), and the medians of
+prints per case the median and 90th percentile of the wall time (seconds), the medians of
 the CPU seconds the server (the streamlit process) and the browser (its chromium processes)
-spent per step: on a shared machine the wall time stretches with the load, the CPU seconds
-much less. The server runs with the app's default limits (the 20,000-request default scenario
-is estimated at 856 MiB, under the 1 GiB run budget; its measured peak is about 0.42 GiB).
+spent per step (on a shared machine the wall time stretches with the load, the CPU seconds
+much less), and the median number of times plotly drew a chart per step (`plotly_afterplot`
+events on the page's charts: Streamlit 1.67 draws each new figure twice, bench/README.md).
+The server runs with the app's default limits (the 20,000-request default scenario is
+estimated at 856 MiB, under the 1 GiB run budget; its measured peak is about 0.42 GiB).
 """
 
 from __future__ import annotations
@@ -47,6 +49,20 @@ MARKER = '[data-testid="stMain"] [data-testid="stCaptionContainer"]'
 # drawing 60 frames a second while the server simulates (1-4 CPU-s a step on a 2-core machine
 # that both share); the 20 ms it may add is under the figures' precision
 POLL_MS = 20
+# counts plotly's draws: each chart element, once plotly has started on it (its event methods
+# exist and it has children), gets a listener on its `plotly_afterplot` event
+COUNT_DRAWS = """
+window.__draws = 0;
+const hooked = new WeakSet();
+new MutationObserver(() => {
+  for (const chart of document.querySelectorAll('.js-plotly-plot')) {
+    if (!hooked.has(chart) && typeof chart.on === 'function') {
+      hooked.add(chart);
+      chart.on('plotly_afterplot', () => { window.__draws += 1; });
+    }
+  }
+}).observe(document, {subtree: true, childList: true});
+"""
 
 
 def start_server() -> tuple[subprocess.Popen, str]:
@@ -116,16 +132,18 @@ def settle(page) -> None:
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
-Step = tuple[float, float, float]     # wall seconds, server CPU seconds, browser CPU seconds
+Step = tuple[float, float, float, int]     # wall seconds, server CPU seconds, browser CPU seconds, chart draws
 
 
-def timed(server: int, action) -> Step:
+def timed(server: int, page, action) -> Step:
     """Run `action()` and return what it took."""
     browsers = browser_pids()
     cpu = cpu_seconds([server]), cpu_seconds(browsers)
+    draws = page.evaluate("window.__draws")
     started = time.perf_counter()
     action()
-    return time.perf_counter() - started, cpu_seconds([server]) - cpu[0], cpu_seconds(browsers) - cpu[1]
+    return (time.perf_counter() - started, cpu_seconds([server]) - cpu[0], cpu_seconds(browsers) - cpu[1],
+            page.evaluate("window.__draws") - draws)
 
 
 def measure(page, url: str, path: str, num_requests: int, steps: int, seed: int, server: int) -> list[Step]:
@@ -150,7 +168,7 @@ def measure(page, url: str, path: str, num_requests: int, steps: int, seed: int,
                                "return e && e.innerText !== old; }",
                                arg=[MARKER, before], timeout=600_000, polling=POLL_MS)
         settle(page)
-    return [timed(server, step) for _ in range(steps)]
+    return [timed(server, page, step) for _ in range(steps)]
 
 
 def switches(page, count: int, server: int) -> list[Step]:
@@ -170,7 +188,7 @@ def switches(page, count: int, server: int) -> list[Step]:
     to_kv()
     times = []
     for _ in range(count):
-        times += [timed(server, to_overview), timed(server, to_kv)]
+        times += [timed(server, page, to_overview), timed(server, page, to_kv)]
     return times
 
 
@@ -188,7 +206,8 @@ def report(size: int, case: str, steps: list[Step]) -> None:
     p90 = times[min(len(times) - 1, int(0.9 * len(times)))]
     print(f"{size:>9} {case:>9} {statistics.median(times):>9.2f} {p90:>7.2f} "
           f"{statistics.median(step[1] for step in steps):>13.2f} "
-          f"{statistics.median(step[2] for step in steps):>14.2f}", flush=True)
+          f"{statistics.median(step[2] for step in steps):>14.2f} "
+          f"{statistics.median(step[3] for step in steps):>6g}", flush=True)
 
 
 def main() -> None:
@@ -205,8 +224,9 @@ def main() -> None:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=chromium, args=FLAGS, headless=True)
             page = browser.new_page(viewport={"width": 1500, "height": 1100})
+            page.add_init_script(COUNT_DRAWS)
             print(f"{'requests':>9} {'page':>9} {'median s':>9} {'p90 s':>7} {'server CPU s':>13} "
-                  f"{'browser CPU s':>14}  (knob step -> redrawn; medians)")
+                  f"{'browser CPU s':>14} {'draws':>6}  (knob step -> redrawn; medians)")
             for size in args.sizes:
                 for seed, path in enumerate(("", "kv_cache"), start=1):
                     report(size, path or "overview", measure(page, url, path, size, args.steps, seed, process.pid))

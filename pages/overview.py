@@ -12,8 +12,7 @@ from sim_core.results.overload import queue_trend
 from sim_core.viz.overview import (
     blocks_text,
     queue_figure,
-    replica_load,
-    replica_load_figure,
+    replica_load_views,
     run_latency_cdfs,
     throughput_figure,
 )
@@ -79,8 +78,9 @@ with right:
     st.subheader("Queue length over time")
     st.plotly_chart(derived(run, queue_figure), key="ov_queues")
 st.subheader("Load per replica")
-st.plotly_chart(derived(run, replica_load_figure), key="ov_load")
+load, load_figure = derived(run, replica_load_views)
+st.plotly_chart(load_figure, key="ov_load")
 with st.expander("Per-replica table"):
-    st.dataframe(derived(run, replica_load), hide_index=True)
+    st.dataframe(load, hide_index=True)
 for note in run.notes:
     st.caption(note)

@@ -24,7 +24,7 @@ from sim_core.viz.compare import kv_overlay
 from sim_core.viz.gantt import lanes, pipeline_gantt, stage_busy
 from sim_core.viz.kv_blocks import touched_blocks, utilization
 from sim_core.viz.kv_map import kv_map_figure
-from sim_core.viz.overview import blocks_text, queue_figure, replica_load, replica_load_figure
+from sim_core.viz.overview import blocks_text, queue_figure, replica_load, replica_load_figure, replica_load_views
 from sim_core.viz.timeline import pick_requests
 
 NAMES = ["prefill 0", "decode 1", "decode 2"]
@@ -66,6 +66,17 @@ def test_the_overview_counts_load_and_queues_per_pool_replica():
     assert [list(trace.x) for trace in figure.data] == [NAMES] * 3
     assert [trace.name for trace in queue_figure(result).data] == [
         f"{name} {state}" for name in NAMES for state in ("waiting", "running")]
+
+
+def test_the_overview_builds_its_load_table_once_for_the_table_and_the_chart():
+    """`replica_load_views` (what the Overview page caches) gives the same table as
+    `replica_load` and the same figure as `replica_load_figure` computing its own: the
+    decode replicas' one request each of two is a share of 1/2, the prefill replica's 0."""
+    result = pd_run()
+    table, figure = replica_load_views(result)
+    assert table.equals(replica_load(result))
+    assert figure.to_json() == replica_load_figure(result).to_json()
+    assert list(figure.data[0].y) == [0.0, 0.5, 0.5]
 
 
 def test_the_kv_map_stacks_each_replica_at_its_own_size():

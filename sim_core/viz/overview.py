@@ -146,11 +146,11 @@ def _time_mean(times: np.ndarray, values: np.ndarray) -> float:
     return dot(values[:-1], np.diff(times)) / float(times[-1] - times[0])
 
 
-def replica_load_figure(result: SimulationResult) -> go.Figure:
+def replica_load_figure(result: SimulationResult, load: pd.DataFrame | None = None) -> go.Figure:
     """Each replica's share of the requests and of the tokens (prompt + output), and its mean
     KV use, as grouped bars on one percent axis (one axis draws fast); with even load every
-    share sits on the dotted 1/n line."""
-    load = replica_load(result)
+    share sits on the dotted 1/n line. `load`: `replica_load(result)`, when the caller has it."""
+    load = replica_load(result) if load is None else load
     names = [replica.name for replica in result.replicas]
     tokens = load["prompt_tokens"] + load["output_tokens"]
     series = (("share of requests", load["requests"] / max(int(load["requests"].sum()), 1)),
@@ -163,3 +163,10 @@ def replica_load_figure(result: SimulationResult) -> go.Figure:
     figure.update_layout(barmode="group", height=300, yaxis={"tickformat": ".0%", "rangemode": "tozero"},
                          legend=LEGEND_BELOW | {"y": -0.15}, margin={"l": 50, "r": 10, "t": 18, "b": 75})
     return figure
+
+
+def replica_load_views(result: SimulationResult) -> tuple[pd.DataFrame, go.Figure]:
+    """The per-replica table (`replica_load`) and its figure, the table computed once for both
+    (it walks every request and time-series sample: 30 ms at 20,000 requests)."""
+    load = replica_load(result)
+    return load, replica_load_figure(result, load)
