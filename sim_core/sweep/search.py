@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 from sim_core.errors import ConfigError
 from sim_core.export.text import shorten
-from sim_core.sweep.probe import Probe, run_probe, severity
+from sim_core.sweep.probe import Probe, doubtful_overload, run_probe, severity
 from sim_core.sweep.spec import SearchSettings
 
 NO_LIMIT = "none (meets the SLOs at qps_max)"
@@ -126,7 +126,14 @@ def bracket_search(evaluate: Evaluate, settings: SearchSettings, repeat: Repeat 
 
     def probe(qps: float) -> Probe:
         probes.append(evaluate(qps))
-        return probes[-1]
+        if repeat is None or not doubtful_overload(probes[-1]):
+            return probes[-1]
+        probes.append(repeat(qps, 1))     # a doubtful overload stands only if another seed fails too
+        return probes[-1] if probes[-1].passed else probes[-2]
+
+    def reseeded(rate: float) -> list[Probe]:    # the repeats at `rate` not made yet
+        made = {p.repeat for p in probes if p.qps == rate and p.length == 1}
+        return [repeat(rate, k) for k in range(1, settings.repeats + 1) if k not in made] if repeat else []
     try:
         top = probe(settings.qps_max)
         if top.passed:
@@ -137,13 +144,13 @@ def bracket_search(evaluate: Evaluate, settings: SearchSettings, repeat: Repeat 
         long = (lambda qps: _kept(probes, confirm(qps))) if confirm is not None else None
         low, high = _narrow(probe, low, high, settings, measure, long)
         if repeat is not None and long is None:
-            probes += [repeat(rate, k) for rate in (low.qps, high.qps) for k in range(1, settings.repeats + 1)]
+            probes += [probe for rate in (low.qps, high.qps) for probe in reseeded(rate)]
         if long is not None:
             confirmed, failed = _confirm(long, low, settings, measure)
             if confirmed is None:
                 return Capacity(0.0, failed.violated[0], tuple(probes), None, _range(probes), _non_monotonic(probes))
             if failed is low and repeat is not None:   # the short range above the answer stands: reseed its end
-                probes += [repeat(high.qps, k) for k in range(1, settings.repeats + 1)]
+                probes += reseeded(high.qps)
             low, high = confirmed, (high if failed is low else failed)
             return Capacity(low.qps, high.violated[0], tuple(probes), low.metrics, _confirmed_range(probes),
                             _non_monotonic(probes))
@@ -252,17 +259,24 @@ def _range(probes: list[Probe]) -> tuple[float, float | None]:
     """(the highest rate that passed with every seed tried there, below every rate that failed
     with every seed, or 0; the lowest such failing rate, None if none)."""
     by_rate: dict[float, list[bool]] = {}
-    for probe in probes:
+    for probe in _conclusive(probes):
         by_rate.setdefault(probe.qps, []).append(probe.passed)
     ceiling = min((rate for rate, verdicts in by_rate.items() if not any(verdicts)), default=None)
     below = [rate for rate, verdicts in by_rate.items() if all(verdicts) and (ceiling is None or rate < ceiling)]
     return max(below, default=0.0), ceiling
 
 
+def _conclusive(probes: list[Probe]) -> list[Probe]:
+    """The probes less each doubtful overload (`probe.doubtful_overload`) that was reseeded: the
+    reseeded probe's verdict is the rate's."""
+    reseeded = {(p.qps, p.length) for p in probes if p.repeat == 1}
+    return [p for p in probes if not (p.repeat == 0 and (p.qps, p.length) in reseeded and doubtful_overload(p))]
+
+
 def _non_monotonic(probes: list[Probe]) -> tuple[str, ...]:
     """Pairs where a rate passed above a rate that failed (any seeds; probes of one length: a
     short probe passing above a long one's failure is the noise the long probe is there for)."""
-    fails = sorted({(p.qps, p.length) for p in probes if not p.passed})
+    fails = sorted({(p.qps, p.length) for p in _conclusive(probes) if not p.passed})
     pairs = sorted({(p.qps, f) for p in probes if p.passed for f, length in fails if f < p.qps and length == p.length})
     return tuple(f"pass at {up:.4g} req/s above a fail at {down:.4g}" for up, down in pairs[:MAX_REPORTED])
 

@@ -1,0 +1,95 @@
+"""Capacity search, the overload test on a short window: a shortfall within the backlog's own
+fluctuation is doubtful (`probe.doubtful_overload`), and the search believes it only when a
+reseeded probe at that rate fails too."""
+
+import math
+
+import numpy as np
+
+from sim_core.sweep import SearchSettings, bracket_search
+from sim_core.sweep.probe import OVERLOADED, Probe, _backlog_spread, doubtful_overload
+
+SETTINGS = SearchSettings(qps_min=0.25, qps_max=64.0, num_requests=100, tolerance=0.05)
+
+
+def overloaded(qps: float, served_share: float, spread: float, *also: str, repeat: int = 0) -> Probe:
+    """A probe at `qps` whose window served `served_share` of its arrivals (failing the overload
+    test) with the backlog scattered by `spread` (a share of the window's arrivals)."""
+    metrics = {"throughput_rps": served_share * qps, "offered_rps": qps, "backlog_spread": spread,
+               "served_rps": 12.0}
+    return Probe(qps, False, metrics, (OVERLOADED, *also), repeat)
+
+
+def test_the_backlogs_spread_is_its_scatter_about_the_windows_trend():
+    """Backlog 1, 3, 3, 5 seen at times 0, 1, 2, 3: the least-squares line is 1.2 + 1.2 t
+    (slope 6 / 5), through 1.2, 2.4, 3.6, 4.8; residuals -0.2, 0.6, -0.6, 0.2, mean square 0.2;
+    as a share of the window's 4 arrivals: sqrt(0.2) / 4. A backlog on its line scatters 0."""
+    times = np.array([0.0, 1.0, 2.0, 3.0])
+    assert math.isclose(_backlog_spread(times, np.array([1, 3, 3, 5])), math.sqrt(0.2) / 4, rel_tol=1e-12)
+    assert math.isclose(_backlog_spread(times, np.array([2, 4, 6, 8])), 0.0, abs_tol=1e-12)
+
+
+def test_an_overload_within_the_backlogs_fluctuation_is_doubtful():
+    """Served 95% of arrivals: a shortfall of 0.05. With the backlog scattered by 1% of the
+    arrivals, two looks at it differ by sqrt(2) x 0.01 = 0.01414 (one standard deviation), and
+    0.05 - 2 x 0.01414 = 0.0217 lies within 0.03 (1 - SERVED_SHARE): doubtful. Scattered by
+    0.5%: 0.05 - 0.01414 = 0.0359 lies beyond it: a real overload. Served 80% with the 1%
+    scatter: 0.2 - 0.0283, beyond. A probe that also failed an SLO is not doubtful: its verdict
+    does not rest on the overload test."""
+    assert doubtful_overload(overloaded(10.0, 0.95, 0.01))
+    assert not doubtful_overload(overloaded(10.0, 0.95, 0.005))
+    assert not doubtful_overload(overloaded(10.0, 0.80, 0.01))
+    assert not doubtful_overload(overloaded(10.0, 0.95, 0.01, "tbt_p99_s"))
+
+
+def chat_like(qps: float, repeat: int = 0) -> Probe:
+    """Capacity 10 req/s; above it overloaded beyond doubt (served 80%, backlog scattered by
+    0.1%); between 9.5 and 10 the first seed's window falls 5% behind with its backlog
+    scattered by 1% (doubtful) while other seeds keep up."""
+    if qps > 10.0:
+        return overloaded(qps, 0.8, 0.001, repeat=repeat)
+    if qps > 9.5 and repeat == 0:
+        return overloaded(qps, 0.95, 0.01)
+    return Probe(qps, True, {"served_rps": 12.0}, (), repeat)
+
+
+def test_a_doubtful_overload_that_another_seed_passes_is_a_pass():
+    """qps_max 64 and the served-rate guess 12 fail beyond doubt; 0.75 x 12 = 9 passes; the
+    bisection of [9, 12] probes sqrt(9 x 12) = 10.392 (fails), then sqrt(9 x 10.392) = 9.671:
+    doubtful, so the rate is reseeded at once (seed +1: passes) and counts as passed; then
+    sqrt(9.671 x 10.392) = 10.025 fails and closes the bracket (10.025 / 9.671 = 1.037 < 1.05).
+    The repeats at the bracket's ends: 9.671 already has its seed +1, 10.025 gets it (fails).
+    Without the reseed 9.671 would have failed and the answer would be the 9.330 below it (the
+    last test), 3.5% lower."""
+    result = bracket_search(chat_like, SETTINGS, repeat=chat_like)
+    assert [(round(p.qps, 3), p.repeat, p.passed) for p in result.probes] == [
+        (64.0, 0, False), (12.0, 0, False), (9.0, 0, True), (10.392, 0, False), (9.671, 0, False),
+        (9.671, 1, True), (10.025, 0, False), (10.025, 1, False)]
+    assert round(result.max_qps, 3) == 9.671 and result.binding_slo == OVERLOADED
+    assert [round(end, 3) for end in result.qps_range] == [9.671, 10.025]
+    assert result.non_monotonic == ()
+
+
+def test_a_doubtful_overload_that_another_seed_fails_stands():
+    """The same system whose other seeds also fall behind between 9.5 and 10 (served 96%, a
+    plain overload): 9.671 fails with both seeds, so the bracket closes below it: sqrt(9 x
+    9.671) = 9.330 passes (9.671 / 9.330 = 1.037), and the answer is 9.330 with the range up
+    to 9.671."""
+    def stubborn(qps: float, repeat: int = 0) -> Probe:
+        if 9.5 < qps <= 10.0 and repeat:
+            return overloaded(qps, 0.96, 0.001, repeat=repeat)
+        return chat_like(qps, repeat)
+    result = bracket_search(stubborn, SETTINGS, repeat=stubborn)
+    assert [(round(p.qps, 3), p.repeat, p.passed) for p in result.probes] == [
+        (64.0, 0, False), (12.0, 0, False), (9.0, 0, True), (10.392, 0, False), (9.671, 0, False),
+        (9.671, 1, False), (9.33, 0, True), (9.33, 1, True)]
+    assert round(result.max_qps, 3) == 9.33
+    assert [round(end, 3) for end in result.qps_range] == [9.33, 9.671]
+
+
+def test_without_a_reseeding_function_a_doubtful_overload_fails():
+    """bracket_search without `repeat` cannot ask another seed: the doubtful 9.671 fails, and
+    the answer is the 9.330 below it, as in search version 7."""
+    result = bracket_search(chat_like, SETTINGS)
+    assert [round(p.qps, 3) for p in result.probes] == [64.0, 12.0, 9.0, 10.392, 9.671, 9.33]
+    assert round(result.max_qps, 3) == 9.33
