@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from sim_core.sweep import SearchSettings, bracket_search
-from sim_core.sweep.probe import OVERLOADED, Probe, _backlog_spread, doubtful_overload
+from sim_core.sweep.probe import OVERLOADED, Probe, _backlog_spread, doubtful_overload, judge, severity
 
 SETTINGS = SearchSettings(qps_min=0.25, qps_max=64.0, num_requests=100, tolerance=0.05)
 
@@ -93,3 +93,63 @@ def test_without_a_reseeding_function_a_doubtful_overload_fails():
     result = bracket_search(chat_like, SETTINGS)
     assert [round(p.qps, 3) for p in result.probes] == [64.0, 12.0, 9.0, 10.392, 9.671, 9.33]
     assert round(result.max_qps, 3) == 9.33
+
+
+def test_an_overload_within_the_fluctuation_is_left_to_the_slos_that_fail_anyway():
+    """Served 95% with the backlog scattered by 1% of the arrivals (within its fluctuation, as
+    above) and TBT p99 0.25 s over its 0.2 s limit: the probe fails on TBT alone, so the search
+    can aim with its severity (1.25); scattered by 0.5% (a real overload) it is overloaded as
+    well; with TBT p99 0.15 s the doubtful overload is its only violation."""
+    summary = {"num_rejected": 0, "tbt_p99_s": 0.25, "backlog_growth": 0.05, "throughput_rps": 9.5,
+               "offered_rps": 10.0, "backlog_spread": 0.01}
+    slo = {"tbt_p99_s": 0.2}
+    assert judge(10.0, summary, slo).violated == ("tbt_p99_s",)
+    assert judge(10.0, {**summary, "backlog_spread": 0.005}, slo).violated == (OVERLOADED, "tbt_p99_s")
+    alone = judge(10.0, {**summary, "tbt_p99_s": 0.15}, slo)
+    assert alone.violated == (OVERLOADED,) and doubtful_overload(alone)
+
+
+def noisy(first: float, second: float):
+    """TTFT p90 = 2 x (qps / 10)^4 (capacity 10 under a 2 s limit; serves 12 when overloaded),
+    except that between 9.9 and 10.1 req/s the search's own seed reads it `first` times higher
+    and the next seed `second` times."""
+    def rule(qps: float, repeat: int = 0) -> Probe:
+        ratio = (qps / 10.0) ** 4 * ((first if repeat == 0 else second) if 9.9 < qps < 10.1 else 1.0)
+        return Probe(qps, ratio <= 1.0, {"served_rps": 12.0, "ttft_p90_s": 2.0 * ratio},
+                     () if ratio <= 1.0 else ("ttft_p90_s",), repeat)
+    return rule
+
+
+def measure(probe: Probe) -> float | None:
+    return severity(probe, {"ttft_p90_s": 2.0})
+
+
+def test_a_failure_by_a_hair_is_reseeded_and_the_two_windows_pooled():
+    """qps_max 64 (severity 6.4^4) and the guess 12 (1.2^4 = 2.0736) fail; their severities
+    extrapolate to 1 at 10 (tests/test_sweep_interpolation.py), where this seed reads 1.05: a
+    failure within DOUBTFUL_SEVERITY (1.1), so 10 is reseeded at once: 0.95, a pass, and the
+    pooled 1.05 x 0.95 = 0.9975 <= 1: 10 passes. The narrowing aims from 0.95 at 10 and 2.0736
+    at 12 at 10 x exp(ln 1.2 x -ln 0.95 / ln(2.0736 / 0.95)) = 10.12, within sqrt(1.05) of 10:
+    probe 10.5 (severity 1.2155, fails beyond doubt), which closes the bracket; the repeats:
+    10 has its seed +1 already, 10.5 gets it (fails)."""
+    rule = noisy(1.05, 0.95)
+    result = bracket_search(rule, SETTINGS, repeat=rule, measure=measure)
+    assert [(round(p.qps, 3), p.repeat, p.passed) for p in result.probes] == [
+        (64.0, 0, False), (12.0, 0, False), (10.0, 0, False), (10.0, 1, True), (10.5, 0, False), (10.5, 1, False)]
+    assert result.max_qps == 10.0 and result.at_capacity["ttft_p90_s"] == 2.0 * 0.95
+    assert [round(end, 3) for end in result.qps_range] == [10.0, 10.5] and result.non_monotonic == ()
+
+
+def test_a_reseeded_pass_by_less_than_the_failures_margin_does_not_overrule_it():
+    """This seed reads 1.08 at 10, the next 0.95: pooled 1.08 x 0.95 = 1.026 > 1, so 10 fails.
+    Below two failures whose severities (2.0736 at 12, 1.08 at 10) extrapolate to 1 at 10 x
+    exp(ln 1.2 x -ln 1.08 / ln(2.0736 / 1.08)) = 9.787, within sqrt(1.05) of 10, the step goes
+    one tolerance step down, to 10 / 1.05 = 9.524 (severity 0.8227: passes), which closes the
+    bracket; 9.524 gets its repeat (passes). The seeds disagree at 10: the range runs to 12, the
+    lowest rate every seed failed."""
+    rule = noisy(1.08, 0.95)
+    result = bracket_search(rule, SETTINGS, repeat=rule, measure=measure)
+    assert [(round(p.qps, 3), p.repeat, p.passed) for p in result.probes] == [
+        (64.0, 0, False), (12.0, 0, False), (10.0, 0, False), (10.0, 1, True), (9.524, 0, True), (9.524, 1, True)]
+    assert round(result.max_qps, 3) == 9.524 and result.binding_slo == "ttft_p90_s"
+    assert [round(end, 3) for end in result.qps_range] == [9.524, 12.0]

@@ -286,7 +286,10 @@ def _backlog_spread(inside: np.ndarray, backlog: np.ndarray) -> float:
 def judge(qps: float, summary: dict, slo: dict) -> Probe:
     """Pass when no request was rejected, the window is not overloaded (`_overloaded`, when
     measured), and every SLO metric is at or below its limit (a metric without
-    samples, e.g. TBT when every request has one output token, cannot fail)."""
+    samples, e.g. TBT when every request has one output token, cannot fail). A probe that fails
+    its limits is not called overloaded as well when the shortfall lies within the backlog's
+    fluctuation (`doubtful_overload`): its verdict then rests on the limits, which say how far
+    it is from them (`severity`) for the search to aim with (search version 8)."""
     metrics = {key: _finite(summary.get(key)) for key in (*KEPT, "backlog_spread")}
     if ATTAINMENT in slo:
         share = metrics["slo_attainment"]
@@ -294,7 +297,8 @@ def judge(qps: float, summary: dict, slo: dict) -> Probe:
     else:
         over = [key for key, limit in slo.items() if metrics[key] is not None and metrics[key] > limit]
         over.sort(key=lambda key: metrics[key] / slo[key], reverse=True)
-    overloaded = _overloaded(summary)
+    # an overload within the backlog's fluctuation is left to the SLOs when they fail anyway
+    overloaded = _overloaded(summary) and not (over and _within_fluctuation(metrics))
     violated = ([REJECTED] if summary["num_rejected"] else []) + ([OVERLOADED] if overloaded else []) + over
     return Probe(qps, not violated, metrics, tuple(violated))
 
@@ -326,9 +330,13 @@ def doubtful_overload(probe: Probe) -> bool:
     trend with little scatter (bench/README.md, "Capacity search accuracy"). The deviation
     shrinks as 1 / the window's arrivals: a confirming probe, four times longer, is judged four
     times more finely."""
-    if probe.violated != (OVERLOADED,):
-        return False
-    served, offered, spread = (probe.metrics.get(key) for key in ("throughput_rps", "offered_rps", "backlog_spread"))
+    return probe.violated == (OVERLOADED,) and _within_fluctuation(probe.metrics)
+
+
+def _within_fluctuation(metrics: dict) -> bool:
+    """The window's shortfall lies within SHORTFALL_SIGMAS standard deviations of the backlog's
+    fluctuation above 1 - SERVED_SHARE (see doubtful_overload)."""
+    served, offered, spread = (metrics.get(key) for key in ("throughput_rps", "offered_rps", "backlog_spread"))
     if served is None or not offered or spread is None:
         return False
     return 1.0 - served / offered - SHORTFALL_SIGMAS * math.sqrt(2.0) * spread <= 1.0 - SERVED_SHARE
