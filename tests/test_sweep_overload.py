@@ -5,9 +5,12 @@ reseeded probe at that rate fails too."""
 import math
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from sim_core import parse_config
 from sim_core.sweep import SearchSettings, bracket_search
-from sim_core.sweep.probe import OVERLOADED, Probe, _backlog_spread, doubtful_overload, judge, severity
+from sim_core.sweep.probe import OVERLOADED, Probe, _backlog_spread, doubtful_overload, judge, run_probe, severity
 
 SETTINGS = SearchSettings(qps_min=0.25, qps_max=64.0, num_requests=100, tolerance=0.05)
 
@@ -153,3 +156,39 @@ def test_a_reseeded_pass_by_less_than_the_failures_margin_does_not_overrule_it()
         (64.0, 0, False), (12.0, 0, False), (10.0, 0, False), (10.0, 1, True), (9.524, 0, True), (9.524, 1, True)]
     assert round(result.max_qps, 3) == 9.524 and result.binding_slo == "ttft_p90_s"
     assert [round(end, 3) for end in result.qps_range] == [9.524, 12.0]
+
+
+def test_a_server_truly_overloaded_is_not_doubtful(tmp_path):
+    """One request at a time, 0.1 s each (10 req/s), arrivals evenly spaced at 12 req/s: the
+    window serves 10 of every 12 arrivals (shortfall 1 / 6), and the backlog climbs its line
+    within a sawtooth of one request, a scatter of under 1% of the window's 80 arrivals:
+    0.167 - 2 x sqrt(2) x 0.01 > 0.03, so the overload is beyond doubt and the probe fails
+    without a reseed, as in search version 7."""
+    path = tmp_path / "even.csv"
+    path.write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n" + "".join(f"{i}.0,90,1\n" for i in range(100)))
+    scenario = parse_config({
+        "max_model_len": 1024, "predictor": {"type": "linear", "base_s": 0.01, "per_token_s": 0.001},
+        "scheduler": {"type": "vllm", "batch_size_cap": 1, "num_blocks": 64},
+        "workload": {"trace_file": str(path)}}).model_dump(mode="json")
+    probe = run_probe(scenario, 12.0, {"ttft_p90_s": 100.0}, SETTINGS)
+    assert probe.violated == (OVERLOADED,) and not doubtful_overload(probe)
+    assert probe.metrics["backlog_spread"] < 0.01
+    assert 1.0 - probe.metrics["throughput_rps"] / probe.metrics["offered_rps"] > 0.15
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(0.3, 60.0), st.floats(0.5, 0.99), st.booleans())
+def test_doubtful_failures_never_pass_a_rate_every_seed_fails(capacity, band, doubtful_above):
+    """Capacity `capacity`: above it every seed fails (on a doubtful overload when
+    `doubtful_above`, beyond doubt otherwise); between `band` x capacity and capacity the search's
+    own seed fails a doubtful overload and the others pass. The answer passed and the capacity
+    lies within the tolerance above it: reseeding neither passes an overloaded rate nor leaves a
+    noisy failure below the capacity standing."""
+    def rule(qps: float, repeat: int = 0) -> Probe:
+        if qps > capacity:
+            return overloaded(qps, 0.95 if doubtful_above else 0.8, 0.01 if doubtful_above else 0.001, repeat=repeat)
+        if qps > band * capacity and repeat == 0:
+            return overloaded(qps, 0.95, 0.01)
+        return Probe(qps, True, {"served_rps": 1.2 * capacity}, (), repeat)
+    result = bracket_search(rule, SETTINGS, repeat=rule)
+    assert result.max_qps <= capacity < result.max_qps * 1.05
