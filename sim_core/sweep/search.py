@@ -35,6 +35,14 @@ A bracketing search on the rate, as Vidur-Search does, with geometric steps:
    after a long failure, at the failing rate could move neither the answer nor the range: the
    long probes decide them).
 
+Throughout steps 1-3, a short probe whose failure a short window's noise may have made (search
+version 8: on overload alone within the backlog's own fluctuation, `probe.doubtful_overload`, or
+on the SLO limits alone by a severity of at most DOUBTFUL_SEVERITY) is reseeded at once (seed +1,
+the repeat that step 4 would make there): the rate passes when the reseeded probe passes and,
+both having severities, their product is at most 1 (the two windows pooled, in log ratio);
+the doubtful probe's verdict is then overruled and counts in neither `qps_range` nor
+`non_monotonic`.
+
 Invariant after step 2: `low` passed and `high` failed, low < high. The answer is `low`, or the
 range's low end when a repeat failed at `low` (and some rate passed with every seed); the
 binding SLO is the worst violation at `high`. Every pair of probes (any seed) where a rate passed
@@ -50,7 +58,7 @@ from dataclasses import dataclass
 
 from sim_core.errors import ConfigError
 from sim_core.export.text import shorten
-from sim_core.sweep.probe import Probe, run_probe, severity
+from sim_core.sweep.probe import Probe, doubtful_overload, run_probe, severity
 from sim_core.sweep.spec import SearchSettings
 
 NO_LIMIT = "none (meets the SLOs at qps_max)"
@@ -59,6 +67,8 @@ MAX_REPORTED = 5   # non-monotonic pairs listed
 # a TBT-bound chat workload): the first steps down from that guess are these factors, which leave
 # a narrow bracket to bisect when one passes
 GUESS_STEPS = (0.75, 0.75)
+# a short probe failing its SLO limits by at most this ratio (severity) is doubtful: reseeded
+DOUBTFUL_SEVERITY = 1.1
 
 
 @dataclass(frozen=True)
@@ -123,36 +133,72 @@ def bracket_search(evaluate: Evaluate, settings: SearchSettings, repeat: Repeat 
     length (None: no confirmation), `measure` says how far a probe is from the SLO limits (None:
     plain geometric bisection)."""
     probes: list[Probe] = []
+    overruled: list[Probe] = []   # doubtful verdicts a reseeded probe decided
 
     def probe(qps: float) -> Probe:
         probes.append(evaluate(qps))
-        return probes[-1]
+        if repeat is None or not _doubtful(probes[-1], measure):
+            return probes[-1]
+        first, again = probes[-1], repeat(qps, 1)
+        probes.append(again)
+        if not _agrees(first, again, measure):
+            return first
+        overruled.append(first)
+        return again
+
+    def settled() -> list[Probe]:   # the probes whose verdicts stand
+        return [p for p in probes if not any(p is o for o in overruled)]
+
+    def reseeded(rate: float) -> list[Probe]:    # the repeats at `rate` not made yet
+        made = {p.repeat for p in probes if p.qps == rate and p.length == 1}
+        return [repeat(rate, k) for k in range(1, settings.repeats + 1) if k not in made] if repeat else []
     try:
         top = probe(settings.qps_max)
         if top.passed:
             return Capacity(top.qps, NO_LIMIT, tuple(probes), top.metrics, (top.qps, None))
         low, high = _bracket(probe, top, settings, measure)
         if low is None:
-            return Capacity(0.0, high.violated[0], tuple(probes), None, (0.0, high.qps), _non_monotonic(probes))
+            return Capacity(0.0, high.violated[0], tuple(probes), None, (0.0, high.qps), _non_monotonic(settled()))
         long = (lambda qps: _kept(probes, confirm(qps))) if confirm is not None else None
         low, high = _narrow(probe, low, high, settings, measure, long)
         if repeat is not None and long is None:
-            probes += [repeat(rate, k) for rate in (low.qps, high.qps) for k in range(1, settings.repeats + 1)]
+            probes += [probe for rate in (low.qps, high.qps) for probe in reseeded(rate)]
         if long is not None:
             confirmed, failed = _confirm(long, low, settings, measure)
             if confirmed is None:
-                return Capacity(0.0, failed.violated[0], tuple(probes), None, _range(probes), _non_monotonic(probes))
+                return Capacity(0.0, failed.violated[0], tuple(probes), None, _range(settled()),
+                                _non_monotonic(settled()))
             if failed is low and repeat is not None:   # the short range above the answer stands: reseed its end
-                probes += [repeat(high.qps, k) for k in range(1, settings.repeats + 1)]
+                probes += reseeded(high.qps)
             low, high = confirmed, (high if failed is low else failed)
-            return Capacity(low.qps, high.violated[0], tuple(probes), low.metrics, _confirmed_range(probes),
-                            _non_monotonic(probes))
+            return Capacity(low.qps, high.violated[0], tuple(probes), low.metrics, _confirmed_range(settled()),
+                            _non_monotonic(settled()))
     except ConfigError as error:          # the configuration cannot run (e.g. the model does not fit)
         return Capacity(0.0, f"infeasible: {shorten(error, 500)}", tuple(probes), None)
-    qps_range = _range(probes)
+    qps_range = _range(settled())
     if 0.0 < qps_range[0] < low.qps:     # a repeat failed at low: answer what every seed passed
         low = next(p for p in probes if p.qps == qps_range[0])
-    return Capacity(low.qps, high.violated[0], tuple(probes), low.metrics, qps_range, _non_monotonic(probes))
+    return Capacity(low.qps, high.violated[0], tuple(probes), low.metrics, qps_range, _non_monotonic(settled()))
+
+
+def _doubtful(probe: Probe, measure: Severity | None) -> bool:
+    """A failure that a short window's noise may have made: on overload alone within the
+    backlog's fluctuation (`probe.doubtful_overload`), or on the SLO limits alone by at most
+    DOUBTFUL_SEVERITY (with `measure`)."""
+    if probe.length > 1 or probe.passed:
+        return False
+    at = measure(probe) if measure is not None else None
+    return doubtful_overload(probe) or (at is not None and 1.0 < at <= DOUBTFUL_SEVERITY)
+
+
+def _agrees(first: Probe, again: Probe, measure: Severity | None) -> bool:
+    """Whether the reseeded probe `again` overrules the doubtful `first`: it passed, and, when
+    both measured how far they are from the SLO limits, their geometric mean is within them
+    (the two windows' evidence pooled: a pass by a hair does not outvote a fail by a margin)."""
+    if not again.passed:
+        return False
+    at, other = (measure(first), measure(again)) if measure is not None else (None, None)
+    return at is None or other is None or at * other <= 1.0
 
 
 def _kept(probes: list[Probe], probe: Probe) -> Probe:

@@ -75,7 +75,8 @@ class SearchSettings(BaseModel):
         "0 or 1: no confirmation."))
     repeats: int = Field(1, ge=0, le=10, description=(
         "Probes repeated with other seeds at the answer and at the failing rate above it; a "
-        "disagreement widens the reported range and lowers the answer to a rate that always passed."))
+        "disagreement widens the reported range and lowers the answer to a rate that always passed. A "
+        "short probe that failed by a margin within its window's noise is reseeded once whatever this is."))
 
 
 class SweepSpec(BaseModel):
