@@ -2,7 +2,8 @@
 
     python bench/sweep_speed.py [--configs 1000] [--ray-configs 200] [--address HOST:PORT] [--workers N] [--every K]
                                 [--groups K] [--no-reuse] [--save FILE]
-                                [--breakdown [--where KEY=VALUE ...]] [--probe QPS [--length L] --where ...]
+                                [--breakdown [--groups K] [--where KEY=VALUE ...]]
+                                [--probe QPS [--length L] --where ...]
 
 The grid (1,000 configurations) is Llama-2-7B with the roofline predictor on a synthetic chat
 workload (uniform prompts 64-1024, outputs 16-256 tokens), SLOs TTFT p90 <= 2 s and TBT p99 <=
@@ -22,7 +23,11 @@ anyway). `--breakdown` instead searches the chosen configurations one at
 a time in this process and prints each probe's CPU seconds, then the totals by kind of probe
 (short, long, reseeded; passed or failed) and the requests simulated (in units of one replica's
 `num_requests`); `--where cluster.pipeline_parallel_size=2` (repeatable) keeps only the grid's
-points with those values before taking every K-th. `--probe QPS` times one probe (`--length`
+points with those values before taking every K-th. `--breakdown --groups K` searches every K-th
+cap group as a worker does (largest cap first, probes replayed across caps) and prints each
+group's CPU seconds, then the simulated probes' CPU by policy and PP, by replica count and by
+kind of probe, the share spent in the engine's event loop (`Simulator.run`) and the probes
+replayed. `--probe QPS` times one probe (`--length`
 x 400 requests per replica, default 1) of the first point `--where` keeps, `--repeats` times,
 and prints each one's process CPU seconds and their median.
 """
@@ -154,6 +159,68 @@ def breakdown(limit: int, every: int, where: list[str]) -> None:
         print(f"  {kind:14s} {cpu[kind]:7.1f} CPU-s ({cpu[kind] / total:4.0%})  {units[kind]:5d} replica-probes")
 
 
+def group_breakdown(every: int, where: list[str]) -> None:
+    """Search every `every`-th cap group (of the points matching `where`) in this process as a
+    worker searches a group task, and print where the simulated probes' CPU goes."""
+    from sim_core.engine.simulator import Simulator
+    from sim_core.sweep import reuse
+    from sim_core.sweep.task import search_group
+    spec, base = parse_sweep_spec(SPEC, source="bench spec")
+    wanted = dict(item.split("=", 1) for item in where)
+    points = [point for point in build_grid(spec, base).points
+              if all(str(point.values.get(key)) == value for key, value in wanted.items())]
+    keys = list(dict.fromkeys(_cap_group(point) for point in points))[::every]
+    rows: list[tuple[dict, str, float]] = []   # (group values, kind, CPU-s) per simulated probe
+    engine = [0.0]
+    real_probe, real_run = reuse.measured_probe, Simulator.run
+    group: dict = {}
+
+    def timed_probe(scenario, qps, slo, settings, repeat=0, length=1, inputs=None):
+        started = time.process_time()
+        found = real_probe(scenario, qps, slo, settings, repeat, length, inputs)
+        kind = f"{'long' if length > 1 else 'reseeded' if repeat else 'short'} {'pass' if found[0].passed else 'fail'}"
+        rows.append((group, kind, time.process_time() - started))
+        return found
+
+    def timed_run(self, *args, **kwargs):
+        started = time.process_time()
+        try:
+            return real_run(self, *args, **kwargs)
+        finally:
+            engine[0] += time.process_time() - started
+
+    reuse.measured_probe, Simulator.run = timed_probe, timed_run   # type: ignore[method-assign]
+    total, num_points, num_probes = 0.0, 0, 0
+    try:
+        for key in keys:
+            members = [point for point in points if _cap_group(point) == key]
+            group = dict(key)
+            started = time.process_time()
+            answers = search_group([point.scenario for point in members], spec.slo, spec.search)
+            spent = time.process_time() - started
+            total, num_points = total + spent, num_points + len(members)
+            num_probes += sum(len(answer["probes"]) for answer in answers)
+            print(f"  {spent:7.2f} CPU-s  {len(members)} caps  " + ", ".join(f"{k}={v}" for k, v in key), flush=True)
+    finally:
+        reuse.measured_probe, Simulator.run = real_probe, real_run   # type: ignore[method-assign]
+    probed = sum(cpu for _, _, cpu in rows)
+    print(f"{len(keys)} groups, {num_points} configurations: {total:.1f} CPU-s ({total / max(num_points, 1):.3f} per "
+          f"configuration); {num_probes} probes, {len(rows)} simulated ({probed:.1f} CPU-s), "
+          f"{num_probes - len(rows)} replayed; the engine's event loop {engine[0]:.1f} CPU-s ({engine[0] / total:.0%})")
+    for title, by in (("policy, PP", lambda g: f"{g['scheduler.type']}, PP {g['cluster.pipeline_parallel_size']}"),
+                      ("replicas", lambda g: f"{g['cluster.num_replicas']} replica(s)"), ("kind", None)):
+        shares: dict[str, float] = {}
+        counts: Counter = Counter()
+        for values, kind, cpu in rows:
+            name = kind if by is None else by(values)
+            shares[name] = shares.get(name, 0.0) + cpu
+            counts[name] += 1
+        print(f"  by {title}:")
+        for name, spent in sorted(shares.items(), key=lambda item: -item[1]):
+            print(f"    {name:28s} {spent:7.1f} CPU-s ({spent / probed:4.0%})  {counts[name]:4d} probes, "
+                  f"{spent / counts[name]:.3f} each")
+
+
 def probe(qps: float, length: int, where: list[str], repeats: int) -> None:
     """Time one probe of the first grid point matching `where` (process CPU seconds)."""
     spec, base = parse_sweep_spec(SPEC, source="bench spec")
@@ -204,6 +271,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.probe is not None:
         probe(args.probe, args.length, args.where, args.repeats)
+        return
+    if args.breakdown and args.groups:
+        group_breakdown(args.groups, args.where)
         return
     if args.breakdown:
         breakdown(args.configs, args.every, args.where)
