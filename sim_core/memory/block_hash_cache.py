@@ -135,10 +135,21 @@ class HashedBlockPool:
             self._ref.append(1)
             self._key.append(None)
             self._stale.append(0)
-        else:
-            block = self._pop_cached()
-            if self._key[block] is not None:
-                self._drop_key(block)
+        else:   # evict the front of the cached free blocks (`_pop_cached`, `_drop_key` inline)
+            cached, stale = self._cached, self._stale
+            block = cached.popleft()
+            while stale[block]:
+                stale[block] -= 1
+                self._num_stale -= 1
+                block = cached.popleft()
+            self._num_cached -= 1
+            key = self._key[block]
+            if key is not None:
+                if self._more:
+                    self._drop_key(block)
+                else:   # the key's only holder
+                    self._key[block] = None
+                    del self._by_key[key]
                 if self._on_cache is not None:
                     self._on_cache([block], -2)
             self._ref[block] = 1

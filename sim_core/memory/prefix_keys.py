@@ -138,12 +138,12 @@ class PrefixKeys:
         """Runs of a row that copies no earlier turn: hash blocks, a group prefix, or nothing."""
         prompt, end = int(self.workload.num_prefill_tokens[row]), self.stream_length(row)
         runs: list[tuple[int, tuple[int, int]]] = []
-        if self._has_hashes(row):
+        hashes = self.workload.hashes_of(row).tolist() if self.workload.hash_ids is not None else []
+        if hashes:
             size = self.workload.hash_block_size
-            for j, value in enumerate(self.workload.hashes_of(row).tolist()):
-                if j * size >= prompt:
-                    break
-                runs.append((min((j + 1) * size, prompt), (HASH, value)))
+            count = min(len(hashes), -(-prompt // size))   # the blocks that start inside the prompt
+            runs = [((j + 1) * size, (HASH, value)) for j, value in enumerate(hashes[:count])]
+            runs[-1] = (min(count * size, prompt), runs[-1][1])
         elif self.group is not None and self.prefix_len is not None and self.group[row] >= 0:
             shared = min(int(self.prefix_len[row]), prompt)
             if shared > 0:

@@ -318,7 +318,9 @@ class VllmV1Scheduler(EngineScheduler):
         flying_of, pool, size, threshold = self.in_flight.by_id.get, self.pool, self._block_size, self._threshold
         cache = self._cache
         keyed_of = cache.keyed.get if cache is not None else None
+        key_blocks = self._key_blocks
         on_allocate, replica = self._recorder.on_allocate, self.replica_id
+        records_blocks = self._recorder.keeps_blocks   # (else on_allocate is a no-op: not called)
         add_request, add_tokens, scheduled_ids = step.requests.append, step.num_tokens.append, step.tokens
         running = RequestStatus.RUNNING
         # a P/D prefill replica yields only the first output (vLLM's prefill instance runs with
@@ -381,12 +383,14 @@ class VllmV1Scheduler(EngineScheduler):
                 if cache is None:
                     self._take(request, needed, upto)
                 else:   # `_take`, its key call only when it would key a block
-                    on_allocate(replica, rid, cache.allocate(request, needed))
+                    taken = cache.allocate(request, needed)
+                    if records_blocks:
+                        on_allocate(replica, rid, taken)
                     if upto // size > cache.keyed.get(rid, 0):
-                        self._key_blocks(request, upto)
+                        key_blocks(request, upto)
                     request.status = running
             elif keyed_of is not None and upto // size > keyed_of(rid, 0):
-                self._key_blocks(request, upto)
+                key_blocks(request, upto)
             add_request(request)   # step.add(request, n)
             add_tokens(n)
             budget -= n
