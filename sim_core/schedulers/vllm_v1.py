@@ -600,19 +600,21 @@ class VllmV1Scheduler(EngineScheduler):
         # formations 2..k ran in bulk: the last of them forms step k, queued behind step k-1
         flight = self.in_flight.batches
         assert len(flight) == 2 and flight[0] is first, "an async run starts with two steps in flight"
+        last_tokens = None   # (decodes: one token each)
         if num_iterations == 2:
             last = flight[1]
         else:
             self.num_batches += num_iterations - 3
             made = self._make_batch(live, [1] * len(live), 0)
             assert made is not None, "the last iteration has live members"
-            last = made
-        after = [r for r in live if r.total_tokens - r.num_processed_tokens > 1]   # its last token is not in `last`
+            last, last_tokens = made, {r.id: 1 for r in live}
+        # those whose last token is not in `last`
+        after = [r for r in live if r.num_prefill_tokens + r.num_decode_tokens - r.num_processed_tokens > 1]
         queued = self._make_batch(after, [1] * len(after), 0)
         assert queued is not None, "an async run leaves members for the step it queues"
         self.in_flight = InFlight()
-        self.in_flight.launch(last)
-        self.in_flight.launch(queued)
+        self.in_flight.launch(last, last_tokens)
+        self.in_flight.launch(queued, {r.id: 1 for r in after})
         self._on_steady_decode(first, last, num_iterations)
         return last, queued
 
