@@ -296,10 +296,10 @@ class SiliconPredictor(GridPredictor):
         were priced before), many at once (`at_each`)."""
         if len(num_decodes) < VECTOR_PAIRS:   # the remembered prices looked up in C, the others priced
             pairs = list(zip(num_decodes.tolist(), context.tolist()))
-            times = list(map(self._decode_cache.get, pairs))
-            if None in times:
-                times = [self.decode_scalar(n, c) if t is None else t for t, (n, c) in zip(times, pairs)]
-            return np.array(times, dtype=np.float64)
+            known = list(map(self._decode_cache.get, pairs))
+            if None in known:
+                known = [self.decode_scalar(n, c) if t is None else t for t, (n, c) in zip(known, pairs)]
+            return np.array(known, dtype=np.float64)
         decodes, context = np.asarray(num_decodes, dtype=np.float64), np.asarray(context, dtype=np.float64)
         times = np.zeros(len(decodes))
         some = decodes > 0
