@@ -176,11 +176,21 @@ class HashedBlockPool:
             taken.append(block)
         fresh = self._take_fresh(num - reused, taken) if self.next_fresh < self.num_blocks else 0
         evicted = []
-        key_of, drop, pop = self._key, self._drop_key, self._pop_cached
-        for _ in range(num - reused - fresh):
-            block = pop()
-            if key_of[block] is not None:
-                drop(block)
+        key_of, drop, by_key, cached = self._key, self._drop_key, self._by_key, self._cached
+        for _ in range(num - reused - fresh):   # the front of the cached free blocks (`_pop_cached` inline)
+            block = cached.popleft()
+            while stale[block]:
+                stale[block] -= 1
+                self._num_stale -= 1
+                block = cached.popleft()
+            self._num_cached -= 1
+            key = key_of[block]
+            if key is not None:
+                if self._more:
+                    drop(block)
+                else:   # the key's only holder (`_drop_key` inline)
+                    key_of[block] = None
+                    del by_key[key]
                 evicted.append(block)
             ref[block] = 1
             taken.append(block)
@@ -234,11 +244,9 @@ class HashedBlockPool:
         if full <= start:
             return []
         keyed = []
-        blocks, key_of, by_key = request.blocks, self._key, self._by_key
-        for index in range(start, full):
-            block = blocks[index]
+        key_of, by_key = self._key, self._by_key
+        for block, key in zip(request.blocks[start:full], keys[start:full]):
             if key_of[block] is None:
-                key = keys[index]
                 key_of[block] = key
                 if by_key.setdefault(key, block) != block:   # held already: this block is a later holder
                     self._more.setdefault(key, {})[block] = None
