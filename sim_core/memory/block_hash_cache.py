@@ -177,7 +177,20 @@ class HashedBlockPool:
         fresh = self._take_fresh(num - reused, taken) if self.next_fresh < self.num_blocks else 0
         evicted = []
         key_of, drop, by_key, cached = self._key, self._drop_key, self._by_key, self._cached
-        for _ in range(num - reused - fresh):   # the front of the cached free blocks (`_pop_cached` inline)
+        count = num - reused - fresh
+        if count > 1 and not self._num_stale and not self._more:
+            # every entry live, every key held once: the front `count` blocks, each keyed (a
+            # free block in `_cached` keeps its key), lose their keys and are taken in order
+            popleft = cached.popleft
+            evicted = [popleft() for _ in range(count)]
+            self._num_cached -= count
+            for block in evicted:
+                del by_key[key_of[block]]
+                key_of[block] = None
+                ref[block] = 1
+            taken.extend(evicted)
+            count = 0
+        for _ in range(count):   # the front of the cached free blocks (`_pop_cached` inline)
             block = cached.popleft()
             while stale[block]:
                 stale[block] -= 1
