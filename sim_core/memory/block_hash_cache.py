@@ -185,7 +185,7 @@ class HashedBlockPool:
             evicted = [popleft() for _ in range(count)]
             self._num_cached -= count
             for block in evicted:
-                del by_key[key_of[block]]
+                del by_key[key_of[block]]   # type: ignore[arg-type]  (a block in `_cached` is keyed)
                 key_of[block] = None
                 ref[block] = 1
             taken.extend(evicted)
