@@ -184,8 +184,8 @@ class HashedBlockPool:
             popleft = cached.popleft
             evicted = [popleft() for _ in range(count)]
             self._num_cached -= count
-            for block in evicted:
-                del by_key[key_of[block]]   # type: ignore[arg-type]  (a block in `_cached` is keyed)
+            for block in evicted:   # (a block in `_cached` is keyed)
+                del by_key[key_of[block]]   # type: ignore[arg-type]
                 key_of[block] = None
                 ref[block] = 1
             taken.extend(evicted)
