@@ -163,12 +163,16 @@ class HashedBlockPool:
             self.keyed[request.id] = len(hits)
         ref, stale = self._ref, self._stale
         taken = list(hits)
+        out = 0   # hits taken out of the cached free blocks: their entries there go stale
         for block in hits:
-            if not ref[block]:   # out of the cached free blocks: its entry there goes stale
+            if ref[block]:
+                ref[block] += 1
+            else:
                 stale[block] += 1
-                self._num_stale += 1
-                self._num_cached -= 1
-            ref[block] += 1
+                ref[block] = 1
+                out += 1
+        self._num_stale += out
+        self._num_cached -= out
         reused = min(num, len(self._unkeyed))
         for _ in range(reused):
             block = self._unkeyed.popleft()

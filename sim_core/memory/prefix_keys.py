@@ -70,7 +70,7 @@ class PrefixKeys:
         """Keys of the full blocks of the row's stream (prompt + output), in order."""
         runs = self.runs(row)
         head = self._copied_keys(row)
-        if not head and len(runs) > 1 and runs[-1][1] == (REQUEST, row):
+        if not head and len(runs) > 1 and runs[-1][1] == (REQUEST, row) and runs[-2][1][0] != REQUEST:
             head = self._shared_keys(runs)
         keys = chain_keys(runs, self.block_size, self.stream_length(row) // self.block_size, head)
         if self._followed is not None and self._followed[row]:
