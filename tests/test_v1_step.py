@@ -77,7 +77,7 @@ def test_every_launched_step_has_the_prompt_tokens_and_record_of_its_members(row
             "num_blocks": blocks, "block_size": 4, "max_num_batched_tokens": budget,
             "long_prefill_token_threshold": threshold, "prioritize_prefill": prefill_first,
             "enable_prefix_caching": caching}, engine={"fast_forward": False})
-        run_simulation(parse_config(config), workload(*rows))
+        result = run_simulation(parse_config(config), workload(*rows))
     finally:
         VllmV1Scheduler._make_batch, InFlight.launch = make_batch, launch   # type: ignore[method-assign]
-    assert checked
+    assert bool(checked) == bool(len(result.batches))   # (every request may be too long to serve)
