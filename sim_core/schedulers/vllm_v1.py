@@ -343,6 +343,14 @@ class VllmV1Scheduler(EngineScheduler):
                         else request.num_prefill_tokens + request.num_decode_tokens)   # `total_tokens`
                 if known + 1 >= last:
                     continue   # that token is its last here: nothing more to run
+                if known < request.num_blocks * size:   # its blocks hold known + 1 tokens: no new one
+                    if keyed_of is not None and known // size > keyed_of(rid, 0):
+                        key_blocks(request, known)
+                    add_request(request)   # step.add(request, 1)
+                    add_tokens(1)
+                    budget -= 1
+                    scheduled_ids[rid] = 1
+                    continue
                 n, upto, prompt = 1, known, False
                 needed = -(-(known + 1) // size) - request.num_blocks
             else:
