@@ -118,3 +118,15 @@ def test_host_phases_of_a_step_size_are_remembered_and_each_caller_gets_its_own(
     arrays = predictor.cpu_times(np.array([4, 8]))   # type: ignore[arg-type]
     assert arrays["cpu_schedule"].tolist() == [predictor.cpu_times(4)["cpu_schedule"],
                                                predictor.cpu_times(8)["cpu_schedule"]]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 4096), min_size=1, max_size=40))
+def test_host_phases_of_a_runs_iterations_are_the_roofline_sums_bit_for_bit(counts):
+    """A run's iteration sizes as an array: every phase equals the roofline's own sum (its
+    knobs, read once here) element for element."""
+    predictor = tiny_predictor()
+    sizes = np.array(counts, dtype=np.int64)
+    mine, roofline = predictor.cpu_times(sizes), predictor.roofline.cpu_times(sizes)   # type: ignore[arg-type]
+    assert list(mine) == list(roofline)
+    assert all(mine[name].tolist() == roofline[name].tolist() for name in roofline)

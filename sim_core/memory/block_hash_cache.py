@@ -135,10 +135,21 @@ class HashedBlockPool:
             self._ref.append(1)
             self._key.append(None)
             self._stale.append(0)
-        else:
-            block = self._pop_cached()
-            if self._key[block] is not None:
-                self._drop_key(block)
+        else:   # evict the front of the cached free blocks (`_pop_cached`, `_drop_key` inline)
+            cached, stale = self._cached, self._stale
+            block = cached.popleft()
+            while stale[block]:
+                stale[block] -= 1
+                self._num_stale -= 1
+                block = cached.popleft()
+            self._num_cached -= 1
+            key = self._key[block]
+            if key is not None:
+                if self._more:
+                    self._drop_key(block)
+                else:   # the key's only holder
+                    self._key[block] = None
+                    del self._by_key[key]
                 if self._on_cache is not None:
                     self._on_cache([block], -2)
             self._ref[block] = 1
@@ -152,12 +163,16 @@ class HashedBlockPool:
             self.keyed[request.id] = len(hits)
         ref, stale = self._ref, self._stale
         taken = list(hits)
+        out = 0   # hits taken out of the cached free blocks: their entries there go stale
         for block in hits:
-            if not ref[block]:   # out of the cached free blocks: its entry there goes stale
+            if ref[block]:
+                ref[block] += 1
+            else:
                 stale[block] += 1
-                self._num_stale += 1
-                self._num_cached -= 1
-            ref[block] += 1
+                ref[block] = 1
+                out += 1
+        self._num_stale += out
+        self._num_cached -= out
         reused = min(num, len(self._unkeyed))
         for _ in range(reused):
             block = self._unkeyed.popleft()
@@ -165,11 +180,34 @@ class HashedBlockPool:
             taken.append(block)
         fresh = self._take_fresh(num - reused, taken) if self.next_fresh < self.num_blocks else 0
         evicted = []
-        key_of, drop, pop = self._key, self._drop_key, self._pop_cached
-        for _ in range(num - reused - fresh):
-            block = pop()
-            if key_of[block] is not None:
-                drop(block)
+        key_of, drop, by_key, cached = self._key, self._drop_key, self._by_key, self._cached
+        count = num - reused - fresh
+        if count > 1 and not self._num_stale and not self._more:
+            # every entry live, every key held once: the front `count` blocks, each keyed (a
+            # free block in `_cached` keeps its key), lose their keys and are taken in order
+            popleft = cached.popleft
+            evicted = [popleft() for _ in range(count)]
+            self._num_cached -= count
+            for block in evicted:   # (a block in `_cached` is keyed)
+                del by_key[key_of[block]]   # type: ignore[arg-type]
+                key_of[block] = None
+                ref[block] = 1
+            taken.extend(evicted)
+            count = 0
+        for _ in range(count):   # the front of the cached free blocks (`_pop_cached` inline)
+            block = cached.popleft()
+            while stale[block]:
+                stale[block] -= 1
+                self._num_stale -= 1
+                block = cached.popleft()
+            self._num_cached -= 1
+            key = key_of[block]
+            if key is not None:
+                if self._more:
+                    drop(block)
+                else:   # the key's only holder (`_drop_key` inline)
+                    key_of[block] = None
+                    del by_key[key]
                 evicted.append(block)
             ref[block] = 1
             taken.append(block)
@@ -223,11 +261,9 @@ class HashedBlockPool:
         if full <= start:
             return []
         keyed = []
-        blocks, key_of, by_key = request.blocks, self._key, self._by_key
-        for index in range(start, full):
-            block = blocks[index]
+        key_of, by_key = self._key, self._by_key
+        for block, key in zip(request.blocks[start:full], keys[start:full]):
             if key_of[block] is None:
-                key = keys[index]
                 key_of[block] = key
                 if by_key.setdefault(key, block) != block:   # held already: this block is a later holder
                     self._more.setdefault(key, {})[block] = None

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 HASH, GROUP, REQUEST = 1, 2, 3
 ROOT = 0x5EED  # the parent key of block 0
 KEPT_TURNS = 256   # earlier turns' keys kept for their followers (the oldest go first beyond this)
+KEPT_HEADS = 4096  # shared prefixes whose block keys are kept (the oldest go first beyond this)
 
 
 class PrefixKeys:
@@ -58,6 +59,9 @@ class PrefixKeys:
         if self.previous is not None and self._followed is not None:
             self._followed[self.previous[self.previous >= 0]] = True
         self._turn_keys: dict[int, list[int]] = {}
+        # keys of the blocks inside a shared prefix (every run of a row's own runs but its last,
+        # the row's own tokens), by those runs: rows of one hash chain or group hash them once
+        self._head_keys: dict[tuple[tuple[int, tuple[int, int]], ...], list[int]] = {}
 
     def stream_length(self, row: int) -> int:
         return int(self.workload.num_prefill_tokens[row] + self.workload.num_decode_tokens[row])
@@ -65,11 +69,29 @@ class PrefixKeys:
     def block_keys(self, row: int) -> list[int]:
         """Keys of the full blocks of the row's stream (prompt + output), in order."""
         runs = self.runs(row)
-        keys = chain_keys(runs, self.block_size, self.stream_length(row) // self.block_size, self._copied_keys(row))
+        head = self._copied_keys(row)
+        if not head and len(runs) > 1 and runs[-1][1] == (REQUEST, row) and runs[-2][1][0] != REQUEST:
+            head = self._shared_keys(runs)
+        keys = chain_keys(runs, self.block_size, self.stream_length(row) // self.block_size, head)
         if self._followed is not None and self._followed[row]:
             self._turn_keys[row] = keys
             if len(self._turn_keys) > KEPT_TURNS:
                 del self._turn_keys[next(iter(self._turn_keys))]
+        return keys
+
+    def _shared_keys(self, runs: list[tuple[int, tuple[int, int]]]) -> list[int]:
+        """Keys of the blocks that lie inside `runs[:-1]` (a block's key depends only on the runs
+        up to its end), hashed once per distinct prefix and kept (at most KEPT_HEADS of them);
+        none for a prefix holding some request's own tokens (an earlier turn's: nobody else's)."""
+        shared = tuple(runs[:-1])
+        keys = self._head_keys.get(shared)
+        if keys is None:
+            if any(source[0] == REQUEST for _, source in shared):
+                return []
+            keys = chain_keys(runs, self.block_size, shared[-1][0] // self.block_size)
+            self._head_keys[shared] = keys
+            if len(self._head_keys) > KEPT_HEADS:
+                del self._head_keys[next(iter(self._head_keys))]
         return keys
 
     def _copied_keys(self, row: int) -> list[int]:
@@ -116,12 +138,12 @@ class PrefixKeys:
         """Runs of a row that copies no earlier turn: hash blocks, a group prefix, or nothing."""
         prompt, end = int(self.workload.num_prefill_tokens[row]), self.stream_length(row)
         runs: list[tuple[int, tuple[int, int]]] = []
-        if self._has_hashes(row):
+        hashes = self.workload.hashes_of(row).tolist() if self.workload.hash_ids is not None else []
+        if hashes:
             size = self.workload.hash_block_size
-            for j, value in enumerate(self.workload.hashes_of(row).tolist()):
-                if j * size >= prompt:
-                    break
-                runs.append((min((j + 1) * size, prompt), (HASH, value)))
+            count = min(len(hashes), -(-prompt // size))   # the blocks that start inside the prompt
+            runs = [((j + 1) * size, (HASH, value)) for j, value in enumerate(hashes[:count])]
+            runs[-1] = (min(count * size, prompt), runs[-1][1])
         elif self.group is not None and self.prefix_len is not None and self.group[row] >= 0:
             shared = min(int(self.prefix_len[row]), prompt)
             if shared > 0:

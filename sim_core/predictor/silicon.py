@@ -35,7 +35,7 @@ import numpy as np
 
 from sim_core.catalog import DeviceSpec, ModelSpec
 from sim_core.catalog.precision import SIXTEEN_BIT, kv_dtype
-from sim_core.config.predictor import OperatorModelConfig
+from sim_core.config.predictor import CPU_PHASES, OperatorModelConfig
 from sim_core.errors import ConfigError
 from sim_core.predictor import operators as ops
 from sim_core.predictor.grid import GridPredictor
@@ -157,6 +157,7 @@ class SiliconPredictor(GridPredictor):
         self.attention_floor = min(self.generation.at(1, 1), self.context.at(1, 1))
         self._prefill_cache: dict[tuple[int, int], float] = {}
         self._cpu_cache: dict[int, dict[str, float]] = {}
+        self._cpu_terms: tuple[tuple[str, float, float], ...] | None = None   # (phase, base, per request)
         self._decode_cache: dict[tuple[float, float], float] = {}
         super().__init__(model.num_layers // pp, pp)
 
@@ -233,8 +234,13 @@ class SiliconPredictor(GridPredictor):
     def cpu_times(self, requests: Count) -> dict[str, Count]:
         """Host seconds per phase, exactly the roofline's (the same knobs); a step's count
         (a Python int: every stepwise iteration asks) is priced once and remembered."""
-        if type(requests) is not int:
-            return self.roofline.cpu_times(requests)
+        if type(requests) is not int:   # a run's iterations: the roofline's sums, its knobs read once
+            terms = self._cpu_terms
+            if terms is None:
+                cfg = self.roofline.cfg
+                terms = self._cpu_terms = tuple((f"cpu_{phase}", getattr(cfg, f"cpu_{phase}_s"),
+                                                 getattr(cfg, f"cpu_{phase}_per_request_s")) for phase in CPU_PHASES)
+            return {name: base + per_request * requests for name, base, per_request in terms}
         times = self._cpu_cache.get(requests)
         if times is None:
             if len(self._cpu_cache) >= CPU_CACHE_SIZE:
@@ -288,9 +294,12 @@ class SiliconPredictor(GridPredictor):
     def decode_attention(self, num_decodes: np.ndarray, context: np.ndarray) -> np.ndarray:
         """`decode_scalar` of each pair, bit for bit: a run's few iterations one by one (most
         were priced before), many at once (`at_each`)."""
-        if len(num_decodes) < VECTOR_PAIRS:
-            return np.array([self.decode_scalar(n, c) for n, c in zip(num_decodes.tolist(), context.tolist())],
-                            dtype=np.float64)
+        if len(num_decodes) < VECTOR_PAIRS:   # the remembered prices looked up in C, the others priced
+            pairs = list(zip(num_decodes.tolist(), context.tolist()))
+            known = list(map(self._decode_cache.get, pairs))
+            if None in known:
+                known = [self.decode_scalar(n, c) if t is None else t for t, (n, c) in zip(known, pairs)]
+            return np.array(known, dtype=np.float64)
         decodes, context = np.asarray(num_decodes, dtype=np.float64), np.asarray(context, dtype=np.float64)
         times = np.zeros(len(decodes))
         some = decodes > 0

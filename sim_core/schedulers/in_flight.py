@@ -67,9 +67,13 @@ class InFlight:
         rid = request.id
         return sum(of_batch.get(rid, 0) for of_batch in self._tokens)
 
-    def launch(self, batch: Batch) -> None:
+    def launch(self, batch: Batch, tokens: dict[int, int] | None = None) -> None:
+        """`batch` starts; `tokens`, when given, is its request id -> tokens record, made as it
+        was formed (kept and changed here from now on)."""
         self.batches.append(batch)
-        self._tokens.append({r.id: n for r, n in zip(batch.requests, batch.num_tokens)})   # (a request once a batch)
+        if tokens is None:
+            tokens = {r.id: n for r, n in zip(batch.requests, batch.num_tokens)}   # (a request once a batch)
+        self._tokens.append(tokens)
 
     def land(self, batch: Batch) -> None:
         """The oldest batch ended (its outputs are being processed): its tokens are no longer in flight."""

@@ -55,8 +55,8 @@ from sim_core.schedulers.base import UNBOUNDED
 from sim_core.schedulers.engine import EngineScheduler, PrefixCachingConfig
 from sim_core.schedulers.in_flight import InFlight
 from sim_core.schedulers.steady import SteadyDecode
-from sim_core.schedulers.step import Step
 from sim_core.schedulers.v1_offload import OffloadConnector
+from sim_core.schedulers.v1_step import V1Step
 from sim_core.schedulers.waiting import PriorityQueue
 
 if TYPE_CHECKING:
@@ -186,6 +186,7 @@ class VllmV1Scheduler(EngineScheduler):
         self._loaded_now: dict[int, int] = {}   # offload: loaded tokens of requests admitted this step
         # the pool as a prefix cache (caching on), else None: read on the hot paths
         self._cache = self.pool if isinstance(self.pool, HashedBlockPool) else None
+        self._formed: V1Step | None = None   # the step `launch` is about to launch (_next_batch)
 
     def _make_pool(self) -> KvPool:
         if not self.config.enable_prefix_caching:
@@ -221,17 +222,21 @@ class VllmV1Scheduler(EngineScheduler):
         while True:
             step = self._step()
             if step.requests or not step.preempted or self.in_flight:
+                self._formed = step
                 return self.launch(step.requests, step.num_tokens)
 
     def launch(self, requests: list[Request], num_tokens: list[int], num_padding: int = 0) -> Batch | None:
         computed = [] if self.offload is None else [   # the tokens each request has once the step ran
             self.computed(r) + n for r, n in zip(requests, num_tokens)]
+        formed, self._formed = self._formed, None
+        if formed is not None and formed.requests is not requests:
+            formed = None   # (not the step _next_batch formed)
         if not self.async_steps:
             batch = super().launch(requests, num_tokens, num_padding)
         else:
-            batch = self._make_batch(requests, num_tokens)
-            if batch is not None:
-                self.in_flight.launch(batch)   # in flight, yet schedulable again: not `busy`
+            batch = self._make_batch(requests, num_tokens, None if formed is None else formed.prefill)
+            if batch is not None:   # in flight, yet schedulable again: not `busy`
+                self.in_flight.launch(batch, None if formed is None else formed.tokens)
         if self.offload is not None and batch is not None:
             self.offload.on_launch(batch, computed, [self.keys(r) for r in requests])
         return batch
@@ -280,8 +285,8 @@ class VllmV1Scheduler(EngineScheduler):
                 if kv_tokens // size > keyed_of(request.id, 0):
                     self._key_blocks(request, kv_tokens)
 
-    def _step(self) -> Step:
-        step = Step(self.config.max_num_batched_tokens or V1_BATCHED_TOKENS)
+    def _step(self) -> V1Step:
+        step = V1Step(self.config.max_num_batched_tokens or V1_BATCHED_TOKENS)
         self._loaded_now.clear()
         # the threshold keeps a long prompt from starving the others; alone, it has nobody to starve
         self._threshold = self.config.long_prefill_token_threshold if len(self.running) + len(self.waiting) > 1 else 0
@@ -305,7 +310,7 @@ class VllmV1Scheduler(EngineScheduler):
 
     # ---- phase 1: running requests -----------------------------------------------------------
 
-    def _run(self, step: Step, candidates: list[Request]) -> None:
+    def _run(self, step: V1Step, candidates: list[Request]) -> None:
         # the hot loop (once per running request and step): attributes bound once; the clamp,
         # the computed / known tokens (`computed`, `num_known_tokens`), `Step.add` and, for a
         # request that needs no new block, `_take` inline: it keys blocks only when its tokens
@@ -313,9 +318,10 @@ class VllmV1Scheduler(EngineScheduler):
         flying_of, pool, size, threshold = self.in_flight.by_id.get, self.pool, self._block_size, self._threshold
         cache = self._cache
         keyed_of = cache.keyed.get if cache is not None else None
+        key_blocks = self._key_blocks
         on_allocate, replica = self._recorder.on_allocate, self.replica_id
-        add_request, add_tokens, scheduled_ids = step.requests.append, step.num_tokens.append, step.ids
-        add_id = scheduled_ids.add
+        records_blocks = self._recorder.keeps_blocks   # (else on_allocate is a no-op: not called)
+        add_request, add_tokens, scheduled_ids = step.requests.append, step.num_tokens.append, step.tokens
         running = RequestStatus.RUNNING
         # a P/D prefill replica yields only the first output (vLLM's prefill instance runs with
         # max_tokens 1): the request's last token here is the one after its prompt
@@ -337,7 +343,15 @@ class VllmV1Scheduler(EngineScheduler):
                         else request.num_prefill_tokens + request.num_decode_tokens)   # `total_tokens`
                 if known + 1 >= last:
                     continue   # that token is its last here: nothing more to run
-                n, upto = 1, known
+                if known < request.num_blocks * size:   # its blocks hold known + 1 tokens: no new one
+                    if keyed_of is not None and known // size > keyed_of(rid, 0):
+                        key_blocks(request, known)
+                    add_request(request)   # step.add(request, 1)
+                    add_tokens(1)
+                    budget -= 1
+                    scheduled_ids[rid] = 1
+                    continue
+                n, upto, prompt = 1, known, False
                 needed = -(-(known + 1) // size) - request.num_blocks
             else:
                 if request.is_prefill_complete:   # its newest output token's KV is not computed yet
@@ -353,6 +367,7 @@ class VllmV1Scheduler(EngineScheduler):
                     if computed + 1 >= last:
                         continue   # that token is its last here: nothing more to run
                     target += 1    # a placeholder for it
+                prompt = not request.is_prefill_complete   # (counted in the batch's prompt tokens)
                 n = target - computed   # clamped as `clamp`
                 if 0 < threshold < n:
                     n = threshold
@@ -376,23 +391,27 @@ class VllmV1Scheduler(EngineScheduler):
                 if cache is None:
                     self._take(request, needed, upto)
                 else:   # `_take`, its key call only when it would key a block
-                    on_allocate(replica, rid, cache.allocate(request, needed))
+                    taken = cache.allocate(request, needed)
+                    if records_blocks:
+                        on_allocate(replica, rid, taken)
                     if upto // size > cache.keyed.get(rid, 0):
-                        self._key_blocks(request, upto)
+                        key_blocks(request, upto)
                     request.status = running
             elif keyed_of is not None and upto // size > keyed_of(rid, 0):
-                self._key_blocks(request, upto)
+                key_blocks(request, upto)
             add_request(request)   # step.add(request, n)
             add_tokens(n)
             budget -= n
-            add_id(rid)
+            scheduled_ids[rid] = n
+            if prompt:
+                step.prefill += n
         step.budget = budget
 
     def computed(self, request: Request) -> int:
         """Tokens vLLM counts as computed: those whose KV is computed and those in flight."""
         return self.kv_tokens(request) + self.in_flight.tokens(request)
 
-    def _make_room(self, step: Step, request: Request, needed: int) -> bool:
+    def _make_room(self, step: V1Step, request: Request, needed: int) -> bool:
         """Preempt the tail of running until `needed` blocks are free for a running request;
         False when the request itself was preempted (or, PP > 1, waits for the batch in flight)."""
         while needed > self.pool.num_free:
@@ -419,7 +438,7 @@ class VllmV1Scheduler(EngineScheduler):
 
     # ---- phase 2: waiting requests -----------------------------------------------------------
 
-    def _admit(self, step: Step) -> None:
+    def _admit(self, step: V1Step) -> None:
         waiting = self.waiting
         if self.offload is not None and not self._admit_loaded(step):
             return
@@ -480,7 +499,7 @@ class VllmV1Scheduler(EngineScheduler):
         return sum(max(0, ceil(r.num_prefill_tokens / size) - r.num_blocks)
                    for r in (*prefilling, *self.offload.holders()))
 
-    def _admit_loaded(self, step: Step) -> bool:
+    def _admit_loaded(self, step: V1Step) -> bool:
         """Offload: loaded requests first, in the order their loads ended, as vLLM drains the
         requests holding blocks before the waiting queue; False when one could not be admitted
         (the waiting queue then waits too)."""
@@ -589,19 +608,21 @@ class VllmV1Scheduler(EngineScheduler):
         # formations 2..k ran in bulk: the last of them forms step k, queued behind step k-1
         flight = self.in_flight.batches
         assert len(flight) == 2 and flight[0] is first, "an async run starts with two steps in flight"
+        last_tokens = None   # (decodes: one token each)
         if num_iterations == 2:
             last = flight[1]
         else:
             self.num_batches += num_iterations - 3
             made = self._make_batch(live, [1] * len(live), 0)
             assert made is not None, "the last iteration has live members"
-            last = made
-        after = [r for r in live if r.total_tokens - r.num_processed_tokens > 1]   # its last token is not in `last`
+            last, last_tokens = made, {r.id: 1 for r in live}
+        # those whose last token is not in `last`
+        after = [r for r in live if r.num_prefill_tokens + r.num_decode_tokens - r.num_processed_tokens > 1]
         queued = self._make_batch(after, [1] * len(after), 0)
         assert queued is not None, "an async run leaves members for the step it queues"
         self.in_flight = InFlight()
-        self.in_flight.launch(last)
-        self.in_flight.launch(queued)
+        self.in_flight.launch(last, last_tokens)
+        self.in_flight.launch(queued, {r.id: 1 for r in after})
         self._on_steady_decode(first, last, num_iterations)
         return last, queued
 
