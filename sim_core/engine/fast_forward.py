@@ -79,6 +79,9 @@ Changes = tuple[Finished, tuple[list[int] | None, list[int] | None, list[int] | 
 
 MAX_RUN = 1 << 20  # iterations in one run (a longer run simply starts again)
 FIRST_CHUNK = 16   # iterations whose end times are computed when a run starts (at least)
+# a serial run's ends and context before `_plan` replaces them (never written in place)
+_NO_ENDS, _NO_CONTEXT = np.empty(0), np.empty(0, dtype=np.int64)
+_NO_ENDS.flags.writeable = _NO_CONTEXT.flags.writeable = False
 @dataclass(slots=True, eq=False)
 class DecodeRun:
     """A planned run: iteration j of the batch's live members ends at `ends[j]`."""
@@ -199,7 +202,7 @@ class FastForward:
         overlap = self.sim.overlap if self.sim.overlapping[replica] else None
         if promise.in_flight is None:
             priced = None if overlap is None else np.empty(0)   # overlap pricing fills gpu and hidden
-            run = DecodeRun(batch, promise, now, np.empty(0), np.empty(0, dtype=np.int64), remaining, order, suffix,
+            run = DecodeRun(batch, promise, now, _NO_ENDS, _NO_CONTEXT, remaining, order, suffix,
                             stop, self._tokens, scheduler.endpoint.num_waiting, limit, bound, free, arrays, gpu=priced,
                             hidden=priced)
             self._plan(replica, run, stop)
@@ -439,7 +442,12 @@ class FastForward:
         sim, k, first, promise = self.sim, run.num_iterations, run.first, run.promise
         pool = sim.schedulers[replica].pool
         members, remaining, ends = first.requests, run.remaining, run.ends[:k]
-        live_last = [m for m, left in zip(members, remaining) if left >= k]
+        # the members live in the last iteration: all of them unless one finishes before it (the
+        # batch's own list only for `through`, whose caller does not keep it)
+        if int(run.order[0]) >= k:
+            live_last = members if through else list(members)
+        else:
+            live_last = [m for m, left in zip(members, remaining) if left >= k]
         used_before = pool.num_used
         promise.step_ended(first)   # formed before the run, they end inside it
         if run.queued is not None and k > 2:
@@ -537,7 +545,6 @@ class FastForward:
         """The records the stepwise path makes for iterations 0..k-2 and their formations but
         the blocks' (`steps`: per slot, blocks taken and freed and holders done)."""
         recorder, k, first = self.sim.recorder, run.num_iterations, run.first
-        taken, freed, done = steps[0][1:k], steps[1][1:k], steps[2][1:k]
         ends = run.ends[: k - 1]
         holders = None   # the time series' running column, only when it is kept
         if recorder.keeps_batches:
@@ -545,10 +552,16 @@ class FastForward:
             starts[0], starts[1:] = run.started_at, ends[:-1]
             recorder.on_run_stages(replica, np.arange(first.id, first.id + k - 1), starts, ends)
             self._record_batches(replica, run)
+            done = steps[2][1:k]
             holders = (self.sim.schedulers[replica].pool.num_holders + int(done.sum()) - done.cumsum()).repeat(2)
-        after = used_before + (taken - freed).cumsum()   # after each formation's allocations
+        # a member frees its blocks at the formation after its last iteration, slot `left` or
+        # (async steps: run_events) too: with every `left` >= k, slots 1..k-1 free nothing (most cuts)
+        rising = int(run.order[0]) >= k
+        taken = steps[0][1:k]
+        # after each formation's allocations
+        after = used_before + (taken.cumsum() if rising else (taken - steps[1][1:k]).cumsum())
         if holders is None and not run.promise.sequential_sums:
-            recorder.on_run_states(replica, ends, after)
+            recorder.on_run_states(replica, ends, after, rising)
             return
         used = np.empty(2 * (k - 1), dtype=np.int64)
         used[0::2], used[1::2] = after - taken, after          # after the batch end, after formation

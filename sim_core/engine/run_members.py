@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+_max = np.maximum.reduce   # ndarray.max without its Python wrapper
+
 if TYPE_CHECKING:
     from sim_core.entities import Batch, Request
     from sim_core.results.record import Recorder
@@ -54,24 +56,23 @@ def advance_tokens(members: list[Request], remaining: list[int], ends: np.ndarra
     first_end, all_tokens = float(ends[0]), last + 1
     first_gaps = [first_end - request.last_token_at for request in members]   # decoding: a token emitted
     if int(order[0]) > last:   # nobody finishes before the last applied iteration (most cuts)
-        widest_all = float(gaps.max()) if len(gaps) else -1.0   # (gaps > 0)
+        widest_all = float(_max(gaps)) if len(gaps) else -1.0   # (gaps > 0)
         end_all = float(ends[last])
         for request, left, gap in zip(members, remaining, first_gaps):
             request.on_decode_run(all_tokens, end_all, widest_all if widest_all > gap else gap, left == all_tokens)
-        alive = np.full(len(steps), len(remaining), dtype=np.int64)
+        alive: np.ndarray | int = len(remaining)   # every member sees every step
     else:
-        # running_max[j-1]: the widest gap between iterations 0..j
-        running_max = np.maximum.accumulate(gaps).tolist() if len(gaps) else []
-        widest_all = running_max[-1] if running_max else -1.0   # of a member in every iteration
-        end_list = ends.tolist()
-        end_all = end_list[last]
+        # running_max[j-1]: the widest gap between iterations 0..j (read by the few that finish)
+        running_max = np.maximum.accumulate(gaps)
+        widest_all = float(running_max[-1]) if len(gaps) else -1.0   # of a member in every iteration
+        end_all = float(ends[last])
         for request, left, gap in zip(members, remaining, first_gaps):
             if left > last:   # takes part in every applied iteration (most members)
                 request.on_decode_run(all_tokens, end_all, widest_all if widest_all > gap else gap,
                                       left == all_tokens)
             else:             # finishes after iteration left-1
-                widest = running_max[left - 2] if left >= 2 and running_max[left - 2] > gap else gap
-                request.on_decode_run(left, end_list[left - 1], widest, True)
+                widest = float(running_max[left - 2]) if left >= 2 else gap
+                request.on_decode_run(left, float(ends[left - 1]), widest if widest > gap else gap, True)
         alive = len(remaining) - order.searchsorted(np.arange(1, k - 1), side="right")
     recorder.on_run_gaps(first_gaps, steps, alive, first_end, ends[1: k - 1])
 
