@@ -118,6 +118,7 @@ class DecodeRun:
     # async steps (`promise.in_flight`): `first` was already running when the run started, and
     queued: Batch | None = None       # the batch of iteration 1, formed then, which the run holds
     absorbed: bool = False            # whether `first`'s own stage end has come (and was left to the run)
+    event: list | None = None         # the kernel's pending end or extension event (cancelled at a cut)
     # on a replica that overlaps (None else; async steps always do):
     gpu: np.ndarray | None = None     # GPU seconds of each planned iteration (overlap pricing)
     hidden: np.ndarray | None = None  # host seconds each planned iteration hid behind the one before
@@ -262,7 +263,7 @@ class FastForward:
     def _schedule_next(self, replica: int, run: DecodeRun) -> None:
         """The run's end event if all its iterations are planned, else the event extending it."""
         handler = self.on_run_end if len(run.ends) >= run.num_iterations and run.final else self.on_extend
-        self.sim.kernel.at(float(run.ends[-1]), handler, replica, run.token)
+        run.event = self.sim.kernel.at_cancellable(float(run.ends[-1]), handler, replica, run.token)
 
     def on_extend(self, replica: int, token: int) -> None:
         """The run got to its last planned iteration uncut: plan twice as many more."""
@@ -345,6 +346,10 @@ class FastForward:
             run.check_growth(min(run.limit, run.num_iterations + 1))
             if last + 1 >= run.num_iterations:
                 return
+        # the run's pending event would find the run superseded (its token) and do nothing
+        if run.event is not None:
+            kernel.cancel(run.event)
+            run.event = None
         if last == 0 and run.queued is not None and not run.absorbed:
             # async: the new request is seen when the running step ends, as without a run
             del self.runs[replica]
@@ -356,9 +361,9 @@ class FastForward:
         run.token = self._tokens
         end = float(run.ends[last])
         if end == now:
-            self.sim.kernel.soon(self.on_run_end, replica, run.token)
+            kernel.soon(self.on_run_end, replica, run.token)
         else:
-            self.sim.kernel.at(end, self.on_run_end, replica, run.token)
+            run.event = kernel.at_cancellable(end, self.on_run_end, replica, run.token)
 
     def on_run_end(self, replica: int, token: int) -> None:
         run = self.runs.get(replica)
@@ -456,15 +461,15 @@ class FastForward:
             processed = [r.num_processed_tokens for r in members]
             allocations = planned_allocations(promise, members, remaining, k + promise.lead)
             events = run_events(promise, members, remaining, k, allocations)
-            advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
+            between = advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             steps = replay(promise, pool, members, processed, events, ends, replica, sim.recorder)
         elif isinstance(pool, RadixKvPool) and not sim.recorder.keeps_blocks:
             growth = plan_growth(promise, members, remaining, k, run.arrays)
-            advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
+            between = advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             steps = self._record_blocks(replica, run, grow_merged(pool, promise, members, growth, k))
         elif pool.tracks_ids:
             ordered = ordered_events(promise, members, remaining, k, run.arrays)
-            advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
+            between = advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             if isinstance(pool, RadixKvPool):
                 changes = _grow_evicting(pool, sim.recorder, promise, members, ordered, run.ends)
             else:
@@ -473,13 +478,13 @@ class FastForward:
         elif len(members) >= NUMPY_MEMBERS:   # a counting pool (no block records) from here on
             arrays = run.arrays or MemberArrays.of(promise, members, remaining)
             plan = growth_plan(promise, members, remaining, k + promise.lead, arrays)
-            advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
+            between = advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             steps = count_bulk(pool, promise, members, arrays, plan, k)
         else:
             steps = count_small(pool, promise, members, remaining, k)   # before the tokens advance
-            advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
+            between = advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
         if through:
-            self._record(replica, run, steps, used_before)
+            self._record(replica, run, steps, used_before, between)
             return live_last
         last, queued = promise.resume(first, live_last, k)
         if queued is None:
@@ -492,7 +497,7 @@ class FastForward:
                 last.formed_at = float(ends[k - 3])
             queued.shape = sim.batch_shape(queued)
             queued.formed_at = float(ends[k - 2])
-        self._record(replica, run, steps, used_before)
+        self._record(replica, run, steps, used_before, between)
         return last, queued
 
     @staticmethod
@@ -541,9 +546,10 @@ class FastForward:
             taken = np.bincount(formations, minlength=k) if formations else np.zeros(k, np.int64)
         return taken, freed, done
 
-    def _record(self, replica: int, run: DecodeRun, steps: Steps, used_before: int) -> None:
+    def _record(self, replica: int, run: DecodeRun, steps: Steps, used_before: int, between: np.ndarray) -> None:
         """The records the stepwise path makes for iterations 0..k-2 and their formations but
-        the blocks' (`steps`: per slot, blocks taken and freed and holders done)."""
+        the blocks' (`steps`: per slot, blocks taken and freed and holders done; `between`: the
+        seconds between iterations 0..k-2, `advance_tokens`')."""
         recorder, k, first = self.sim.recorder, run.num_iterations, run.first
         ends = run.ends[: k - 1]
         holders = None   # the time series' running column, only when it is kept
@@ -561,7 +567,7 @@ class FastForward:
         # after each formation's allocations
         after = used_before + (taken.cumsum() if rising else (taken - steps[1][1:k]).cumsum())
         if holders is None and not run.promise.sequential_sums:
-            recorder.on_run_states(replica, ends, after, rising)
+            recorder.on_run_states(replica, ends, after, rising, between)
             return
         used = np.empty(2 * (k - 1), dtype=np.int64)
         used[0::2], used[1::2] = after - taken, after          # after the batch end, after formation

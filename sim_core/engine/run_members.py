@@ -43,16 +43,19 @@ def live_members(order: np.ndarray, suffix: np.ndarray | None, iterations: np.nd
 
 
 def advance_tokens(members: list[Request], remaining: list[int], ends: np.ndarray, recorder: Recorder,
-                    order: np.ndarray, through: bool = False) -> None:
+                    order: np.ndarray, through: bool = False) -> np.ndarray:
     """Each live member gains a token per skipped iteration; those whose last token falls in
     the skipped iterations finish. Records the gaps between tokens (TBT) of the skipped
     iterations. `order`: `remaining` sorted. `through`: the last iteration, k-1, is applied
-    too (its gaps are not recorded here: `FastForward._end_batch`)."""
+    too (its gaps are not recorded here: `FastForward._end_batch`). Returns the steps between
+    iterations 0..k-2 (`ends[1:k-1] - ends[:k-2]`, for the run's records)."""
     k = len(ends)
-    steps = ends[1: k - 1] - ends[: k - 2]            # steps[j-1] = end_j - end_(j-1), j = 1..k-2
     last = k - 1 if through else k - 2                 # the last iteration applied
-    # `through`: stepwise, the last iteration's batch end widens the members' widest gap too
-    gaps = steps if not through else ends[1:k] - ends[: k - 1]
+    if through:   # stepwise, the last iteration's batch end widens the members' widest gap too
+        gaps = ends[1:k] - ends[: k - 1]
+        steps = gaps[:-1]                              # steps[j-1] = end_j - end_(j-1), j = 1..k-2
+    else:
+        gaps = steps = ends[1: k - 1] - ends[: k - 2]
     first_end, all_tokens = float(ends[0]), last + 1
     first_gaps = [first_end - request.last_token_at for request in members]   # decoding: a token emitted
     if int(order[0]) > last:   # nobody finishes before the last applied iteration (most cuts)
@@ -75,6 +78,7 @@ def advance_tokens(members: list[Request], remaining: list[int], ends: np.ndarra
                 request.on_decode_run(left, float(ends[left - 1]), widest if widest > gap else gap, True)
         alive = len(remaining) - order.searchsorted(np.arange(1, k - 1), side="right")
     recorder.on_run_gaps(first_gaps, steps, alive, first_end, ends[1: k - 1])
+    return steps
 
 
 def record_run_batches(recorder: Recorder, replica: int, batch: Batch, lefts: list[int], order: np.ndarray,

@@ -329,7 +329,8 @@ class Recorder:
             assert running is not None, "the time series needs the running column"
             self.series.add_chunk_values(len(times), times, replica, used, waiting, running)
 
-    def on_run_states(self, replica: int, ends: np.ndarray, after: np.ndarray, rising: bool = False) -> None:
+    def on_run_states(self, replica: int, ends: np.ndarray, after: np.ndarray, rising: bool = False,
+                      between: np.ndarray | None = None) -> None:
         """`on_replica_states` of a serial decode run at a level that keeps no time series: the
         state after each of its batch ends (at `ends`) and after the formation that follows it
         (`after`, the blocks used then, at the same instant). The interval from a batch end to
@@ -337,9 +338,10 @@ class Recorder:
         the products the full form adds besides are zeros, which leave an exactly rounded sum
         as it is; the blocks used right after a batch end never exceed `after` (a formation
         only takes blocks), so the peak is `after`'s (`rising`: the caller knows `after` never
-        falls, so its last value)."""
+        falls, so its last value). `between`: `ends[1:] - ends[:-1]` when the caller has it."""
         last_time, last_used = self._kv_last[replica]
-        self.kv_area[replica] += last_used * (float(ends[0]) - last_time) + dot(after[:-1], ends[1:] - ends[:-1])
+        steps = ends[1:] - ends[:-1] if between is None else between
+        self.kv_area[replica] += last_used * (float(ends[0]) - last_time) + dot(after[:-1], steps)
         last = int(after[-1])
         self._kv_last[replica] = (float(ends[-1]), last)
         peak = last if rising else int(after.max())
