@@ -42,6 +42,8 @@ class VllmScheduler(PagedScheduler):
         return self._prefill_batch() or self._decode_batch()
 
     def _prefill_batch(self) -> Batch | None:
+        if not self.waiting:   # (most formations: nothing to admit)
+            return None
         requests: list[Request] = []
         num_tokens: list[int] = []
         longest = 0
