@@ -246,19 +246,25 @@ class Simulator:
 
     def on_batch_end(self, replica: int, batch: Batch) -> None:
         now, on_gap, stale = self.kernel.now, self.recorder.on_token_gap, batch.stale
-        for request, tokens in zip(batch.requests, batch.num_tokens):
-            if stale is None:
+        if stale is None:   # (every batch but some of vllm_v1's async steps): the loop without the test
+            for request, tokens in zip(batch.requests, batch.num_tokens):
                 gap = request.on_batch_end(now, tokens)
-            elif request.id in stale:   # preempted while the batch ran
-                if not stale[request.id]:
-                    continue
-                gap = request.on_stale_token(now)
-            else:
-                gap = request.on_batch_end(now, tokens)
-            if gap >= 0.0:
-                on_gap(gap)
-            if request.completed:
-                self.on_request_done(replica, request)
+                if gap >= 0.0:
+                    on_gap(gap)
+                if request.completed:
+                    self.on_request_done(replica, request)
+        else:
+            for request, tokens in zip(batch.requests, batch.num_tokens):
+                if request.id in stale:   # preempted while the batch ran
+                    if not stale[request.id]:
+                        continue
+                    gap = request.on_stale_token(now)
+                else:
+                    gap = request.on_batch_end(now, tokens)
+                if gap >= 0.0:
+                    on_gap(gap)
+                if request.completed:
+                    self.on_request_done(replica, request)
         batch.completed_at = now
         scheduler = self.schedulers[replica]
         scheduler.on_batch_end(batch)
