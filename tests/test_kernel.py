@@ -56,3 +56,36 @@ def test_the_clock_hook_runs_once_per_instant_and_the_event_hook_after_every_han
                lambda: log.append("checked"))
     assert log == [("time", 1.0, False), "arrival", "checked", "checked", "late", "checked",
                    ("time", 2.0, False), "arrival", "checked", "stage end", "checked"]
+
+
+def test_a_cancelled_event_never_runs_and_its_instant_never_happens():
+    """Events at 1.0, 1.5 (cancelled by the arrival at 0.5), 2.0 (cancelled too, but sharing its
+    time with another event) and 3.0: the clock visits 0.5, 1.0, 2.0 and 3.0 only, and the two
+    cancelled handlers never run; the one at 2.0 keeps its creation-order place empty."""
+    kernel, log = EventKernel(), []
+    kernel.at(1.0, log.append, "a")
+    gone = kernel.at_cancellable(1.5, log.append, "cancelled alone")
+    shared = kernel.at_cancellable(2.0, log.append, "cancelled beside b")
+    kernel.at(2.0, log.append, "b")
+    kernel.at_cancellable(3.0, log.append, "c")
+
+    def arrival(i):
+        log.append("arrival")
+        kernel.cancel(gone)
+        kernel.cancel(shared)
+
+    kernel.run([0.5], arrival, lambda now: log.append(now))
+    assert log == [0.5, "arrival", 1.0, "a", 2.0, "b", 3.0, "c"]
+
+
+def test_cancelling_the_last_events_ends_the_run_without_moving_the_clock():
+    """Only cancelled events left after the arrival: the run ends at the arrival's instant."""
+    kernel, log = EventKernel(), []
+    late = [kernel.at_cancellable(4.0, log.append, "never"), kernel.at_cancellable(5.0, log.append, "never")]
+
+    def arrival(i):
+        for event in late:
+            kernel.cancel(event)
+
+    kernel.run([1.0], arrival, log.append)
+    assert log == [1.0] and kernel.now == 1.0

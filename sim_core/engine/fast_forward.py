@@ -79,6 +79,9 @@ Changes = tuple[Finished, tuple[list[int] | None, list[int] | None, list[int] | 
 
 MAX_RUN = 1 << 20  # iterations in one run (a longer run simply starts again)
 FIRST_CHUNK = 16   # iterations whose end times are computed when a run starts (at least)
+# a serial run's ends and context before `_plan` replaces them (never written in place)
+_NO_ENDS, _NO_CONTEXT = np.empty(0), np.empty(0, dtype=np.int64)
+_NO_ENDS.flags.writeable = _NO_CONTEXT.flags.writeable = False
 @dataclass(slots=True, eq=False)
 class DecodeRun:
     """A planned run: iteration j of the batch's live members ends at `ends[j]`."""
@@ -115,6 +118,7 @@ class DecodeRun:
     # async steps (`promise.in_flight`): `first` was already running when the run started, and
     queued: Batch | None = None       # the batch of iteration 1, formed then, which the run holds
     absorbed: bool = False            # whether `first`'s own stage end has come (and was left to the run)
+    event: list | None = None         # the kernel's pending end or extension event (cancelled at a cut)
     # on a replica that overlaps (None else; async steps always do):
     gpu: np.ndarray | None = None     # GPU seconds of each planned iteration (overlap pricing)
     hidden: np.ndarray | None = None  # host seconds each planned iteration hid behind the one before
@@ -199,7 +203,7 @@ class FastForward:
         overlap = self.sim.overlap if self.sim.overlapping[replica] else None
         if promise.in_flight is None:
             priced = None if overlap is None else np.empty(0)   # overlap pricing fills gpu and hidden
-            run = DecodeRun(batch, promise, now, np.empty(0), np.empty(0, dtype=np.int64), remaining, order, suffix,
+            run = DecodeRun(batch, promise, now, _NO_ENDS, _NO_CONTEXT, remaining, order, suffix,
                             stop, self._tokens, scheduler.endpoint.num_waiting, limit, bound, free, arrays, gpu=priced,
                             hidden=priced)
             self._plan(replica, run, stop)
@@ -259,7 +263,7 @@ class FastForward:
     def _schedule_next(self, replica: int, run: DecodeRun) -> None:
         """The run's end event if all its iterations are planned, else the event extending it."""
         handler = self.on_run_end if len(run.ends) >= run.num_iterations and run.final else self.on_extend
-        self.sim.kernel.at(float(run.ends[-1]), handler, replica, run.token)
+        run.event = self.sim.kernel.at_cancellable(float(run.ends[-1]), handler, replica, run.token)
 
     def on_extend(self, replica: int, token: int) -> None:
         """The run got to its last planned iteration uncut: plan twice as many more."""
@@ -342,6 +346,10 @@ class FastForward:
             run.check_growth(min(run.limit, run.num_iterations + 1))
             if last + 1 >= run.num_iterations:
                 return
+        # the run's pending event would find the run superseded (its token) and do nothing
+        if run.event is not None:
+            kernel.cancel(run.event)
+            run.event = None
         if last == 0 and run.queued is not None and not run.absorbed:
             # async: the new request is seen when the running step ends, as without a run
             del self.runs[replica]
@@ -353,9 +361,9 @@ class FastForward:
         run.token = self._tokens
         end = float(run.ends[last])
         if end == now:
-            self.sim.kernel.soon(self.on_run_end, replica, run.token)
+            kernel.soon(self.on_run_end, replica, run.token)
         else:
-            self.sim.kernel.at(end, self.on_run_end, replica, run.token)
+            run.event = kernel.at_cancellable(end, self.on_run_end, replica, run.token)
 
     def on_run_end(self, replica: int, token: int) -> None:
         run = self.runs.get(replica)
@@ -439,7 +447,12 @@ class FastForward:
         sim, k, first, promise = self.sim, run.num_iterations, run.first, run.promise
         pool = sim.schedulers[replica].pool
         members, remaining, ends = first.requests, run.remaining, run.ends[:k]
-        live_last = [m for m, left in zip(members, remaining) if left >= k]
+        # the members live in the last iteration: all of them unless one finishes before it (the
+        # batch's own list only for `through`, whose caller does not keep it)
+        if int(run.order[0]) >= k:
+            live_last = members if through else list(members)
+        else:
+            live_last = [m for m, left in zip(members, remaining) if left >= k]
         used_before = pool.num_used
         promise.step_ended(first)   # formed before the run, they end inside it
         if run.queued is not None and k > 2:
@@ -448,15 +461,15 @@ class FastForward:
             processed = [r.num_processed_tokens for r in members]
             allocations = planned_allocations(promise, members, remaining, k + promise.lead)
             events = run_events(promise, members, remaining, k, allocations)
-            advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
+            between = advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             steps = replay(promise, pool, members, processed, events, ends, replica, sim.recorder)
         elif isinstance(pool, RadixKvPool) and not sim.recorder.keeps_blocks:
             growth = plan_growth(promise, members, remaining, k, run.arrays)
-            advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
+            between = advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             steps = self._record_blocks(replica, run, grow_merged(pool, promise, members, growth, k))
         elif pool.tracks_ids:
             ordered = ordered_events(promise, members, remaining, k, run.arrays)
-            advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
+            between = advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             if isinstance(pool, RadixKvPool):
                 changes = _grow_evicting(pool, sim.recorder, promise, members, ordered, run.ends)
             else:
@@ -465,13 +478,13 @@ class FastForward:
         elif len(members) >= NUMPY_MEMBERS:   # a counting pool (no block records) from here on
             arrays = run.arrays or MemberArrays.of(promise, members, remaining)
             plan = growth_plan(promise, members, remaining, k + promise.lead, arrays)
-            advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
+            between = advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
             steps = count_bulk(pool, promise, members, arrays, plan, k)
         else:
             steps = count_small(pool, promise, members, remaining, k)   # before the tokens advance
-            advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
+            between = advance_tokens(members, remaining, ends, sim.recorder, run.order, through)
         if through:
-            self._record(replica, run, steps, used_before)
+            self._record(replica, run, steps, used_before, between)
             return live_last
         last, queued = promise.resume(first, live_last, k)
         if queued is None:
@@ -484,7 +497,7 @@ class FastForward:
                 last.formed_at = float(ends[k - 3])
             queued.shape = sim.batch_shape(queued)
             queued.formed_at = float(ends[k - 2])
-        self._record(replica, run, steps, used_before)
+        self._record(replica, run, steps, used_before, between)
         return last, queued
 
     @staticmethod
@@ -533,11 +546,11 @@ class FastForward:
             taken = np.bincount(formations, minlength=k) if formations else np.zeros(k, np.int64)
         return taken, freed, done
 
-    def _record(self, replica: int, run: DecodeRun, steps: Steps, used_before: int) -> None:
+    def _record(self, replica: int, run: DecodeRun, steps: Steps, used_before: int, between: np.ndarray) -> None:
         """The records the stepwise path makes for iterations 0..k-2 and their formations but
-        the blocks' (`steps`: per slot, blocks taken and freed and holders done)."""
+        the blocks' (`steps`: per slot, blocks taken and freed and holders done; `between`: the
+        seconds between iterations 0..k-2, `advance_tokens`')."""
         recorder, k, first = self.sim.recorder, run.num_iterations, run.first
-        taken, freed, done = steps[0][1:k], steps[1][1:k], steps[2][1:k]
         ends = run.ends[: k - 1]
         holders = None   # the time series' running column, only when it is kept
         if recorder.keeps_batches:
@@ -545,10 +558,16 @@ class FastForward:
             starts[0], starts[1:] = run.started_at, ends[:-1]
             recorder.on_run_stages(replica, np.arange(first.id, first.id + k - 1), starts, ends)
             self._record_batches(replica, run)
+            done = steps[2][1:k]
             holders = (self.sim.schedulers[replica].pool.num_holders + int(done.sum()) - done.cumsum()).repeat(2)
-        after = used_before + (taken - freed).cumsum()   # after each formation's allocations
+        # a member frees its blocks at the formation after its last iteration, slot `left` or
+        # (async steps: run_events) too: with every `left` >= k, slots 1..k-1 free nothing (most cuts)
+        rising = int(run.order[0]) >= k
+        taken = steps[0][1:k]
+        # after each formation's allocations
+        after = used_before + (taken.cumsum() if rising else (taken - steps[1][1:k]).cumsum())
         if holders is None and not run.promise.sequential_sums:
-            recorder.on_run_states(replica, ends, after)
+            recorder.on_run_states(replica, ends, after, rising, between)
             return
         used = np.empty(2 * (k - 1), dtype=np.int64)
         used[0::2], used[1::2] = after - taken, after          # after the batch end, after formation

@@ -40,6 +40,9 @@ CLOCK_LIMIT_S = 2.0**33   # ~272 years; float64 spacing there is 1.9e-6 s, so 1e
 
 Ts = TypeVarTuple("Ts")
 Handler = Callable[..., None]
+# a future event on the heap: [time, seq, handler, args]; `cancel` sets the handler to None (a list,
+# not a tuple, for that: the heap compares (time, seq), unique, and never reaches the handler)
+Entry = list
 
 
 def _key(entry: tuple[tuple, Handler, tuple]) -> tuple:
@@ -57,7 +60,7 @@ class EventKernel:
 
     def __init__(self) -> None:
         self.now = 0.0
-        self._heap: list[tuple[float, int, Handler, tuple]] = []
+        self._heap: list[Entry] = []
         self._soon: deque[tuple[Handler, tuple]] = deque()
         self._seq = 0
         self._arrivals: list[tuple[float, tuple, Handler, tuple]] = []   # created during the run
@@ -74,7 +77,26 @@ class EventKernel:
             raise _runaway(time)
         assert time > self.now, "future events need a positive delay"
         self._seq += 1
-        heapq.heappush(self._heap, (time, self._seq, handler, args))
+        heapq.heappush(self._heap, [time, self._seq, handler, args])
+
+    def at_cancellable(self, time: float, handler: Callable[[Unpack[Ts]], None], *args: *Ts) -> Entry:
+        """`at`, returning the event for `cancel`.
+
+        Raises:
+            SimulationError: `time` is past CLOCK_LIMIT_S (or NaN)."""
+        if not time < CLOCK_LIMIT_S:
+            raise _runaway(time)
+        assert time > self.now, "future events need a positive delay"
+        self._seq += 1
+        entry = [time, self._seq, handler, args]
+        heapq.heappush(self._heap, entry)
+        return entry
+
+    @staticmethod
+    def cancel(entry: Entry) -> None:
+        """The event `at_cancellable` returned will not run (nor will its instant happen, when no
+        other event is due then: a cancelled event leaves no trace, as if never scheduled)."""
+        entry[2] = None
 
     def soon(self, handler: Callable[[Unpack[Ts]], None], *args: *Ts) -> None:
         """Run `handler(*args)` at the current time, after everything already due now."""
@@ -121,6 +143,9 @@ class EventKernel:
                 self._late = []
                 continue
             elif heap or i < num_arrivals or created:   # the next instant
+                if heap and heap[0][2] is None:   # a cancelled event: gone without an instant
+                    pop(heap)
+                    continue
                 now = times[i] if i < num_arrivals and (not heap or times[i] <= heap[0][0]) else \
                     heap[0][0] if heap else math.inf
                 if created and created[0][0] < now:
@@ -132,7 +157,8 @@ class EventKernel:
                     soon.append((handler, args))
                 while heap and heap[0][0] == now:   # in creation order
                     _, _, handler, args = pop(heap)
-                    soon.append((handler, args))
+                    if handler is not None:   # (else cancelled)
+                        soon.append((handler, args))
                 on_time(now)
                 continue
             else:

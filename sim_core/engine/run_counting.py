@@ -42,7 +42,7 @@ def count_small(pool: KvPool, promise: SteadyDecode, members: list[Request], rem
                 pool.add(request, len(formations))
                 slots += formations
     freed, done = np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64)
-    if promise.frees_on_completion:
+    if promise.frees_on_completion and min(remaining) <= k - 1:
         for request, left in zip(members, remaining):
             if left <= k - 1:
                 freed[left] += request.num_blocks

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+_max = np.maximum.reduce   # ndarray.max without its Python wrapper
+
 if TYPE_CHECKING:
     from sim_core.entities import Batch, Request
     from sim_core.results.record import Recorder
@@ -41,39 +43,42 @@ def live_members(order: np.ndarray, suffix: np.ndarray | None, iterations: np.nd
 
 
 def advance_tokens(members: list[Request], remaining: list[int], ends: np.ndarray, recorder: Recorder,
-                    order: np.ndarray, through: bool = False) -> None:
+                    order: np.ndarray, through: bool = False) -> np.ndarray:
     """Each live member gains a token per skipped iteration; those whose last token falls in
     the skipped iterations finish. Records the gaps between tokens (TBT) of the skipped
     iterations. `order`: `remaining` sorted. `through`: the last iteration, k-1, is applied
-    too (its gaps are not recorded here: `FastForward._end_batch`)."""
+    too (its gaps are not recorded here: `FastForward._end_batch`). Returns the steps between
+    iterations 0..k-2 (`ends[1:k-1] - ends[:k-2]`, for the run's records)."""
     k = len(ends)
-    steps = ends[1: k - 1] - ends[: k - 2]            # steps[j-1] = end_j - end_(j-1), j = 1..k-2
     last = k - 1 if through else k - 2                 # the last iteration applied
-    # `through`: stepwise, the last iteration's batch end widens the members' widest gap too
-    gaps = steps if not through else ends[1:k] - ends[: k - 1]
+    if through:   # stepwise, the last iteration's batch end widens the members' widest gap too
+        gaps = ends[1:k] - ends[: k - 1]
+        steps = gaps[:-1]                              # steps[j-1] = end_j - end_(j-1), j = 1..k-2
+    else:
+        gaps = steps = ends[1: k - 1] - ends[: k - 2]
     first_end, all_tokens = float(ends[0]), last + 1
     first_gaps = [first_end - request.last_token_at for request in members]   # decoding: a token emitted
     if int(order[0]) > last:   # nobody finishes before the last applied iteration (most cuts)
-        widest_all = float(gaps.max()) if len(gaps) else -1.0   # (gaps > 0)
+        widest_all = float(_max(gaps)) if len(gaps) else -1.0   # (gaps > 0)
         end_all = float(ends[last])
         for request, left, gap in zip(members, remaining, first_gaps):
             request.on_decode_run(all_tokens, end_all, widest_all if widest_all > gap else gap, left == all_tokens)
-        alive = np.full(len(steps), len(remaining), dtype=np.int64)
+        alive: np.ndarray | int = len(remaining)   # every member sees every step
     else:
-        # running_max[j-1]: the widest gap between iterations 0..j
-        running_max = np.maximum.accumulate(gaps).tolist() if len(gaps) else []
-        widest_all = running_max[-1] if running_max else -1.0   # of a member in every iteration
-        end_list = ends.tolist()
-        end_all = end_list[last]
+        # running_max[j-1]: the widest gap between iterations 0..j (read by the few that finish)
+        running_max = np.maximum.accumulate(gaps)
+        widest_all = float(running_max[-1]) if len(gaps) else -1.0   # of a member in every iteration
+        end_all = float(ends[last])
         for request, left, gap in zip(members, remaining, first_gaps):
             if left > last:   # takes part in every applied iteration (most members)
                 request.on_decode_run(all_tokens, end_all, widest_all if widest_all > gap else gap,
                                       left == all_tokens)
             else:             # finishes after iteration left-1
-                widest = running_max[left - 2] if left >= 2 and running_max[left - 2] > gap else gap
-                request.on_decode_run(left, end_list[left - 1], widest, True)
+                widest = float(running_max[left - 2]) if left >= 2 else gap
+                request.on_decode_run(left, float(ends[left - 1]), widest if widest > gap else gap, True)
         alive = len(remaining) - order.searchsorted(np.arange(1, k - 1), side="right")
     recorder.on_run_gaps(first_gaps, steps, alive, first_end, ends[1: k - 1])
+    return steps
 
 
 def record_run_batches(recorder: Recorder, replica: int, batch: Batch, lefts: list[int], order: np.ndarray,

@@ -98,11 +98,12 @@ class Simulator:
     def _reporting_clock(self, progress: Callable[[float], None] | None,
                          poll: Callable[[float], None] | None) -> Callable[[float], None]:
         steps = 0
-        set_time = self._set_time
+        recorder = self.recorder
 
         def on_time(now: float) -> None:
             nonlocal steps
-            set_time(now)
+            recorder.now = now   # `_set_time`, inline (once per simulated instant)
+            recorder.late = False
             steps += 1
             if steps % PROGRESS_STEPS == 0:
                 if poll is not None:
@@ -147,9 +148,11 @@ class Simulator:
     def sweep(self) -> None:
         """Retire finished requests: their figures go to the request log, the objects are freed
         (a finished request never changes again); token gaps are compacted likewise."""
-        log, live = self.request_log, self.live
-        for rid in [rid for rid, r in live.items() if r.status >= RequestStatus.FINISHED]:
-            log.record(live.pop(rid))
+        live, finished = self.live, RequestStatus.FINISHED
+        done = [r for r in live.values() if r.status >= finished]
+        for request in done:
+            del live[request.id]
+        self.request_log.record_many(done)
         self.recorder.compact_gaps()
 
     @property
@@ -243,19 +246,25 @@ class Simulator:
 
     def on_batch_end(self, replica: int, batch: Batch) -> None:
         now, on_gap, stale = self.kernel.now, self.recorder.on_token_gap, batch.stale
-        for request, tokens in zip(batch.requests, batch.num_tokens):
-            if stale is None:
+        if stale is None:   # (every batch but some of vllm_v1's async steps): the loop without the test
+            for request, tokens in zip(batch.requests, batch.num_tokens):
                 gap = request.on_batch_end(now, tokens)
-            elif request.id in stale:   # preempted while the batch ran
-                if not stale[request.id]:
-                    continue
-                gap = request.on_stale_token(now)
-            else:
-                gap = request.on_batch_end(now, tokens)
-            if gap >= 0.0:
-                on_gap(gap)
-            if request.completed:
-                self.on_request_done(replica, request)
+                if gap >= 0.0:
+                    on_gap(gap)
+                if request.completed:
+                    self.on_request_done(replica, request)
+        else:
+            for request, tokens in zip(batch.requests, batch.num_tokens):
+                if request.id in stale:   # preempted while the batch ran
+                    if not stale[request.id]:
+                        continue
+                    gap = request.on_stale_token(now)
+                else:
+                    gap = request.on_batch_end(now, tokens)
+                if gap >= 0.0:
+                    on_gap(gap)
+                if request.completed:
+                    self.on_request_done(replica, request)
         batch.completed_at = now
         scheduler = self.schedulers[replica]
         scheduler.on_batch_end(batch)
@@ -271,9 +280,14 @@ class Simulator:
             self.sessions.release(request.id, self.kernel.now, self.kernel, self.on_turn_arrival)
 
     def record_replica(self, scheduler: ReplicaScheduler) -> None:
-        """Record a replica's KV blocks in use and queue lengths, now."""
-        self.recorder.on_replica_state(scheduler.replica_id, scheduler.pool.num_used,
-                                       scheduler.endpoint.num_waiting, scheduler.pool.num_holders)
+        """Record a replica's KV blocks in use and queue lengths, now (at a level that keeps no
+        time series, only the blocks in use: `Recorder.on_kv_state`)."""
+        recorder = self.recorder
+        if recorder.keeps_batches:
+            recorder.on_replica_state(scheduler.replica_id, scheduler.pool.num_used, scheduler.endpoint.num_waiting,
+                                      scheduler.pool.num_holders)
+        else:
+            recorder.on_kv_state(scheduler.replica_id, scheduler.pool.num_used)
 
     # ---- tier 3: pipeline stages -----------------------------------------------------------
 

@@ -133,7 +133,8 @@ class Recorder:
         self.offload = Table({"time": f64, "replica_id": i64, "request_id": i64, "kind": np.int8, "num_blocks": i64,
                               "bytes_per_gpu": i64, "num_evicted": i64, "seconds": f64, "cpu_blocks_used": i64})
         self._token_gaps: list[float] = []               # time between consecutive output tokens
-        self._run_gaps: list[tuple[np.ndarray, np.ndarray]] = []  # (gaps, counts) from decode runs
+        # (gaps, counts) from decode runs; counts is one int when every gap of the run has it
+        self._run_gaps: list[tuple[np.ndarray, np.ndarray | int]] = []
         # one gap between consecutive output tokens; the hot path, so the list's own append (no
         # Python frame). compact_gaps empties the list in place, which keeps this bound method valid.
         self.on_token_gap: Callable[[float], None] = (self._token_gaps.append if gap_window is None
@@ -291,6 +292,14 @@ class Recorder:
             self.kv_peak[replica] = used
         self._series_row(replica, used, waiting, running)
 
+    def on_kv_state(self, replica: int, used: int) -> None:
+        """`on_replica_state` at a level that keeps no time series: the KV blocks in use alone."""
+        last_time, last_used = self._kv_last[replica]
+        self.kv_area[replica] += last_used * (self.now - last_time)
+        self._kv_last[replica] = (self.now, used)
+        if used > self.kv_peak[replica]:
+            self.kv_peak[replica] = used
+
     def _series_row(self, replica: int, used: int, waiting: int, running: int) -> None:
         cols = self.series.columns
         cols["time"].append(self.now)
@@ -320,18 +329,22 @@ class Recorder:
             assert running is not None, "the time series needs the running column"
             self.series.add_chunk_values(len(times), times, replica, used, waiting, running)
 
-    def on_run_states(self, replica: int, ends: np.ndarray, after: np.ndarray) -> None:
+    def on_run_states(self, replica: int, ends: np.ndarray, after: np.ndarray, rising: bool = False,
+                      between: np.ndarray | None = None) -> None:
         """`on_replica_states` of a serial decode run at a level that keeps no time series: the
         state after each of its batch ends (at `ends`) and after the formation that follows it
         (`after`, the blocks used then, at the same instant). The interval from a batch end to
         its formation is empty, so the integral adds only `after[j] * (ends[j+1] - ends[j])`:
         the products the full form adds besides are zeros, which leave an exactly rounded sum
         as it is; the blocks used right after a batch end never exceed `after` (a formation
-        only takes blocks), so the peak is `after`'s."""
+        only takes blocks), so the peak is `after`'s (`rising`: the caller knows `after` never
+        falls, so its last value). `between`: `ends[1:] - ends[:-1]` when the caller has it."""
         last_time, last_used = self._kv_last[replica]
-        self.kv_area[replica] += last_used * (float(ends[0]) - last_time) + dot(after[:-1], ends[1:] - ends[:-1])
-        self._kv_last[replica] = (float(ends[-1]), int(after[-1]))
-        peak = int(after.max())
+        steps = ends[1:] - ends[:-1] if between is None else between
+        self.kv_area[replica] += last_used * (float(ends[0]) - last_time) + dot(after[:-1], steps)
+        last = int(after[-1])
+        self._kv_last[replica] = (float(ends[-1]), last)
+        peak = last if rising else int(after.max())
         if peak > self.kv_peak[replica]:
             self.kv_peak[replica] = peak
 
@@ -350,18 +363,21 @@ class Recorder:
             for _ in range(count):
                 self._windowed_gap(gap)
 
-    def on_run_gaps(self, first_gaps: list[float], steps: np.ndarray, alive: np.ndarray,
+    def on_run_gaps(self, first_gaps: list[float], steps: np.ndarray, alive: np.ndarray | int,
                     first_at: float = 0.0, step_ends: np.ndarray | None = None) -> None:
         """A decode run's token gaps: each member's gap to its first token of the run (ending at
         `first_at`), then the gaps between the run's iterations, `steps[j]` (ending at
-        `step_ends[j]`) seen by `alive[j]` members. The end times matter only with a gap window."""
+        `step_ends[j]`) seen by `alive[j]` members (`alive` an int: by that many each). The end
+        times matter only with a gap window."""
         if self.gap_window is not None:
             start, end = self.gap_window
             if not start <= first_at <= end:
                 first_gaps = []
             if step_ends is not None and len(steps):
                 inside = (step_ends >= start) & (step_ends <= end)
-                steps, alive = steps[inside], alive[inside]
+                steps = steps[inside]
+                if not isinstance(alive, int):
+                    alive = alive[inside]
         self._token_gaps.extend(first_gaps)
         if len(steps):
             self._run_gaps.append((steps, alive))
@@ -395,8 +411,7 @@ class Recorder:
         if not force and len(raw) < GAPS_BEFORE_COMPACTING and len(runs) < RUNS_BEFORE_COMPACTING:
             return
         values = np.concatenate([self.gaps[0], np.asarray(raw, dtype=np.float64), *(r[0] for r in runs)])
-        counts = np.concatenate([self.gaps[1], np.ones(len(raw), dtype=np.int64),
-                                 *(np.asarray(r[1], dtype=np.int64) for r in runs)])
+        counts = np.concatenate([self.gaps[1], np.ones(len(raw), dtype=np.int64), _run_counts(runs)])
         if force and not len(self.gaps[0]):   # the end of a run that never compacted: no need to
             self.gaps = (values, counts)        # merge equal values, percentiles take them as they are
         else:
@@ -414,3 +429,14 @@ class Recorder:
         for replica, (last_time, last_used) in enumerate(self._kv_last):
             self.kv_area[replica] += last_used * (end_time - last_time)
             self._kv_last[replica] = (end_time, last_used)
+
+
+def _run_counts(runs: list[tuple[np.ndarray, np.ndarray | int]]) -> np.ndarray:
+    """The counts of the decode runs' gaps, in their order: an int count stands for one per gap
+    of its run (repeated here in one call for all of them, not once per run)."""
+    per_gap = np.array([alive if isinstance(alive, int) else -1 for _, alive in runs], dtype=np.int64)
+    counts = per_gap.repeat([len(gaps) for gaps, _ in runs])
+    if (per_gap < 0).any():   # runs whose counts change inside them: their own arrays
+        mixed = counts < 0
+        counts[mixed] = np.concatenate([alive for _, alive in runs if not isinstance(alive, int)])
+    return counts

@@ -81,6 +81,30 @@ class RequestLog:
         self.num_seqs[rid] = request.num_seqs
         self.num_swaps[rid] = request.num_swaps
 
+    def record_many(self, requests: list[Request]) -> None:
+        """`record` of each of `requests` (distinct), one assignment per column."""
+        if not requests:
+            return
+        ids = [r.id for r in requests]
+        finished, ignored = RequestStatus.FINISHED, RequestStatus.IGNORED
+        self.replica_id[ids] = [r.replica_id for r in requests]
+        self.arrived_at[ids] = [r.arrived_at for r in requests]
+        self.finished[ids] = [r.status == finished for r in requests]
+        self.scheduled_at[ids] = [r.scheduled_at for r in requests]
+        self.prefill_completed_at[ids] = [r.prefill_completed_at for r in requests]
+        self.completed_at[ids] = [r.completed_at for r in requests]
+        self.num_restarts[ids] = [r.num_restarts for r in requests]
+        self.tbt_max[ids] = [r.max_token_gap for r in requests]
+        self.num_cached_tokens[ids] = [r.num_cached_tokens for r in requests]
+        self.num_lookup_tokens[ids] = [r.num_lookup_tokens for r in requests]
+        for request in requests:
+            if request.truncated:
+                self.truncated[request.id] = True
+                self.num_served_decode[request.id] = request.initial_decode_tokens
+        self.ignored[ids] = [r.status == ignored for r in requests]
+        self.num_seqs[ids] = [r.num_seqs for r in requests]
+        self.num_swaps[ids] = [r.num_swaps for r in requests]
+
     def rows(self, workload: Workload, rejected: dict[int, str]) -> dict:
         """Columns for `metrics.request_table` (status and reasons as lists of str)."""
         n = len(workload)

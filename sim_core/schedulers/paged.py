@@ -8,6 +8,7 @@ the blocks it holds.
 
 from __future__ import annotations
 
+from functools import cached_property
 from math import ceil
 from typing import TYPE_CHECKING
 
@@ -15,8 +16,9 @@ from sim_core.config import SchedulerConfig
 from sim_core.config.scheduler import WatermarkFraction
 from sim_core.entities import Request
 from sim_core.memory import BlockPool, CountingBlockPool
-from sim_core.schedulers.base import ReplicaScheduler
+from sim_core.schedulers.base import UNBOUNDED, ReplicaScheduler
 from sim_core.schedulers.endpoint import ReplicaEndpoint
+from sim_core.schedulers.steady import SteadyDecode
 
 if TYPE_CHECKING:
     from sim_core.results.record import Recorder
@@ -50,6 +52,14 @@ class PagedScheduler(ReplicaScheduler):
 
     def admit(self, request: Request) -> None:
         self._allocate(request, self.prompt_blocks(request))
+
+    @cached_property
+    def _steady_promises(self) -> tuple[SteadyDecode, SteadyDecode]:
+        """vllm's and sarathi's two promises for a steady decode batch, by past_completions
+        (frozen, and nothing in them depends on the batch: made once, not at every formation)."""
+        def promise(past_completions: bool) -> SteadyDecode:
+            return SteadyDecode(self, UNBOUNDED, past_completions=past_completions, growth="paged", ends_in_bulk=True)
+        return promise(False), promise(True)
 
     def _make_endpoint(self) -> PagedEndpoint:
         return PagedEndpoint(self)

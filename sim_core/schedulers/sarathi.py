@@ -21,7 +21,7 @@ from pydantic import Field
 
 from sim_core.config import PolicyTraits
 from sim_core.entities import Batch
-from sim_core.schedulers.base import UNBOUNDED, arrival_time
+from sim_core.schedulers.base import arrival_time
 from sim_core.schedulers.paged import PagedConfig, PagedScheduler
 from sim_core.schedulers.steady import SteadyDecode
 
@@ -68,7 +68,7 @@ class SarathiScheduler(PagedScheduler):
         # leftovers to rotate in) and admission of new requests is blocked by memory or caps.
         if preempted or batch.num_prefill_tokens or self.running:
             return None
-        return SteadyDecode(self, UNBOUNDED, past_completions=not self.waiting, growth="paged", ends_in_bulk=True)
+        return self._steady_promises[not self.waiting]
 
     def _admit_new(self, requests: list, num_tokens: list, budget_used: int) -> int:
         """Admit new requests' first chunks; returns the tokens used of the chunk budget."""

@@ -18,7 +18,7 @@ from pydantic import Field
 from sim_core.config import PolicyTraits
 from sim_core.config.scheduler import MaxTokensInBatch
 from sim_core.entities import Batch, Request
-from sim_core.schedulers.base import UNBOUNDED, arrival_time
+from sim_core.schedulers.base import arrival_time
 from sim_core.schedulers.paged import PagedConfig, PagedScheduler
 from sim_core.schedulers.steady import SteadyDecode
 
@@ -42,6 +42,8 @@ class VllmScheduler(PagedScheduler):
         return self._prefill_batch() or self._decode_batch()
 
     def _prefill_batch(self) -> Batch | None:
+        if not self.waiting:   # (most formations: nothing to admit)
+            return None
         requests: list[Request] = []
         num_tokens: list[int] = []
         longest = 0
@@ -77,8 +79,7 @@ class VllmScheduler(PagedScheduler):
             return None
         if self.running and min(map(arrival_time, self.running)) <= max(map(arrival_time, batch.requests)):
             return None
-        return SteadyDecode(self, UNBOUNDED, past_completions=not self.waiting and not self.running, growth="paged",
-                            ends_in_bulk=True)
+        return self._steady_promises[not self.waiting and not self.running]
 
     def _rejection_reason(self, num_prefill_tokens: int, num_decode_tokens: int) -> str | None:
         if num_prefill_tokens > self.config.max_tokens_in_batch:
