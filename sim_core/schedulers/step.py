@@ -22,7 +22,7 @@ class Step:
         return request.id in self.ids
 
     def add(self, request: Request, num_tokens: int) -> None:
-        # (VllmV1Scheduler._run makes these four changes inline: keep the two alike)
+        # (V1Step.add, which vllm_v1 uses, makes these changes and more: keep the two alike)
         self.requests.append(request)
         self.num_tokens.append(num_tokens)
         self.budget -= num_tokens
