@@ -274,7 +274,7 @@ def test_searches_on_a_poisson_server_rarely_answer_above_its_capacity():
     """Whole searches (400-request probes, a 4x confirming one, tolerance 5%) on the M/D/1
     server above, seeds 0-19: the answers above the capacity of 10 req/s stay within the
     tolerance (none above 10.5), and at most a fifth of them lie above 10 (measured: 3 of 20;
-    over 200 seeds of /tmp-style A/B runs 15%, 16.5% under version 8 and 11% without reseeds)."""
+    over 200 seeds 15%, 16.5% under version 8 and 12.5% without reseeds: bench/README.md)."""
     search = SearchSettings(qps_min=0.25, qps_max=64.0, num_requests=400, tolerance=0.05)
     answers = [capacity_search(set_path(MD1, "seed", k), {"ttft_p90_s": 1e6}, search).max_qps for k in range(20)]
     assert max(answers) < 10.5
