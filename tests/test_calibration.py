@@ -15,6 +15,7 @@ import yaml
 
 from sim_core import parse_config, run_simulation
 from sim_core.accuracy.calibrate import (
+    _Search,
     adds_api_server,
     calibrate,
     knob_values,
@@ -167,7 +168,7 @@ def test_the_host_factor_is_the_engines_own_knob_when_it_has_one():
     assert scaled["scheduler"] == {"api_server_s": 0.003}
 
 
-def test_a_run_that_fixes_its_api_server_keeps_it_in_the_fit():
+def test_a_run_that_fixes_its_api_server_takes_no_fitted_api_server():
     """A per-request log of vLLM's own stats fixes api_server_s at 0 (no API server in its
     times): the fitted API server's time is not applied to it (nor fitted from it); a run whose
     reader sets nothing takes the knobs as they are."""
@@ -236,3 +237,45 @@ def test_the_calibrate_command_writes_a_file_the_accuracy_command_replays_with(t
                            "--out", str(tmp_path / "x.yaml")], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "x.yaml").exists()
+
+
+def _log_run(run: MeasuredRun, name: str, extra_ttft_s: float = 0.0) -> MeasuredRun:
+    """`run` as a per-request log of vLLM's own stats reads it: api_server_s fixed at 0, each
+    stage's measured TTFT and E2E means raised by `extra_ttft_s`."""
+    def raised(stage: MeasuredStage) -> MeasuredStage:
+        values = {metric: ({**stats, "mean": stats["mean"] + extra_ttft_s} if metric in ("ttft", "e2e") else stats)
+                  for metric, stats in stage.values.items()}
+        return replace(stage, values=values)
+    return replace(run, name=name, stages=tuple(raised(stage) for stage in run.stages),
+                   scenario={**run.scenario, "scheduler": {**run.scenario["scheduler"], "api_server_s": 0.0}})
+
+
+def test_a_fit_on_per_request_logs_alone_writes_no_api_server():
+    """Runs whose reader fixed api_server_s at 0 hold no API server in their times, so nothing
+    fits it: the calibration leaves it out of its values and knobs (were it written as 0, an
+    HTTP benchmark's replay would lose the engine's default API server time); the other terms
+    are fitted as usual. knob_values writes api_server_s only when the values hold it."""
+    truth = {"predictor": {"type": "roofline", "memory_efficiency": 0.6}}
+    runs = [_log_run(_synthetic_run(f"run{i}", rates, truth, i), f"log{i}") for i, rates in enumerate([(1, 3), (2, 4)])]
+    result = calibrate(runs, "roofline", window_s=40.0, hold_out_every=0)
+    assert "api_server_s" not in result.values
+    assert "api_server_s" not in result.knobs.get("scheduler", {})
+    assert "api_server_s" not in result.document().get("scheduler", {})
+    assert knob_values({"host_scale": 0.5}, None, "roofline") == {"predictor": {"type": "roofline"},
+                                                                   "scheduler": {"host_scale": 0.5}}
+    assert knob_values({"host_scale": 2.0}, {"cpu_a": 1e-4}, "roofline") == {
+        "predictor": {"type": "roofline", "cpu_a": 2e-4}}
+
+
+def test_the_api_server_time_comes_only_from_runs_that_hold_it():
+    """Two HTTP runs simulated with a 4 ms API server beside a per-request log whose measured
+    TTFT and E2E are 0.5 s above its replay: the API server's time is the median TTFT residual
+    of the HTTP runs' stages alone, about 4 ms at the true settings; with the log's stages
+    counted it would be pulled towards 0.5 s (their residuals would be a third of the median's
+    samples or more)."""
+    truth = {"predictor": {"type": "roofline", "memory_efficiency": 0.6}, "scheduler": {"api_server_s": 0.004}}
+    http = [_synthetic_run(f"run{i}", rates, truth, i) for i, rates in enumerate([(1, 3), (2, 4)])]
+    log = _log_run(_synthetic_run("log", (1, 2), {"predictor": truth["predictor"]}, 7), "log", 0.5)
+    start = {"host_scale": 0.44, "memory_efficiency": 0.6}
+    search = _Search([*http, log], "roofline", start, None, None)
+    assert search.best["api_server_s"] == pytest.approx(0.004, abs=0.001)

@@ -105,3 +105,17 @@ def test_probe_figure_draws_confirming_probes_as_diamonds():
     assert list(met.marker.symbol) == ["circle"]
     assert list(missed.marker.symbol) == ["circle", "diamond"]
     assert missed.text[1] == "misses: tbt_p99_s<br>confirming probe, 4x longer"
+
+
+def test_probe_figure_notes_a_failure_that_the_reseeded_probe_overruled():
+    """A short probe at 9 fails on overload alone with a shortfall of 0.05 within its backlog's
+    fluctuation (scatter 0.01: 0.05 - 2 x sqrt(2) x 0.01 < 0.03, doubtful), and its seed +1
+    right after passes (pooled growth (0.06 - 0.02) / 2 = 0.02, not overloaded): the failure is
+    overruled and says so on hover. The failure at 16 is beyond doubt and says nothing more."""
+    doubtful = {"throughput_rps": 8.55, "offered_rps": 9.0, "backlog_spread": 0.01, "backlog_growth": 0.06}
+    kept_up = {"throughput_rps": 9.0, "offered_rps": 9.0, "backlog_spread": 0.01, "backlog_growth": -0.02}
+    record = {"max_qps": 9.0, "probes": [[16.0, False, {}, ["overloaded"], 0, 1],
+                                         [9.0, False, doubtful, ["overloaded"], 0, 1], [9.0, True, kept_up, [], 1, 1]]}
+    figure = json.loads(probe_figure(record, {"ttft_p90_s": 2.0}).to_json())
+    missed = figure["data"][2]
+    assert missed["text"] == ["misses: overloaded", "misses: overloaded<br>overruled by seed +1"]

@@ -127,6 +127,8 @@ def calibrate(runs: Sequence[MeasuredRun], predictor: str = "roofline", window_s
     start, host = _start(fit[0], predictor)
     search = _Search([truncated(run, window_s) for run in fit], predictor, start, host, progress)
     values = search.minimise(list(start))
+    if not any(adds_api_server(run) for run in fit):   # no run's times held the API server: nothing fitted it
+        values.pop("api_server_s", None)
     knobs = knob_values(values, host, predictor)
     result = Calibration(engines[0], devices[0], predictor, {k: round(v, 6) for k, v in values.items()},
                          knobs, [run.name for run in fit], [run.name for run in held],
@@ -152,18 +154,21 @@ def left_out_reason(run: MeasuredRun, predictor: str) -> str:
 
 def knob_values(values: dict[str, Any], host: dict[str, float] | None, predictor: str) -> dict[str, dict[str, Any]]:
     """The scenario knobs the fitted terms set, by section: `host_scale` multiplies the host
-    knobs `host`, or is the engine's own `host_scale` when `host` is None."""
+    knobs `host`, or is the engine's own `host_scale` when `host` is None. `api_server_s` only
+    when `values` has it (a fit on per-request logs alone leaves it out: none of their times
+    holds the API server, so the engine's default stands for the runs that do)."""
     section: dict[str, Any] = {"type": predictor}
     for name in ("compute_efficiency", "memory_efficiency"):
         if name in values:
             section[name] = round(float(values[name]), 4)
     scale = float(values.get("host_scale", 1.0))
-    scheduler: dict[str, Any] = {"api_server_s": round(float(values.get("api_server_s", 0.0)), 5)}
+    scheduler: dict[str, Any] = ({"api_server_s": round(float(values["api_server_s"]), 5)}
+                                 if "api_server_s" in values else {})
     if host is None:
         scheduler["host_scale"] = round(scale, 4)
     else:
         section.update({knob: round(base * scale, 7) for knob, base in host.items()})
-    return {"predictor": section, "scheduler": scheduler}
+    return {"predictor": section, **({"scheduler": scheduler} if scheduler else {})}
 
 
 def adds_api_server(run: MeasuredRun) -> bool:

@@ -15,7 +15,7 @@ from sim_core.config.choices import discriminator_of, with_choice
 from sim_core.errors import ConfigError
 from sim_core.sweep.spec import SweepSpec
 
-SEARCH_VERSION = 8   # bump when the search's decisions change: old journal entries stop matching
+SEARCH_VERSION = 9   # bump when the search's decisions change: old journal entries stop matching
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import numpy as np
 
 from sim_core.config import SimulationConfig, parse_config
 from sim_core.engine.budget import check_budget
+from sim_core.engine.cost_estimate import MIB, count_rows
 from sim_core.engine.simulation import CLI_LIMITS, run_simulation
 from sim_core.errors import SimulationError
 from sim_core.results.metrics import PERCENTILES, quantiles
@@ -40,6 +41,8 @@ SERVED_SHARE = 0.97
 # an overload within this many standard deviations of what the backlog's own fluctuation leaves
 # unserved on a server that keeps up is doubtful (`doubtful_overload`; search version 8)
 SHORTFALL_SIGMAS = 2.0
+# routers whose choices the seed draws (`reseed_replays`)
+DRAWING_ROUTERS = ("random", "power_of_two")
 
 
 @dataclass(frozen=True)
@@ -53,8 +56,10 @@ class Probe:
             e.g. no TBT gaps),
             measured over the steady-state window (see `steady_summary`).
         violated: what failed, worst first: REJECTED when requests were not served, OVERLOADED
-            when the window's backlog grew, SLO keys by value / limit (with slo.attainment:
-            "slo_attainment"), or "simulation error: ..." when the policy could not go on.
+            when the window's backlog grew (`_overloaded`), except where SLO limits failed too
+            and the shortfall lies within the backlog's fluctuation (`judge`), SLO keys by
+            value / limit (with slo.attainment: "slo_attainment"), or "simulation error: ..."
+            when the policy could not go on.
         repeat: 0 for the search's own seed; k for the k-th reseeded repeat.
         length: the probe's requests as a multiple of search.num_requests (the confirming
             probes: search.confirm_length).
@@ -205,6 +210,22 @@ def probe_workload(config: SimulationConfig, num_requests: int, longest: int = 0
                          config.seed if spec.seed is None else spec.seed)
 
 
+def reseed_replays(scenario: dict, settings: SearchSettings) -> bool:
+    """Whether a probe reseeded (`repeat` k > 0) replays the probe it repeats exactly: its
+    workload is a trace at least the search's longest probe long (every probe deals the same
+    prefix of it: `probe_workload`), routed without random draws (one scheduling replica, or a
+    router that draws none) and without drawn think times: the seed then feeds nothing."""
+    config = parse_config(scenario, source="capacity search")
+    spec = config.workload
+    if not spec.trace_file or (spec.sessions.closed_loop and spec.sessions.closed_loop_gap == "think_time"):
+        return False
+    scheduling = num_probe_requests(scenario, 1)
+    if scheduling > 1 and (config.cluster.global_scheduler in DRAWING_ROUTERS or config.disaggregation.enabled):
+        return False
+    longest = num_probe_requests(scenario, settings.longest_probe)
+    return count_rows(spec.trace_file, spec.max_trace_mb * MIB) >= longest
+
+
 def gap_window(config: SimulationConfig, workload: Workload, warmup: float) -> tuple[float, float] | None:
     """The steady-state window in which token gaps count towards TBT: from the arrival of the
     first request after the `warmup` share of them to the last arrival, as `steady_summary`
@@ -274,8 +295,9 @@ def _backlog_growth(inside: np.ndarray, backlog: np.ndarray, start: float, end: 
 def _backlog_spread(inside: np.ndarray, backlog: np.ndarray) -> float:
     """The backlog's standard deviation about its least-squares line in time over the window, as
     a share of the window's arrivals: how far one look at a backlog that only fluctuates (the
-    trend taken out, whatever it is) strays from another, in the units of `_overloaded`'s
-    shortfall. 0 with fewer than three arrivals."""
+    trend taken out, whatever it is) strays from the trend: one look's deviation, in the units of
+    `_overloaded`'s shortfall (two looks differ by sqrt(2) times it: `_within_fluctuation`). 0
+    with fewer than three arrivals."""
     if len(inside) < 3 or inside[-1] <= inside[0]:
         return 0.0
     slope, intercept = np.polyfit(inside - inside[0], backlog.astype(np.float64), 1)
@@ -327,9 +349,12 @@ def doubtful_overload(probe: Probe) -> bool:
     500-row trace on one replica holds 25-45 requests at 0.75-0.97 of its capacity, scattered by
     6-7.5 about the trend: in a 320-request window that alone fails the overload test one time
     in eight (at 0.75) to one in four (at 0.97), while an overloaded server's backlog climbs its
-    trend with little scatter (bench/README.md, "Capacity search accuracy"). The deviation
-    shrinks as 1 / the window's arrivals: a confirming probe, four times longer, is judged four
-    times more finely."""
+    trend, a random walk with drift whose scatter about it, as a share of the window's arrivals,
+    shrinks only as 1 / sqrt(the window's arrivals), as does its shortfall's own noise: a
+    100-400-request window of a Poisson server overloaded by 5-20% can look as if it kept up
+    (bench/README.md, "search version 9"). A stable backlog's deviation shrinks as 1 / the
+    window's arrivals; an overloaded one's as 1 / sqrt of them: a confirming probe, four times
+    longer, is judged at least twice as finely."""
     return probe.violated == (OVERLOADED,) and _within_fluctuation(probe.metrics)
 
 
@@ -340,6 +365,23 @@ def _within_fluctuation(metrics: dict) -> bool:
     if served is None or not offered or spread is None:
         return False
     return 1.0 - served / offered - SHORTFALL_SIGMAS * math.sqrt(2.0) * spread <= 1.0 - SERVED_SHARE
+
+
+def pooled_overloaded(first: dict, again: dict) -> bool:
+    """Whether two windows of one rate (`first` a doubtful overload, `again` its reseeded probe),
+    pooled as one window twice as long, fail `_overloaded`'s test: their mean backlog growth and
+    mean shortfall (1 - completions / arrivals) both above 1 - SERVED_SHARE. A server that keeps
+    up passes it about as often as each window alone; an overloaded one whose reseeded window
+    happened to keep up is still caught when its doubtful window's excess outweighs it (search
+    version 9; bench/README.md, "search version 9"). False when either lacks those metrics."""
+    growths, shortfalls = [], []
+    for metrics in (first, again):
+        growth, served, offered = (metrics.get(key) for key in ("backlog_growth", "throughput_rps", "offered_rps"))
+        if growth is None or served is None or not offered:
+            return False
+        growths.append(growth)
+        shortfalls.append(1.0 - served / offered)
+    return min(sum(growths), sum(shortfalls)) / 2.0 > 1.0 - SERVED_SHARE
 
 
 def severity(probe: Probe, slo: dict) -> float | None:

@@ -39,9 +39,12 @@ Throughout steps 1-3, a short probe whose failure a short window's noise may hav
 version 8: on overload alone within the backlog's own fluctuation, `probe.doubtful_overload`, or
 on the SLO limits alone by a severity of at most DOUBTFUL_SEVERITY) is reseeded at once (seed +1,
 the repeat that step 4 would make there): the rate passes when the reseeded probe passes and,
-both having severities, their product is at most 1 (the two windows pooled, in log ratio);
-the doubtful probe's verdict is then overruled and counts in neither `qps_range` nor
-`non_monotonic`.
+both having severities, their product is at most 1 (the two windows pooled, in log ratio), or,
+the failure an overload, the two windows pooled as one are not overloaded
+(`probe.pooled_overloaded`, search version 9); the doubtful probe's verdict is then overruled:
+the answer ignores it, while `qps_range` and `non_monotonic` count it (a rate where the seeds
+disagree bounds the range). A reseed that would replay the probe exactly (a trace at least the
+longest probe long: `probe.reseed_replays`) is not made.
 
 Invariant after step 2: `low` passed and `high` failed, low < high. The answer is `low`, or the
 range's low end when a repeat failed at `low` (and some rate passed with every seed); the
@@ -58,7 +61,7 @@ from dataclasses import dataclass
 
 from sim_core.errors import ConfigError
 from sim_core.export.text import shorten
-from sim_core.sweep.probe import Probe, doubtful_overload, run_probe, severity
+from sim_core.sweep.probe import Probe, doubtful_overload, pooled_overloaded, reseed_replays, run_probe, severity
 from sim_core.sweep.spec import SearchSettings
 
 NO_LIMIT = "none (meets the SLOs at qps_max)"
@@ -76,14 +79,16 @@ class Capacity:
     """The search's answer for one configuration.
 
     Attributes:
-        max_qps: highest rate that met every SLO, with every seed tried when one did (0 when even
-            qps_min failed or it cannot run).
+        max_qps: highest rate that met every SLO, with every seed whose verdict stands (a
+            doubtful failure a reseeded probe overruled does not; 0 when even qps_min failed or
+            it cannot run).
         binding_slo: the SLO that failed just above max_qps, NO_LIMIT, or "infeasible: ..." when
             the configuration cannot run at any rate.
         probes: every probe, in the order made.
         at_capacity: the metrics of the probe at max_qps (None when max_qps is 0).
-        qps_range: (low, high) the capacity lies in, given every seed tried: see step 4 (high
-            None above qps_max).
+        qps_range: (low, high) the capacity lies in, from every probe, overruled ones included:
+            see step 4 (high None above qps_max); max_qps lies above low where the seeds
+            disagreed at it.
         non_monotonic: "pass at X above a fail at Y" for the first MAX_REPORTED such pairs.
     """
 
@@ -117,68 +122,108 @@ RunProbe = Callable[..., Probe]   # run_probe's signature: (scenario, qps, slo, 
 def capacity_search(scenario: dict, slo: dict, settings: SearchSettings, run: RunProbe | None = None) -> Capacity:
     """Search the capacity of one scenario by simulating it (see the module docstring); `run`
     makes each probe (default `probe.run_probe`; `sweep/reuse.py` passes one that replays probes
-    proved identical)."""
+    proved identical). A doubtful failure is not reseeded when seed +1 would replay it exactly
+    (`probe.reseed_replays`: a long enough trace)."""
     run = run or run_probe
     length = settings.confirm_length
     return bracket_search(lambda qps: run(scenario, qps, slo, settings), settings,
                           lambda qps, k: run(scenario, qps, slo, settings, k),
                           (lambda qps: run(scenario, qps, slo, settings, length=length)) if length > 1 else None,
-                          lambda probe: severity(probe, slo))
+                          lambda probe: severity(probe, slo), reseed=not _replays(scenario, settings))
+
+
+def _replays(scenario: dict, settings: SearchSettings) -> bool:
+    try:
+        return reseed_replays(scenario, settings)
+    except (ConfigError, ValueError):   # the search's first probe reports what is wrong with it
+        return False
+
+
+class _Probes:
+    """The search's probes in the order made, and which of them a reseeded probe overruled (by
+    index: a memo may hand the same Probe object back for a repeated rate)."""
+
+    def __init__(self, evaluate: Evaluate, repeat: Repeat | None, measure: Severity | None, reseed: bool) -> None:
+        self.made: list[Probe] = []
+        self.overruled: set[int] = set()
+        self.evaluate, self.repeat, self.measure, self.reseed = evaluate, repeat, measure, reseed
+
+    def keep(self, probe: Probe) -> Probe:
+        self.made.append(probe)
+        return probe
+
+    def probe(self, qps: float) -> Probe:
+        """The verdict at `qps`: the short probe's, or, when its failure is doubtful, the
+        reseeded probe's where that one overrules it (`_agrees`)."""
+        first = self.keep(self.evaluate(qps))
+        if self.repeat is None or not self.reseed or not _doubtful(first, self.measure):
+            return first
+        again = self.keep(self.repeat(qps, 1))
+        if not _agrees(first, again, self.measure):
+            return first
+        self.overruled.add(len(self.made) - 2)
+        return again
+
+    def settled(self) -> list[Probe]:
+        """The probes whose verdicts stand."""
+        return [p for i, p in enumerate(self.made) if i not in self.overruled]
+
+    def reseeded(self, rate: float, repeats: int) -> list[Probe]:
+        """The short probes at `rate` with the first `repeats` other seeds not tried there yet."""
+        if self.repeat is None:
+            return []
+        made = {p.repeat for p in self.made if p.qps == rate and p.length == 1}
+        return [self.keep(self.repeat(rate, k)) for k in range(1, repeats + 1) if k not in made]
 
 
 def bracket_search(evaluate: Evaluate, settings: SearchSettings, repeat: Repeat | None = None,
-                   confirm: Evaluate | None = None, measure: Severity | None = None) -> Capacity:
+                   confirm: Evaluate | None = None, measure: Severity | None = None,
+                   reseed: bool = True) -> Capacity:
     """The search over any rate -> Probe function (tests pass one with a known capacity);
     `repeat` reruns a rate with another seed (None: no repeats), `confirm` probes a rate at
     length (None: no confirmation), `measure` says how far a probe is from the SLO limits (None:
-    plain geometric bisection)."""
-    probes: list[Probe] = []
-    overruled: list[Probe] = []   # doubtful verdicts a reseeded probe decided
+    plain geometric bisection), `reseed` whether a doubtful failure is reseeded at once.
 
-    def probe(qps: float) -> Probe:
-        probes.append(evaluate(qps))
-        if repeat is None or not _doubtful(probes[-1], measure):
-            return probes[-1]
-        first, again = probes[-1], repeat(qps, 1)
-        probes.append(again)
-        if not _agrees(first, again, measure):
-            return first
-        overruled.append(first)
-        return again
-
-    def settled() -> list[Probe]:   # the probes whose verdicts stand
-        return [p for p in probes if not any(p is o for o in overruled)]
-
-    def reseeded(rate: float) -> list[Probe]:    # the repeats at `rate` not made yet
-        made = {p.repeat for p in probes if p.qps == rate and p.length == 1}
-        return [repeat(rate, k) for k in range(1, settings.repeats + 1) if k not in made] if repeat else []
+    The answer (and its metrics) comes from the settled verdicts; `qps_range` and
+    `non_monotonic` from every probe: an overruled failure still bounds the range."""
+    made = _Probes(evaluate, repeat, measure, reseed)
+    probes, probe = made.made, made.probe
     try:
         top = probe(settings.qps_max)
         if top.passed:
             return Capacity(top.qps, NO_LIMIT, tuple(probes), top.metrics, (top.qps, None))
         low, high = _bracket(probe, top, settings, measure)
         if low is None:
-            return Capacity(0.0, high.violated[0], tuple(probes), None, (0.0, high.qps), _non_monotonic(settled()))
-        long = (lambda qps: _kept(probes, confirm(qps))) if confirm is not None else None
+            return Capacity(0.0, high.violated[0], tuple(probes), None, (0.0, high.qps), _non_monotonic(probes))
+        long = (lambda qps: made.keep(confirm(qps))) if confirm is not None else None
         low, high = _narrow(probe, low, high, settings, measure, long)
-        if repeat is not None and long is None:
-            probes += [probe for rate in (low.qps, high.qps) for probe in reseeded(rate)]
+        if long is None:
+            for rate in (low.qps, high.qps):
+                made.reseeded(rate, settings.repeats)
         if long is not None:
             confirmed, failed = _confirm(long, low, settings, measure)
             if confirmed is None:
-                return Capacity(0.0, failed.violated[0], tuple(probes), None, _range(settled()),
-                                _non_monotonic(settled()))
-            if failed is low and repeat is not None:   # the short range above the answer stands: reseed its end
-                probes += reseeded(high.qps)
+                return Capacity(0.0, failed.violated[0], tuple(probes), None, _range(probes), _non_monotonic(probes))
+            if failed is low:   # the short range above the answer stands: reseed its end
+                made.reseeded(high.qps, settings.repeats)
             low, high = confirmed, (high if failed is low else failed)
-            return Capacity(low.qps, high.violated[0], tuple(probes), low.metrics, _confirmed_range(settled()),
-                            _non_monotonic(settled()))
+            return Capacity(low.qps, high.violated[0], tuple(probes), low.metrics, _confirmed_range(probes),
+                            _non_monotonic(probes))
     except ConfigError as error:          # the configuration cannot run (e.g. the model does not fit)
         return Capacity(0.0, f"infeasible: {shorten(error, 500)}", tuple(probes), None)
-    qps_range = _range(settled())
-    if 0.0 < qps_range[0] < low.qps:     # a repeat failed at low: answer what every seed passed
-        low = next(p for p in probes if p.qps == qps_range[0])
-    return Capacity(low.qps, high.violated[0], tuple(probes), low.metrics, qps_range, _non_monotonic(settled()))
+    answer = _range(made.settled())[0]
+    if 0.0 < answer < low.qps:     # a repeat failed at low: answer what every seed passed
+        low = next(p for p in made.settled() if p.qps == answer and p.passed)
+    return Capacity(low.qps, high.violated[0], tuple(probes), low.metrics, _range(probes), _non_monotonic(probes))
+
+
+def overruled(probes: list[Probe], measure: Severity | None = None) -> set[int]:
+    """The indices of the probes whose verdicts the reseeded probe made next overruled (a
+    doubtful failure followed by its seed +1 at that rate that `_agrees`), derived from a
+    search's probes as `bracket_search` decided them (`measure`: the search's severity)."""
+    return {i for i, (first, again) in enumerate(zip(probes, probes[1:]))
+            if _doubtful(first, measure) and again.qps == first.qps and again.repeat == 1
+            and again.length == 1 and _agrees(first, again, measure)}
 
 
 def _doubtful(probe: Probe, measure: Severity | None) -> bool:
@@ -192,18 +237,17 @@ def _doubtful(probe: Probe, measure: Severity | None) -> bool:
 
 
 def _agrees(first: Probe, again: Probe, measure: Severity | None) -> bool:
-    """Whether the reseeded probe `again` overrules the doubtful `first`: it passed, and, when
-    both measured how far they are from the SLO limits, their geometric mean is within them
-    (the two windows' evidence pooled: a pass by a hair does not outvote a fail by a margin)."""
+    """Whether the reseeded probe `again` overrules the doubtful `first`: it passed, and the two
+    windows' evidence pooled does not fail (a pass by a hair does not outvote a fail by a
+    margin): when both measured how far they are from the SLO limits, their geometric mean is
+    within them; when `first` failed on overload, the two windows pooled as one are not
+    overloaded (`probe.pooled_overloaded`)."""
     if not again.passed:
+        return False
+    if doubtful_overload(first) and pooled_overloaded(first.metrics, again.metrics):
         return False
     at, other = (measure(first), measure(again)) if measure is not None else (None, None)
     return at is None or other is None or at * other <= 1.0
-
-
-def _kept(probes: list[Probe], probe: Probe) -> Probe:
-    probes.append(probe)
-    return probe
 
 
 def _confirm(probe: Callable[[float], Probe], low: Probe, settings: SearchSettings,

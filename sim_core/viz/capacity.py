@@ -9,6 +9,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from sim_core.sweep.pareto import config_label, pareto_mask
+from sim_core.sweep.probe import Probe, severity
+from sim_core.sweep.search import overruled
 from sim_core.viz.overview import PALETTE
 
 # (title, x column, x better, y column, y better, x title, y title)
@@ -46,16 +48,19 @@ def pareto_figure(table: pd.DataFrame, vary_keys: list[str], view: str = "capaci
 
 def probe_figure(record: dict, slo: dict) -> go.Figure:
     """The rates one search tried, in order (a dotted path; green dots met every SLO, red ones
-    missed one; diamonds are the longer confirming probes), with its answer as a dashed line;
-    each has a legend entry. The log rate axis
+    missed one; diamonds are the longer confirming probes; a doubtful failure that the reseeded
+    probe after it overruled says so on hover), with its answer as a dashed line; each has a
+    legend entry. The log rate axis
     spans the probes (and the answer) with a margin of half a step either side."""
     probes = record["probes"]
     rates = np.array([p[0] for p in probes], dtype=np.float64)
     order = np.arange(1, len(probes) + 1)
     lengths = np.array([p[5] if len(p) > 5 else 1 for p in probes], dtype=np.int64)   # older records: 1
+    overrules = overruled([_probe(p) for p in probes], lambda probe: severity(probe, slo))
     why = np.array([("meets " + ", ".join(slo) if p[1] else "misses: " + ", ".join(p[3]))
-                    + (f"<br>confirming probe, {n}x longer" if n > 1 else "") for p, n in zip(probes, lengths)],
-                   dtype=object)
+                    + (f"<br>confirming probe, {n}x longer" if n > 1 else "")
+                    + ("<br>overruled by seed +1" if i in overrules else "")
+                    for i, (p, n) in enumerate(zip(probes, lengths))], dtype=object)
     symbols = np.where(lengths > 1, "diamond", "circle")
     passed = np.array([bool(p[1]) for p in probes], dtype=bool)
     hover = "probe %{y}: %{x:.4g} req/s<br>%{text}<extra></extra>"
@@ -78,3 +83,9 @@ def probe_figure(record: dict, slo: dict) -> go.Figure:
                          legend={"orientation": "h", "y": -0.25, "yanchor": "top", "x": 0},
                          margin={"l": 10, "r": 10, "t": 10, "b": 10})
     return figure
+
+
+def _probe(stored: list) -> Probe:
+    """A probe from its record (`Probe.to_json`; older records lack the repeat and length)."""
+    return Probe(stored[0], bool(stored[1]), stored[2], tuple(stored[3]),
+                 stored[4] if len(stored) > 4 else 0, stored[5] if len(stored) > 5 else 1)
