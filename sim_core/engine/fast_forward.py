@@ -63,6 +63,7 @@ from sim_core.memory.radix_pool import RadixKvPool
 from sim_core.predictor.shape import BatchShape
 
 if TYPE_CHECKING:
+    from sim_core.engine.kernel import Entry
     from sim_core.engine.pipeline_run import PipelineRuns
     from sim_core.engine.routing import Queued
     from sim_core.engine.simulator import Simulator
@@ -118,7 +119,7 @@ class DecodeRun:
     # async steps (`promise.in_flight`): `first` was already running when the run started, and
     queued: Batch | None = None       # the batch of iteration 1, formed then, which the run holds
     absorbed: bool = False            # whether `first`'s own stage end has come (and was left to the run)
-    event: list | None = None         # the kernel's pending end or extension event (cancelled at a cut)
+    event: Entry | None = None        # the kernel's pending end or extension event (cancelled at a cut)
     # on a replica that overlaps (None else; async steps always do):
     gpu: np.ndarray | None = None     # GPU seconds of each planned iteration (overlap pricing)
     hidden: np.ndarray | None = None  # host seconds each planned iteration hid behind the one before

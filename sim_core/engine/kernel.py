@@ -31,7 +31,7 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import TypeVarTuple, Unpack
+from typing import Any, TypeVarTuple, Unpack
 
 from sim_core.errors import SimulationError
 
@@ -42,7 +42,7 @@ Ts = TypeVarTuple("Ts")
 Handler = Callable[..., None]
 # a future event on the heap: [time, seq, handler, args]; `cancel` sets the handler to None (a list,
 # not a tuple, for that: the heap compares (time, seq), unique, and never reaches the handler)
-Entry = list
+Entry = list[Any]
 
 
 def _key(entry: tuple[tuple, Handler, tuple]) -> tuple:

@@ -135,7 +135,7 @@ class HashedBlockPool:
             self._ref.append(1)
             self._key.append(None)
             self._stale.append(0)
-        else:   # evict the front of the cached free blocks (`_pop_cached`, `_drop_key` inline)
+        else:   # evict the front of the cached free blocks (stale entries skipped; `_drop_key` inline)
             cached, stale = self._cached, self._stale
             block = cached.popleft()
             while stale[block]:
@@ -194,7 +194,7 @@ class HashedBlockPool:
                 ref[block] = 1
             taken.extend(evicted)
             count = 0
-        for _ in range(count):   # the front of the cached free blocks (`_pop_cached` inline)
+        for _ in range(count):   # the front of the cached free blocks (stale entries skipped)
             block = cached.popleft()
             while stale[block]:
                 stale[block] -= 1
@@ -228,17 +228,6 @@ class HashedBlockPool:
         self._key.extend([None] * (end - start))
         self._stale.extend([0] * (end - start))
         return end - start
-
-    def _pop_cached(self) -> int:
-        """The front of the cached free blocks, taken out (stale entries before it dropped)."""
-        cached, stale = self._cached, self._stale
-        block = cached.popleft()
-        while stale[block]:
-            stale[block] -= 1
-            self._num_stale -= 1
-            block = cached.popleft()
-        self._num_cached -= 1
-        return block
 
     def allocate_one(self, request: Request) -> int:
         """One new block for a request that already holds blocks."""

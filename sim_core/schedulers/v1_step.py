@@ -13,12 +13,13 @@ class V1Step(Step):
     of requests whose prompt is not complete (`Batch.num_prefill_tokens`). `ids` stays empty:
     membership is `tokens`."""
 
-    __slots__ = ("prefill", "tokens")
+    __slots__ = ("prefill", "prompts", "tokens")
 
     def __init__(self, budget: int) -> None:
         super().__init__(budget)
         self.tokens: dict[int, int] = {}
         self.prefill = 0
+        self.prompts: set[int] = set()   # ids counted in `prefill`, as they were when added
 
     def __contains__(self, request: Request) -> bool:
         return request.id in self.tokens
@@ -31,10 +32,13 @@ class V1Step(Step):
         self.tokens[request.id] = num_tokens
         if not request.is_prefill_complete:
             self.prefill += num_tokens
+            self.prompts.add(request.id)
 
     def remove(self, request: Request) -> None:
-        """Take a request back out (before its preemption resets its prompt)."""
+        """Take a request back out; its tokens leave `prefill` if they were counted there when it
+        was added, whatever its prompt's state now."""
         super().remove(request)
         num_tokens = self.tokens.pop(request.id)
-        if not request.is_prefill_complete:
+        if request.id in self.prompts:
+            self.prompts.remove(request.id)
             self.prefill -= num_tokens
