@@ -35,23 +35,6 @@ def test_a_step_keeps_each_requests_tokens_and_the_prompt_tokens_among_them():
     assert chunk not in step
 
 
-def test_a_removed_request_takes_back_what_it_added_whatever_its_prompt_state_now():
-    """Budget 50: a prompt's last 8 tokens (counted as prompt tokens) and a decode of 1: 41 left,
-    8 prompt tokens. The prompt then completes and the decode is reset to a prompt (a restart)
-    before both are taken out: the step takes back exactly what each added, 8 prompt tokens and
-    then none, so it ends at 50 left and 0 prompt tokens."""
-    last, decode = request(1, 16, processed=8), request(2, 8, processed=9)
-    step = V1Step(50)
-    step.add(last, 8)
-    step.add(decode, 1)
-    assert (step.budget, step.prefill) == (41, 8)
-    last.is_prefill_complete, decode.is_prefill_complete = True, False
-    step.remove(last)
-    assert (step.budget, step.prefill) == (49, 0)
-    step.remove(decode)
-    assert (step.budget, step.prefill, step.tokens) == (50, 0, {})
-
-
 def test_a_launched_step_keeps_the_record_it_was_given():
     """InFlight.launch with the step's own record keeps that dict (no second pass): request 7's
     2 tokens count, and a preemption pops it from that record."""

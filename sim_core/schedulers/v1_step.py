@@ -13,13 +13,12 @@ class V1Step(Step):
     of requests whose prompt is not complete (`Batch.num_prefill_tokens`). `ids` stays empty:
     membership is `tokens`."""
 
-    __slots__ = ("prefill", "prompts", "tokens")
+    __slots__ = ("prefill", "tokens")
 
     def __init__(self, budget: int) -> None:
         super().__init__(budget)
         self.tokens: dict[int, int] = {}
         self.prefill = 0
-        self.prompts: set[int] = set()   # ids counted in `prefill`, as they were when added
 
     def __contains__(self, request: Request) -> bool:
         return request.id in self.tokens
@@ -32,13 +31,12 @@ class V1Step(Step):
         self.tokens[request.id] = num_tokens
         if not request.is_prefill_complete:
             self.prefill += num_tokens
-            self.prompts.add(request.id)
 
     def remove(self, request: Request) -> None:
-        """Take a request back out; its tokens leave `prefill` if they were counted there when it
-        was added, whatever its prompt's state now."""
+        """Take a request back out. Call it before anything changes the request's prompt state
+        (a preemption resets its prompt only after: `_make_room`): its tokens leave `prefill` by
+        the state it has now, which must be the state `add` (or `_run`'s inline add) saw."""
         super().remove(request)
         num_tokens = self.tokens.pop(request.id)
-        if request.id in self.prompts:
-            self.prompts.remove(request.id)
+        if not request.is_prefill_complete:
             self.prefill -= num_tokens
