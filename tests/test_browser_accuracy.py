@@ -39,8 +39,14 @@ def test_an_uploaded_request_log_replays_and_shows_measured_against_simulated(se
         expect(page.get_by_text("Upload a measured run, then press Replay.")).to_be_visible(timeout=60_000)
         uploader = page.get_by_test_id("stFileUploader").filter(has_text="Measured run")
         uploader.locator("input[type=file]").set_input_files(paths)
+        # the uploads reach the server before the rerun that enables Replay: wait for both, not
+        # only for the page to go idle (it can be idle before the upload's rerun begins)
+        for path in paths:
+            expect(uploader.get_by_text(Path(path).name)).to_be_visible(timeout=60_000)
         settle(page)
-        page.get_by_role("button", name="Replay").click()
+        replay = page.get_by_role("button", name="Replay")
+        expect(replay).to_be_enabled(timeout=60_000)
+        replay.click()
         settle(page)
         expect(page.get_by_text("Median absolute error (whole run)")).to_be_visible(timeout=60_000)
         expect(page.get_by_text("Measured against simulated")).to_be_visible()
