@@ -135,7 +135,7 @@ class HashedBlockPool:
             self._ref.append(1)
             self._key.append(None)
             self._stale.append(0)
-        else:   # evict the front of the cached free blocks (stale entries skipped; `_drop_key` inline)
+        else:   # `_evict_front` inline
             cached, stale = self._cached, self._stale
             block = cached.popleft()
             while stale[block]:
@@ -180,7 +180,7 @@ class HashedBlockPool:
             taken.append(block)
         fresh = self._take_fresh(num - reused, taken) if self.next_fresh < self.num_blocks else 0
         evicted = []
-        key_of, drop, by_key, cached = self._key, self._drop_key, self._by_key, self._cached
+        key_of, by_key, cached = self._key, self._by_key, self._cached
         count = num - reused - fresh
         if count > 1 and not self._num_stale and not self._more:
             # every entry live, every key held once: the front `count` blocks, each keyed (a
@@ -194,20 +194,10 @@ class HashedBlockPool:
                 ref[block] = 1
             taken.extend(evicted)
             count = 0
-        for _ in range(count):   # the front of the cached free blocks (stale entries skipped)
-            block = cached.popleft()
-            while stale[block]:
-                stale[block] -= 1
-                self._num_stale -= 1
-                block = cached.popleft()
-            self._num_cached -= 1
-            key = key_of[block]
-            if key is not None:
-                if self._more:
-                    drop(block)
-                else:   # the key's only holder (`_drop_key` inline)
-                    key_of[block] = None
-                    del by_key[key]
+        for _ in range(count):
+            block = self._evict_front()
+            if block < 0:   # it had a key
+                block = ~block
                 evicted.append(block)
             ref[block] = 1
             taken.append(block)
@@ -228,6 +218,26 @@ class HashedBlockPool:
         self._key.extend([None] * (end - start))
         self._stale.extend([0] * (end - start))
         return end - start
+
+    def _evict_front(self) -> int:
+        """Take the front of the cached free blocks (stale entries skipped) and drop its key:
+        the block, or ~block when it had a key (`allocate`'s decode path does the same inline)."""
+        cached, stale = self._cached, self._stale
+        block = cached.popleft()
+        while stale[block]:
+            stale[block] -= 1
+            self._num_stale -= 1
+            block = cached.popleft()
+        self._num_cached -= 1
+        key = self._key[block]
+        if key is None:
+            return block
+        if self._more:
+            self._drop_key(block)
+        else:   # the key's only holder (`_drop_key` inline)
+            self._key[block] = None
+            del self._by_key[key]
+        return ~block
 
     def allocate_one(self, request: Request) -> int:
         """One new block for a request that already holds blocks."""
