@@ -1,7 +1,7 @@
 """Capacity-search speed: configurations per minute on the local process pool and on Ray.
 
     python bench/sweep_speed.py [--configs 1000] [--ray-configs 200] [--address HOST:PORT] [--workers N] [--every K]
-                                [--groups K] [--no-reuse] [--save FILE]
+                                [--groups K] [--no-reuse] [--save FILE] [--budget FILE]
                                 [--breakdown [--groups K] [--where KEY=VALUE ...]]
                                 [--probe QPS [--length L] --where ...]
 
@@ -25,9 +25,11 @@ a time in this process and prints each probe's CPU seconds, then the totals by k
 `num_requests`); `--where cluster.pipeline_parallel_size=2` (repeatable) keeps only the grid's
 points with those values before taking every K-th. `--breakdown --groups K` searches every K-th
 cap group as a worker does (largest cap first, probes replayed across caps) and prints each
-group's CPU seconds, then the simulated probes' CPU by policy and PP, by replica count and by
-kind of probe, the share spent in the engine's event loop (`Simulator.run`) and the probes
-replayed. `--probe QPS` times one probe (`--length`
+group's CPU seconds and answers, then the simulated probes' CPU by policy and PP, by replica
+count and by kind of probe, the share spent in the engine's event loop (`Simulator.run`), the
+probes replayed and the replica-probes simulated. `--budget FILE` reads a `--save` file (made
+with the same `--configs`, `--every` or `--groups`) and prints its replica-probes by kind of probe
+and what a perfect first bracket would leave of them (no simulation). `--probe QPS` times one probe (`--length`
 x 400 requests per replica, default 1) of the first point `--where` keeps, `--repeats` times,
 and prints each one's process CPU seconds and their median.
 """
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import shutil
@@ -96,12 +99,7 @@ def timed(name: str, backend, limit: int, every: int = 1, groups: int = 0, reuse
 def _sample(spec, base, backend, limit: int, every: int, groups: int = 0, reuse: bool = True) -> list[dict]:
     """The records of every `every`-th point of the grid, or of the points of every `groups`-th
     cap group (at most `limit` points), in grid order; `reuse`: one task per cap group."""
-    points = build_grid(spec, base).points
-    if groups:
-        keys = list(dict.fromkeys(_cap_group(point) for point in points))[::groups]
-        points = [point for point in points if _cap_group(point) in set(keys)][:limit]
-    else:
-        points = points[::every][:limit]
+    points = _sampled(build_grid(spec, base).points, limit, every, groups)
     if reuse:
         from sim_core.sweep.runner import TASKS_PER_WORKER
         from sim_core.sweep.task import plan_tasks, task_answers
@@ -114,6 +112,86 @@ def _sample(spec, base, backend, limit: int, every: int, groups: int = 0, reuse:
         for index, answer in answers:
             records[index] = point_record(points[index], answer)
     return [record for record in records if record is not None]
+
+
+def _sampled(points: list, limit: int, every: int, groups: int) -> list:
+    """Every `every`-th of `points`, or those of every `groups`-th cap group, at most `limit`."""
+    if groups:
+        keys = list(dict.fromkeys(_cap_group(point) for point in points))[::groups]
+        return [point for point in points if _cap_group(point) in set(keys)][:limit]
+    return points[::every][:limit]
+
+
+def probe_budget(path: str, limit: int, every: int, groups: int) -> None:
+    """Where the replica-probes of a `--save` file (written with the same `--configs`, `--every`
+    or `--groups`) go: by kind of probe, in units of one replica's `num_requests` (a long probe
+    counts its length; replayed probes count as made), and what a perfect first bracket would
+    leave: two short probes a configuration, the long probes as they were (the most any choice of
+    where the search starts can save)."""
+    spec, base = parse_sweep_spec(SPEC, source="bench spec")
+    points = _sampled(build_grid(spec, base).points, limit, every, groups)
+    saved = json.loads(Path(path).read_text())
+    units: Counter = Counter()
+    oracle = 0
+    for point, (_, _, probes, *_) in zip(points, saved):
+        replicas = num_probe_requests(point.scenario, 1)
+        for qps, passed, _, _, repeat, length in probes:
+            kind = (f"{'long' if length > 1 else 'reseeded' if repeat else 'short'} {'pass' if passed else 'fail'}"
+                    if qps != spec.search.qps_max or length > 1 or repeat else "qps_max")
+            units[kind] += replicas * length
+        oracle += 2 * replicas + sum(replicas * length for *_, length in probes if length > 1)
+    total = sum(units.values())
+    print(f"{len(saved)} configurations, {total} replica-probes ({total / len(saved):.1f} each)")
+    for kind, count in sorted(units.items(), key=lambda item: -item[1]):
+        print(f"  {kind:14s} {count:6d} ({count / total:4.0%})")
+    print(f"  a perfect first bracket (two short probes, the same long ones): {oracle} ({oracle / total - 1:+.0%})")
+    cold, near = threshold_brackets(points, saved, spec.search)
+    print(f"  short brackets on a threshold model (a probe passes up to 1.025 x the saved answer): from qps_max and "
+          f"the served rate {cold} replica-probes; outwards from the served rate by 1.05, 1.1, 1.21, ... {near} "
+          f"({near / max(cold, 1) - 1:+.0%})")
+
+
+def threshold_brackets(points: list, saved: list, settings) -> tuple[int, int]:
+    """Replica-probes of the short bracket alone (no confirmation, no repeats, no noise) over the
+    distinct saved answers when every probe passes up to 1.025 x the answer: the search's own
+    start (`qps_max`, then the rate served there) against one that probes the served rate and
+    steps outwards from it by 1 + tolerance, then 1 + 2 x tolerance squared after each probe (as
+    a prior would be used), both bisecting the bracket to the tolerance."""
+    bare = settings.model_copy(update={"confirm_length": 0, "repeats": 0})
+    seen, cold, near = set(), 0, 0
+    for point, (_, answer, probes, *_) in zip(points, saved):
+        key = (json.dumps(point.values.get("cluster.num_replicas")), _cap_group(point), round(answer or 0.0, 4))
+        if not answer or key in seen or probes[0][0] != settings.qps_max:
+            continue
+        seen.add(key)
+        capacity, served = 1.025 * answer, probes[0][2]["served_rps"]
+        replicas = num_probe_requests(point.scenario, 1)
+        rule = lambda qps, c=capacity, s=served: search.Probe(qps, qps <= c, {"served_rps": s},  # noqa: E731
+                                                             () if qps <= c else ("overloaded",))
+        cold += replicas * len(search.bracket_search(rule, bare).probes)
+        near += replicas * (1 + _outwards(capacity, served, settings.tolerance, settings.qps_min))
+    return cold, near
+
+
+def _outwards(capacity: float, start: float, tolerance: float, lowest: float) -> int:
+    """Probes to bracket `capacity` within `tolerance` from `start` (see threshold_brackets)."""
+    count, passed, step = 1, start <= capacity, 1.0 + tolerance
+    low, high = (start, math.inf) if passed else (0.0, start)
+    while low == 0.0 or high == math.inf:
+        qps = low * step if passed else max(high / step, lowest)
+        count += 1
+        if qps <= capacity:
+            low = qps
+        else:
+            high = qps
+        if qps <= lowest and qps > capacity:
+            return count
+        step = 1.0 + 2.0 * tolerance if step == 1.0 + tolerance else step * step
+    while high / low > (1.0 + tolerance) * (1.0 + 1e-12):
+        middle = math.sqrt(low * high)
+        count += 1
+        low, high = (middle, high) if middle <= capacity else (low, middle)
+    return count
 
 
 def _cap_group(point) -> tuple:
@@ -171,7 +249,7 @@ def group_breakdown(every: int, where: list[str]) -> None:
               if all(str(point.values.get(key)) == value for key, value in wanted.items())]
     keys = list(dict.fromkeys(_cap_group(point) for point in points))[::every]
     rows: list[tuple[dict, str, float]] = []   # (group values, kind, CPU-s) per simulated probe
-    engine = [0.0]
+    engine, units = [0.0], [0]   # the event loop's CPU-s; replica-probes simulated (units of num_requests)
     real_probe, real_run = reuse.measured_probe, Simulator.run
     group: dict = {}
 
@@ -180,6 +258,7 @@ def group_breakdown(every: int, where: list[str]) -> None:
         found = real_probe(scenario, qps, slo, settings, repeat, length, inputs)
         kind = f"{'long' if length > 1 else 'reseeded' if repeat else 'short'} {'pass' if found[0].passed else 'fail'}"
         rows.append((group, kind, time.process_time() - started))
+        units[0] += num_probe_requests(scenario, length)
         return found
 
     def timed_run(self, *args, **kwargs):
@@ -201,12 +280,15 @@ def group_breakdown(every: int, where: list[str]) -> None:
             total, num_points = total + spent, num_points + len(members)
             num_probes += sum(len(answer["probes"]) for answer in answers)
             print(f"  {spent:7.2f} CPU-s  {len(members)} caps  " + ", ".join(f"{k}={v}" for k, v in key), flush=True)
+            print("    answers (probes): " + ", ".join(f"{answer['max_qps']:.4g} ({len(answer['probes'])})"
+                                                   for answer in answers), flush=True)
     finally:
         reuse.measured_probe, Simulator.run = real_probe, real_run   # type: ignore[method-assign]
     probed = sum(cpu for _, _, cpu in rows)
     print(f"{len(keys)} groups, {num_points} configurations: {total:.1f} CPU-s ({total / max(num_points, 1):.3f} per "
-          f"configuration); {num_probes} probes, {len(rows)} simulated ({probed:.1f} CPU-s), "
-          f"{num_probes - len(rows)} replayed; the engine's event loop {engine[0]:.1f} CPU-s ({engine[0] / total:.0%})")
+          f"configuration); {num_probes} probes, {len(rows)} simulated ({probed:.1f} CPU-s, {units[0]} "
+          f"replica-probes), {num_probes - len(rows)} replayed; the engine's event loop {engine[0]:.1f} CPU-s "
+          f"({engine[0] / total:.0%})")
     for title, by in (("policy, PP", lambda g: f"{g['scheduler.type']}, PP {g['cluster.pipeline_parallel_size']}"),
                       ("replicas", lambda g: f"{g['cluster.num_replicas']} replica(s)"), ("kind", None)):
         shares: dict[str, float] = {}
@@ -262,6 +344,8 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=1, help="time every K-th configuration (local pool only)")
     parser.add_argument("--groups", type=int, default=0, help="time every K-th cap group's configurations")
     parser.add_argument("--no-reuse", action="store_true", help="one task per configuration (no probe reuse)")
+    parser.add_argument("--budget", metavar="FILE",
+                        help="print where a --save file's replica-probes go (same --configs/--every/--groups)")
     parser.add_argument("--save", help="write the local records' keys, answers and probes to this JSON file")
     parser.add_argument("--breakdown", action="store_true", help="one at a time in this process, CPU per probe")
     parser.add_argument("--where", action="append", default=[], help="KEY=VALUE: --breakdown only these points")
@@ -269,6 +353,9 @@ def main() -> None:
     parser.add_argument("--length", type=int, default=1, help="--probe: requests per replica in units of 400")
     parser.add_argument("--repeats", type=int, default=3, help="--probe: how many times")
     args = parser.parse_args()
+    if args.budget:
+        probe_budget(args.budget, args.configs, args.every, args.groups)
+        return
     if args.probe is not None:
         probe(args.probe, args.length, args.where, args.repeats)
         return
