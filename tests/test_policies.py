@@ -143,7 +143,7 @@ def test_each_policy_reads_its_own_knobs():
                     "preemption_mode", "swap_space_gb"],
         "vllm_v1": ["enable_prefix_caching", "max_num_seqs", "max_num_batched_tokens", "long_prefill_token_threshold",
                     "prioritize_prefill", "scheduling_policy", "async_scheduling", "kv_offloading_size",
-                    "api_server_s", "host_scale", "eager_layer_s", "eager_moe_layer_s"],
+                    "api_server_s", "host_scale", "eager_layer_s", "eager_moe_layer_s", "eager_gap_layer_s"],
         "sglang": ["enable_prefix_caching", "max_prefill_tokens", "chunked_prefill_size", "max_running_requests",
                    "cuda_graph_batch_sizes", "enable_overlap_schedule"],
     }

@@ -172,11 +172,11 @@ class SchedulerConfig(ChoiceBase):
         for this engine's host loop: 1 for the policies that take the phases as given."""
         return 1.0
 
-    def eager_launch(self) -> tuple[int, float, float] | None:
+    def eager_launch(self) -> tuple[int, float, float, float] | None:
         """For an engine that runs small steps as CUDA graphs: (the most tokens a graphed step
-        holds, host seconds to launch a dense layer, a MoE layer) of a larger step, which the GPU
-        cannot finish before the host has launched it (predictor/eager.py); None: every step is
-        priced by its GPU work alone."""
+        holds, host seconds to launch a dense layer, a MoE layer, GPU seconds a layer adds beyond
+        its kernels) of a larger step, which the GPU cannot finish before the host has launched it
+        (predictor/eager.py); None: every step is priced by its GPU work alone."""
         return None
 
     def client_latency_s(self) -> float:

@@ -9,12 +9,17 @@ the top-k, the experts' alignment and fused kernels and, under expert or data pa
 token dispatch and combine). The GPU runs behind the host, so such a step takes the longer of
 its GPU work and the host's launching (a graphed step hides the launches in one replay):
 
-    stage time = host phases on the path + max(GPU work, sum over the stage's layers of the
-                 per-layer launch time)
+    stage time = host phases on the path + max(GPU work + the stage's layers x the gap of a
+                 layer, sum over the stage's layers of the per-layer launch time)
 
-The per-layer launch times are the engine's (`vllm_v1.eager_layer_s`, `eager_moe_layer_s`,
-docs/accuracy.md for how they were measured); `SchedulerConfig.eager_launch()` gives them with
-the graph size, and `build_predictor` hands them to the grid predictors.
+The gap of a layer is what the GPU loses to running a layer's kernels one by one rather than as
+one replayed graph, even with the host ahead of it: the idle time between kernels a graph
+removes and, under tensor parallelism, the eager all-reduce's copy into its registered buffer.
+
+The per-layer launch times and the gap are the engine's (`vllm_v1.eager_layer_s`,
+`eager_moe_layer_s`, `eager_gap_layer_s`; docs/accuracy.md for how they were set);
+`SchedulerConfig.eager_launch()` gives them with the graph size, and `build_predictor` hands them
+to the grid predictors.
 """
 
 from __future__ import annotations
@@ -34,14 +39,21 @@ class EagerLaunch:
         graph_tokens: the most tokens a step may hold and still run as a CUDA graph.
         layer_s: host seconds to launch one layer with a dense MLP.
         moe_layer_s: host seconds to launch one layer whose MLP is the experts.
+        gap_layer_s: GPU seconds one layer of such a step takes beyond its kernels (any layer).
     """
 
     graph_tokens: int
     layer_s: float
     moe_layer_s: float
+    gap_layer_s: float = 0.0
 
     def stage_floors(self, model: ModelSpec, pp: int) -> list[float]:
         """Per pipeline stage (of `pp`): the least seconds a step over `graph_tokens` takes on
         the GPU side, the launch time of the stage's layers."""
         return [sum(self.moe_layer_s if model.is_moe_layer(layer) else self.layer_s
                     for layer in model.stage_layers(pp, stage)) for stage in range(pp)]
+
+    def stage_gaps(self, model: ModelSpec, pp: int) -> list[float]:
+        """Per pipeline stage (of `pp`): the seconds a step over `graph_tokens` adds to its GPU
+        work, the gap of a layer times the stage's layers."""
+        return [self.gap_layer_s * len(model.stage_layers(pp, stage)) for stage in range(pp)]

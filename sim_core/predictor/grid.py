@@ -35,10 +35,12 @@ class GridPredictor:
 
     def __init__(self, num_layers_per_stage: int, num_stages: int) -> None:
         self.layers, self.num_stages = num_layers_per_stage, num_stages
-        # steps of more tokens than this run without a CUDA graph, at least _eager_floors[stage]
-        # seconds on the GPU side (eager.py); no floor until set_eager_launch
+        # steps of more tokens than this run without a CUDA graph: their GPU work grows by
+        # _eager_gaps[stage] seconds and is at least _eager_floors[stage] (eager.py); neither
+        # until set_eager_launch
         self._graph_tokens = np.iinfo(np.int64).max
         self._eager_floors = [0.0] * num_stages
+        self._eager_gaps = [0.0] * num_stages
         self._size = 0
         self._ensure(INITIAL_GRID)
 
@@ -71,10 +73,12 @@ class GridPredictor:
         return {}
 
     def set_eager_launch(self, eager: EagerLaunch, model: ModelSpec) -> None:
-        """Floor every step of more than `eager.graph_tokens` tokens by the host's launch time of
-        the stage's layers (eager.py)."""
+        """Price every step of more than `eager.graph_tokens` tokens as run without a CUDA graph:
+        its GPU work plus the gaps of the stage's layers, floored by the host's launch time of
+        them (eager.py)."""
         self._graph_tokens = eager.graph_tokens
         self._eager_floors = eager.stage_floors(model, self.num_stages)
+        self._eager_gaps = eager.stage_gaps(model, self.num_stages)
 
     def decode_scalar(self, num_decodes: int, context: int) -> float:
         """decode_attention of one batch; subclasses may give a faster scalar path, which must
@@ -115,10 +119,11 @@ class GridPredictor:
         return float(sum(self.cpu_times(requests).values())) if stage_id == 0 else 0.0
 
     def _launch_floored(self, time: float, requests: int, stage_id: int) -> float:
-        """`time` of a step too large for a CUDA graph, its GPU side raised to the launch floor
-        (unchanged, bit for bit, when the GPU work is the longer)."""
-        host, floor = self._host_seconds(requests, stage_id), self._eager_floors[stage_id]
-        return floor + host if time - host < floor else time
+        """`time` of a step too large for a CUDA graph: its GPU side plus the layers' gaps, raised
+        to the launch floor (`time` + the gaps, bit for bit, when that GPU side is the longer)."""
+        host = self._host_seconds(requests, stage_id)
+        floor, gaps = self._eager_floors[stage_id], self._eager_gaps[stage_id]
+        return floor + host if time - host + gaps < floor else time + gaps
 
     def decode_run_times(self, num_requests: np.ndarray, context: np.ndarray, stage_id: int) -> np.ndarray:
         """Stage times of consecutive decode-only iterations with `num_requests[j]` requests
@@ -149,7 +154,7 @@ class GridPredictor:
         parts.update({name: float(v[0]) for name, v in self.stage_token_ops(tokens, stage_id).items()})
         requests = np.array([float(shape.num_requests)])
         parts.update({name: float(v[0]) for name, v in self.request_ops(requests, stage_id).items()})
-        if shape.total_tokens > self._graph_tokens:   # what the host's launches add (eager.py)
+        if shape.total_tokens > self._graph_tokens:   # what running without a graph adds (eager.py)
             total = sum(parts.values())
             parts["eager_launch"] = self._launch_floored(total, shape.num_requests, stage_id) - total
         return parts

@@ -19,7 +19,8 @@ ON_PATH = "on the iteration's critical path"
 def overhead_rows(config: SimulationConfig, predictor: Predictor, num_requests: int) -> list[dict[str, object]]:
     """One row per host phase of an iteration of `num_requests` requests (seconds, and where it
     sits under the scenario's engine), then the API server's share of each request's latency and,
-    for an engine with CUDA graphs, the launch floor of a step too large for one (eager.py)."""
+    for an engine with CUDA graphs, what a step too large for one adds to its GPU work and the
+    launch floor it cannot go below (eager.py; the first only when it adds anything)."""
     scheduler = config.scheduler
     overlapped = scheduler.overlap_schedule(config.cluster.pipeline_parallel_size)
     hidden = set(scheduler.overlapped_cpu_phases()) if overlapped else set()
@@ -32,7 +33,12 @@ def overhead_rows(config: SimulationConfig, predictor: Predictor, num_requests: 
     eager = scheduler.eager_launch()
     if eager is not None:
         launch = EagerLaunch(*eager)
-        floor = launch.stage_floors(config.model_spec(), config.cluster.pipeline_parallel_size)[0]
+        model, pp = config.model_spec(), config.cluster.pipeline_parallel_size
+        floor, gaps = launch.stage_floors(model, pp)[0], launch.stage_gaps(model, pp)[0]
+        if gaps:
+            rows.append({"term": "eager_gaps", "seconds": gaps,
+                         "where": f"added to the GPU work of a step of more than {launch.graph_tokens} tokens (no "
+                                  "CUDA graph: its kernels run one by one, with gaps a graph removes)"})
         rows.append({"term": "eager_launch", "seconds": floor,
                      "where": f"the least a step of more than {launch.graph_tokens} tokens takes on the GPU side "
                               "(no CUDA graph: the host launches its layers one by one)"})

@@ -75,6 +75,9 @@ HOST_SCALE = 0.44         # host_scale: vLLM >= 0.14's host loop against the pre
 # (docs/accuracy.md, *Steps too large for a CUDA graph*):
 EAGER_LAYER_S = 0.0       # eager_layer_s: a dense layer (not measurable on the development set)
 EAGER_MOE_LAYER_S = 0.0016  # eager_moe_layer_s: a MoE layer
+# GPU seconds a layer of such a step takes beyond its kernels, from the first-send TTFT tails of
+# the public vLLM 0.15 H100 runs (docs/accuracy.md, *The gaps of a step too large for a CUDA graph*):
+EAGER_GAP_LAYER_S = 0.00005  # eager_gap_layer_s
 GRAPH_TOKENS_CAP = 512    # vLLM's default max_cudagraph_capture_size: min(2 x max_num_seqs, 512, budget)
 _PREFILL_COMPLETE = attrgetter("is_prefill_complete")
 
@@ -125,6 +128,11 @@ class VllmV1Config(PrefixCachingConfig):
         "vllm_v1: as eager_layer_s for a layer whose MLP is the experts (router, top-k, the "
         "fused expert kernels and their dispatch). Default from a public vLLM 0.19 MoE run "
         "(docs/accuracy.md)."))
+    eager_gap_layer_s: float = Field(EAGER_GAP_LAYER_S, ge=0.0, le=1.0, description=(
+        "vllm_v1: GPU seconds one layer of a step too large for vLLM's CUDA graphs takes beyond "
+        "its kernels (launched one by one: the gaps between them a graph replay removes, the "
+        "eager all-reduce's copy into its buffer); added to such a step's GPU work. Default from "
+        "public vLLM 0.15 runs' first-token tails (docs/accuracy.md); 0 = none."))
 
     def max_batch_requests(self) -> int:
         return self.max_num_seqs
@@ -149,12 +157,12 @@ class VllmV1Config(PrefixCachingConfig):
     def client_latency_s(self) -> float:
         return self.api_server_s
 
-    def eager_launch(self) -> tuple[int, float, float] | None:
-        if not (self.eager_layer_s or self.eager_moe_layer_s):
+    def eager_launch(self) -> tuple[int, float, float, float] | None:
+        if not (self.eager_layer_s or self.eager_moe_layer_s or self.eager_gap_layer_s):
             return None
         graph = min(2 * self.max_num_seqs or GRAPH_TOKENS_CAP, GRAPH_TOKENS_CAP,
                     self.max_num_batched_tokens or V1_BATCHED_TOKENS)
-        return graph, self.eager_layer_s, self.eager_moe_layer_s
+        return graph, self.eager_layer_s, self.eager_moe_layer_s, self.eager_gap_layer_s
 
     def kv_offload_gib(self) -> float:
         return self.kv_offloading_size
