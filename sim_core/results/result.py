@@ -120,7 +120,7 @@ def build_result(config: SimulationConfig, workload: Workload, replicas: Sequenc
         summary.update(transfer_figures(transfer_table))
     offload = pd.DataFrame()
     if any(replica.num_offload_blocks for replica in replicas):
-        offload = offload_frame(recorder.offload.arrays())
+        offload = offload_frame(recorder.offload.drain())
         summary.update(offload_figures(offload, replicas[0].block_size))
     return SimulationResult(
         config=config, replicas=replicas, requests=requests, batches=batches, batch_stages=stages,
@@ -133,8 +133,8 @@ def build_result(config: SimulationConfig, workload: Workload, replicas: Sequenc
 
 def _sorted(table: Table, keys: list[str]) -> pd.DataFrame:
     """A recorded table as a DataFrame in canonical order (stable: ties keep the order in
-    which they happened)."""
-    arrays = table.arrays()
+    which they happened); the table is emptied (`Table.drain`)."""
+    arrays = table.drain()
     order = np.lexsort([arrays[key] for key in reversed(keys)])
     # the sorted columns are new arrays nobody else holds: the frame takes them as they are
     # (pandas would copy them into consolidated blocks: 0.06 s for the 1.75 million block rows
