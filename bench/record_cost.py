@@ -4,8 +4,9 @@
                                 [--root DIR] [--parts] [--pause-collector] [--hold N]
 
 The scenario is `sim_core.scenarios.defaults.DEFAULT_SCENARIO` (Llama-2-13B on A100-40GB, 2
-replicas, vllm, roofline, Poisson 5 req/s) with more requests; the app runs it at `batches` for
-the Overview and the Pipeline page and at `full` for the KV cache and Requests pages. Prints the
+replicas, vllm, roofline, Poisson 5 req/s) with more requests; the app runs it at `series` for
+the Overview, at `batches` for the Pipeline page and at `full` for the KV cache and Requests
+pages (`--levels series` needs a checkout that has that level). Prints the
 median and minimum process CPU seconds of `run_simulation` over --repeats runs; `--parts` adds
 how much of the median run went to building the result (`build_result`: joining, sorting and
 summarising the records). `--root` imports sim_core from another checkout (e.g. an unchanged

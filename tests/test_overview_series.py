@@ -10,7 +10,8 @@ import copy
 import pandas as pd
 import pytest
 
-from sim_core import parse_config, run_simulation
+from sim_core import ConfigError, parse_config, run_simulation
+from sim_core.export.run_files import output_files
 from sim_core.results.overload import queue_trend
 from sim_core.results.record import BATCH_SUMMARY, LEVELS, keeps
 from sim_core.scenarios.defaults import DEFAULT_SCENARIO
@@ -77,3 +78,11 @@ def test_levels_keep_what_the_leaner_ones_keep():
     """`keeps(level, least)`: full keeps everything, requests only itself; series sits between."""
     assert [level for level in LEVELS if keeps(level, "series")] == ["series", "batches", "full"]
     assert [level for level in LEVELS if keeps("series", level)] == ["requests", "series"]
+
+
+def test_outputs_of_a_series_run_are_refused_with_the_level_named():
+    """The CLI's files need the batches' members; a series run says so instead of failing on a
+    missing column."""
+    run = run_simulation(parse_config({**variant(20), "engine": {"record": "series"}}))
+    with pytest.raises(ConfigError, match="engine.record 'series'"):
+        output_files(run)
