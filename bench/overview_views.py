@@ -4,7 +4,7 @@ server besides the simulation).
     python bench/overview_views.py [--requests 1000 20000] [--repeats 7]
 
 The scenario is the app's default (`sim_core.scenarios.defaults.DEFAULT_SCENARIO`) with more
-requests, simulated once per size at `record: batches` (as the Overview runs it). Prints each
+requests, simulated once per size at `record: series` (as the Overview runs it). Prints each
 view builder's median process CPU milliseconds over --repeats calls, and for the per-replica
 load both ways: its chart and its table each computing the table (`replica_load_figure` +
 `replica_load`, the page before 2026-11-25) and the one view the page caches now
@@ -56,7 +56,7 @@ def main() -> None:
         data = copy.deepcopy(DEFAULT_SCENARIO)
         data["workload"]["num_requests"] = size
         config = parse_config(data)
-        config = config.model_copy(update={"engine": config.engine.model_copy(update={"record": "batches"})})
+        config = config.model_copy(update={"engine": config.engine.model_copy(update={"record": "series"})})
         run = run_simulation(config)
         times: dict[str, list[float]] = {name: [] for name in VIEWS}
         for _ in range(args.repeats):          # every view once a round: the load's two ways alternate

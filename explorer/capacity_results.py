@@ -77,7 +77,7 @@ def point_detail(job, table, records: list[dict], keys: list[str]) -> None:
     point = next(p for p in job.grid.points if p.key == record["key"])
     scenario = set_path(probe_scenario(point.scenario, record["max_qps"], job.spec.search.num_requests),
                         "engine.record", "full")
-    run = result_of(scenario, events=False)
+    run = result_of(scenario, "series")
     st.caption(f"Simulated at its capacity, {record['max_qps']:.3g} req/s; the SLO that binds just above: "
                f"{record['binding_slo']}.")
     st.plotly_chart(latency_cdfs({html.escape(labels[index]): run.requests}), key="cap_cdf")   # legends are HTML

@@ -32,6 +32,7 @@ from sim_core import SimCoreError, parse_config, run_simulation
 from sim_core.config import SimulationConfig
 from sim_core.config.choices import switch_changes
 from sim_core.engine.budget import check_budget
+from sim_core.results.record import LEVELS, keeps
 from sim_core.results.result import SimulationResult
 from sim_core.scenarios.defaults import DEFAULT_SCENARIO
 
@@ -138,7 +139,7 @@ def apply_edits() -> None:
 def _cached(candidate: dict) -> bool:
     cache, key = _cache(), scenario_json(candidate)
     with cache.lock:
-        return any(f"{level}:{key}" in cache.runs for level in ("full", "batches"))
+        return any(f"{level}:{key}" in cache.runs for level in LEVELS)
 
 
 def set_field(path: str, value) -> bool:
@@ -200,22 +201,23 @@ def _cache() -> RunCache:
     return RunCache()
 
 
-def result(events: bool = True) -> SimulationResult:
+def result(level: str = "full") -> SimulationResult:
     """The run of the current scenario (the last applied one while edits wait for Apply,
-    `pending_seconds`): reused when cached (keyed on its JSON and record level),
-    else simulated with a progress bar. `events=False` is for views that need no block or state
-    events (they take a cached `batches` run, else a cached full one, else simulate the cheaper
-    `batches` level; the record level changes no result). Stops
-    the page with the error when the run itself fails."""
-    return result_of(st.session_state.get(APPLIED_KEY) or scenario(), events)
+    `pending_seconds`) recorded at least at `level` (`engine.record`: what the page reads; the
+    level changes no result, only which tables a run keeps). Reused when cached, else simulated at
+    `level` with a progress bar (see `result_of`). Stops the page with the error when the run
+    itself fails."""
+    return result_of(st.session_state.get(APPLIED_KEY) or scenario(), level)
 
 
-def result_of(data: dict, events: bool = True) -> SimulationResult:
-    """The run of any valid scenario dict (Compare and Capacity run variants), cached like result().
-    The caller gets its own copy: what it changes in it, no other caller sees."""
+def result_of(data: dict, level: str = "full") -> SimulationResult:
+    """The run of any valid scenario dict (Compare and Capacity run variants), cached like result():
+    a cached run of the scenario at `level` or any level that keeps more, the leanest first (its
+    views may be cached too: the Overview keeps its `series` run after the KV page ran `full`),
+    else a new run at `level`, cached under it. The caller gets its own copy: what it changes in
+    it, no other caller sees."""
     scenario_key = scenario_json(data)
-    # without events, a cached batches run first (its views may be cached too), then a full one
-    levels, simulated = (("full",), "full") if events else (("batches", "full"), "batches")
+    levels, simulated = [kept for kept in LEVELS if keeps(kept, level)], level
     cache = _cache()
     with cache.lock:
         for level in levels:
@@ -270,7 +272,6 @@ def _simulate(scenario_key: str, record: str) -> SimulationResult:
     """Run under the server's budget, in one of its run slots; the run stops when its session
     goes away or it passes the wall-clock limit."""
     parsed = web_config(json.loads(scenario_key))
-    # full: the KV and request views need block and state events
     config = parsed.model_copy(update={"engine": parsed.engine.model_copy(update={"record": record})})
     chosen, alive = settings(), session_alive()
     check_budget(config, chosen.limits)     # a refusal costs no slot and no wait

@@ -12,7 +12,7 @@ from sim_core.viz.overview import blocks_text
 through_app()
 
 st.title("KV cache")
-run = result()
+run = result("full")  # every block allocation and request state change
 end = float(run.requests["completed_at"].max()) if run.requests["completed_at"].notna().any() else 1.0
 replicas = len(run.replicas)
 group, cells, _, _ = kv_layout(run.num_blocks, replicas, 40)

@@ -21,7 +21,7 @@ from sim_core.viz.units import duration_text
 through_app()
 
 st.title("LLM serving scheduling explorer")
-run = result(events=False)  # no block or state events needed here
+run = result("series")  # the requests, time series and batch summaries: all its views read
 summary = run.summary
 st.caption(f"{plain(run.config.name or 'scenario', MAX_NAME_CHARS)} · {summary['num_requests']:,} requests, "
            f"{summary['num_batches']:,} batches, {summary['makespan_s']:.1f} s simulated")

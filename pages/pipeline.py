@@ -20,7 +20,7 @@ def operator_view(run):
 
 
 st.title("Pipeline")
-run = result(events=False)  # no block or state events needed here
+run = result("batches")  # the whole batch and stage tables (Gantt, operator times), no block events
 end = float(run.batch_stages["end"].max()) if len(run.batch_stages) else 1.0
 window = time_window("pp", run, end, (0.0, min(end, 5.0)), follow=True,
                      help="Bars are batch stages; a gap on a stage row is a pipeline bubble (the stage idles). "

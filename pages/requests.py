@@ -36,7 +36,7 @@ def timeline_view(run, scenario_text: str, order: str, replica: int | None, rest
 
 
 st.title("Requests")
-run = result()
+run = result("full")  # request state changes (timelines), block events
 requests = with_sessions(run.requests, sessions_of(scenario_json()))   # the run is the scenario's
 sorts = [name for name, (column, _) in SORTS.items() if column in requests.columns]
 replicas = ["all", *(replica.id for replica in run.replicas)]

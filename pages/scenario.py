@@ -80,4 +80,5 @@ with tabs[4]:
     section("workload", ["time_scale_factor", "prefill_scale_factor", "decode_scale_factor"])
 with tabs[5]:
     bound("engine.fast_forward")
-    st.caption("The app always records every block and state change (engine.record = full) for its views.")
+    st.caption("Each page simulates the record level it shows (engine.record: the Overview `series`, the Pipeline "
+               "`batches`, the KV cache and Requests pages `full`); the results are the same at every level.")

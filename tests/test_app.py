@@ -37,7 +37,10 @@ def test_a_sidebar_knob_resimulates_and_a_view_only_rerun_reuses_the_cached_run(
     assert app.session_state["scenario"]["scheduler"]["type"] == "sarathi"
 
 
-def test_views_without_events_run_the_cheaper_record_level_and_reuse_a_full_run(monkeypatch):
+def test_pages_run_the_level_they_read_and_reuse_a_full_run(monkeypatch):
+    """The Overview simulates the lean `series` level; the KV map needs block events (a `full`
+    run), which then serves the Pipeline; back on the Overview its own series run is still cached:
+    two runs in all."""
     import sim_core.engine.simulation as simulation
 
     levels = []
@@ -46,12 +49,12 @@ def test_views_without_events_run_the_cheaper_record_level_and_reuse_a_full_run(
                         lambda config, *a, **k: levels.append(config.engine.record) or original(config, *a, **k))
     scenario = copy.deepcopy(TINY)
     scenario["seed"] = 4321                      # a key no other test has cached
-    app = open_app(None, scenario)               # Overview: no block or state events needed
+    app = open_app(None, scenario)               # Overview: requests, series, batch summaries
     app.switch_page("pages/kv_cache.py").run()   # the KV map needs block events: a full run
     app.switch_page("pages/pipeline.py").run()   # takes the cached full run
     app.switch_page("pages/overview.py").run()
     assert not app.exception
-    assert levels == ["batches", "full"]
+    assert levels == ["series", "full"]
 
 
 def test_the_view_stays_when_the_scenario_changes_from_the_sidebar():

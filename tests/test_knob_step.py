@@ -1,6 +1,7 @@
 """Issue 20, item 4: what one knob step simulates. A step is one new scenario, so exactly one
-`run_simulation`, at the record level of the page it is made on (the Overview and the Pipeline
-need no block or state events: `batches`; the KV map and the Requests page need them: `full`);
+`run_simulation`, at the record level of the page it is made on (the Overview reads requests,
+time series and batch summaries: `series`; the Pipeline the whole batch and stage tables:
+`batches`; the KV map and the Requests page block and state events: `full`);
 the rerun that holds a slow edit for Apply simulates nothing, and a page that then opens on the
 same scenario takes the cached run when its level has all it needs (a full run serves the
 Overview), so nothing is simulated twice."""
@@ -13,7 +14,7 @@ from app_helpers import TINY, open_app
 from explorer.server import settings
 
 RATE = "w:side:workload.arrival.qps"
-PAGES = [("pages/overview.py", "batches", 501), ("pages/pipeline.py", "batches", 502),
+PAGES = [("pages/overview.py", "series", 501), ("pages/pipeline.py", "batches", 502),
          ("pages/kv_cache.py", "full", 503), ("pages/requests.py", "full", 504)]
 
 
@@ -74,3 +75,17 @@ def test_after_a_step_on_the_kv_page_the_overview_takes_its_full_run(levels):
     app.switch_page("pages/pipeline.py").run()
     assert not app.exception
     assert levels == ["full"]
+
+
+def test_the_overview_keeps_its_series_run_after_the_pipeline_ran_batches(levels):
+    """A step on the Overview simulates `series`; the Pipeline then needs the whole batch table
+    and simulates `batches` once; back on the Overview its own `series` run is still cached
+    (the leanest cached run that has all it reads), so nothing more is simulated."""
+    app = opened("pages/overview.py", 602)
+    levels.clear()
+    app.sidebar.number_input(key=RATE).set_value(6.25).run()
+    app.switch_page("pages/pipeline.py").run()
+    app.switch_page("pages/overview.py").run()
+    app.switch_page("pages/pipeline.py").run()
+    assert not app.exception
+    assert levels == ["series", "batches"]

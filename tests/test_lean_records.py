@@ -6,7 +6,8 @@
   in use never fall, so the peak is the last value), against the general form;
 * a decode run's token gaps with one count for all its steps (an int) against the same count
   repeated in an array, through the compaction;
-* `RequestLog.record_many` (the sweep's bulk form) against `record` one request at a time.
+* `RequestLog.record_many` (the sweep's bulk form) against `record` one request at a time;
+* `Table.drain`, which the result builds from, against `arrays`, and the table left empty.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim_core.entities import Request, RequestStatus
-from sim_core.results.record import Recorder
+from sim_core.results.record import Recorder, Table
 from sim_core.results.request_log import RequestLog
 
 
@@ -131,3 +132,18 @@ def test_record_many_stores_what_record_stores():
         np.testing.assert_array_equal(getattr(bulk, column), getattr(one_by_one, column), err_msg=column)
     assert bulk.finished.tolist()[:4] == [True, False, True, False]   # rows 0 and 2 finished, 4 ignored
     assert bulk.truncated[2] and bulk.num_served_decode[2] == 9       # its workload output was 9 tokens
+
+
+def test_drain_returns_the_rows_and_empties_the_table():
+    """A row at 0.5 s on replica 1 made one by one, then a chunk of two rows at 1.0 and 1.5 s on
+    replica 0 (one value for both): the lists' rows come first, then the chunk's; afterwards the
+    table holds nothing and takes rows again."""
+    table = Table({"time": np.float64, "replica": np.int64})
+    table.columns["time"].append(0.5)
+    table.columns["replica"].append(1)
+    table.add_chunk_values(2, np.array([1.0, 1.5]), 0)
+    drained = table.drain()
+    assert drained["time"].tolist() == [0.5, 1.0, 1.5] and drained["replica"].tolist() == [1, 0, 0]
+    assert (table.list_rows, table.chunk_rows, table.chunks) == (0, 0, [])
+    table.add_chunk_values(1, [2.0], 3)
+    assert table.arrays()["replica"].tolist() == [3]

@@ -62,8 +62,9 @@ class EngineConfig(BaseModel):
     fast_forward: bool = Field(True, description=(
         "Advance runs of identical decode iterations in one step; gives exactly the results of "
         "iteration-by-iteration simulation, much faster."))
-    record: Literal["full", "batches", "requests"] = Field("batches", description=(
+    record: Literal["full", "batches", "series", "requests"] = Field("batches", description=(
         "What to keep besides per-request rows: batches (batch and stage tables, KV and queue "
         "time series: everything the CLI writes), full (also every block allocation and request "
-        "state change, for the KV-block animation; the app uses it), requests (only per-request "
-        "rows and the summary, for very large runs)."))
+        "state change, for the KV-block animation and request timelines), series (the time series, "
+        "the stage table and a batch table of ids, replicas, times and token counts only: what the "
+        "app's Overview reads), requests (only per-request rows and the summary, for very large runs)."))

@@ -54,7 +54,8 @@ if TYPE_CHECKING:
 RUN_BYTES = 4_000_000      # a run of nothing: schedulers, predictor, empty result frames
 REPLICA_BYTES = 8_000      # scheduler, stages, pool and recorder state per replica (measured ~3 kB)
 REQUEST_BYTES = 1000       # workload columns, Request object, request log row, result row (measured <= 780; RSS 950)
-STEP_BYTES = {"requests": 0, "batches": 900, "full": 900}   # per request step (measured <= 790; RSS 850)
+# per request step (measured <= 790; RSS 850; series: batches' bound, its rows are narrower)
+STEP_BYTES = {"requests": 0, "series": 900, "batches": 900, "full": 900}
 RUN_STEP_BYTES = 600       # a batch row a decode run made in bulk, with its stage and series rows (measured <= 560)
 BLOCK_ROW_BYTES = 300      # record full: one block row (taken, let go, keyed or evicted; measured <= 260)
 STAGE_ROW_BYTES = 250      # record batches/full: a stage row per pipeline stage after the first (RSS ~200)

@@ -90,6 +90,10 @@ def record_run_batches(recorder: Recorder, replica: int, batch: Batch, lefts: li
     order) inside the formations. `padded_size`: the batch size the GPU runs for n members
     (`BatchShape` counts the padding as decodes)."""
     stop = origin + len(batch_ids)
+    if not recorder.keeps_batch_detail:   # engine.record: series keeps a decode token per live member alone
+        counts = live_members(order, None, np.arange(origin, stop, dtype=np.int64), lead)[0]
+        recorder.on_run_batch_counts(batch_ids, replica, formed, counts)
+        return
     ids = [m.id for m in batch.requests]
     inner = [left for left in lefts if origin < left < stop]
     boundaries = sorted(set(inner)) if inner else []

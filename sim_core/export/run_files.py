@@ -60,7 +60,15 @@ def output_files(result: SimulationResult, formats: OutputFormats | None = None)
     """File name -> what renders it, in writing order: requests, batches, batch_stages, timeseries,
     operators (stage time per cost-model operator), summary.json, transfers with P/D pools,
     cache_ops when the run swapped or copied KV blocks (vllm_v0), kv_offload when the run
-    offloaded KV to a CPU tier (vllm_v1), the Chrome trace."""
+    offloaded KV to a CPU tier (vllm_v1), the Chrome trace.
+
+    Raises:
+        ConfigError: the run was recorded at `engine.record: series` (the app's Overview level:
+            its batch table has no members, which the batches table and the trace write).
+    """
+    if result.config.engine.record == "series":
+        raise ConfigError("engine.record 'series' keeps only what the app's Overview draws (no batch members for "
+                          "the batches table and the Chrome trace): write outputs from 'batches' or 'full'")
     formats = formats or OutputFormats()
     run = _RunTables(result)
     tables = ["requests", "batches", "batch_stages", "timeseries", "operators"]

@@ -34,7 +34,8 @@ class SimulationResult:
             and KV blocks. Views draw the cluster from these (with P/D disaggregation the
             scenario's `cluster` section is not what ran).
         requests: one row per request (request_id = arrival order) with times and latencies.
-        batches: one row per batch (formation order) with its requests and token counts.
+        batches: one row per batch (formation order) with its requests and token counts (at
+            `engine.record: series` only the columns of `record.BATCH_SUMMARY` and `completed_at`).
         batch_stages: one row per (batch, pipeline stage) execution with start and end.
         timeseries: KV blocks used and queue lengths per replica at every change.
         block_events: every block allocation (+1) and release (-1) with its physical id.
@@ -42,7 +43,7 @@ class SimulationResult:
         summary: headline figures (see `metrics.summarize`; per-pool figures with pools).
         notes: what the run wants a reader to know (requests rejected, workload changes...).
         operator_times: seconds of stage time per cost-model operator over the whole run, with
-            its share (see `predictor.accounting`); empty at `engine.record: requests`.
+            its share (see `predictor.accounting`); empty at `engine.record` `requests` and `series`.
         transfers: P/D disaggregation: one row per KV transfer (empty without pools).
         cache_ops: vllm_v0's KV swaps and copies, one row per (batch, request, kind) in the order
             they run before the batch's model (kind swap_in, swap_out or copy; seconds on each stage).
@@ -119,20 +120,21 @@ def build_result(config: SimulationConfig, workload: Workload, replicas: Sequenc
         summary.update(transfer_figures(transfer_table))
     offload = pd.DataFrame()
     if any(replica.num_offload_blocks for replica in replicas):
-        offload = offload_frame(recorder.offload.arrays())
+        offload = offload_frame(recorder.offload.drain())
         summary.update(offload_figures(offload, replicas[0].block_size))
     return SimulationResult(
         config=config, replicas=replicas, requests=requests, batches=batches, batch_stages=stages,
         timeseries=timeseries, block_events=_sorted(recorder.blocks, ["time", "replica"]),
         state_events=_state_frame(recorder), summary=summary, notes=notes, transfers=transfer_table,
         cache_ops=cache_ops, block_refs=_sorted(recorder.block_refs, ["time", "replica"]), kv_offload=offload,
-        operator_times=operator_times(predictors, batches, stages, cache_ops, overlap_hidden_s))
+        operator_times=operator_times(predictors, batches if recorder.keeps_batch_detail else batches.iloc[:0], stages,
+                                      cache_ops, overlap_hidden_s))
 
 
 def _sorted(table: Table, keys: list[str]) -> pd.DataFrame:
     """A recorded table as a DataFrame in canonical order (stable: ties keep the order in
-    which they happened)."""
-    arrays = table.arrays()
+    which they happened); the table is emptied (`Table.drain`)."""
+    arrays = table.drain()
     order = np.lexsort([arrays[key] for key in reversed(keys)])
     # the sorted columns are new arrays nobody else holds: the frame takes them as they are
     # (pandas would copy them into consolidated blocks: 0.06 s for the 1.75 million block rows
