@@ -427,15 +427,19 @@ class FastForward:
         sim.recorder.on_stage(last_id, replica, 0, start, now)
         # each live member's gap to its last token: the same for all (their previous token came
         # at the end of iteration k-2)
-        sim.kernel.soon(self._end_batch, replica, run.promise, live, now - start)
+        # (nobody finishes in the last iteration unless a member has exactly k iterations left)
+        sim.kernel.soon(self._end_batch, replica, run.promise, live, now - start, int(run.order[0]) <= k)
 
-    def _end_batch(self, replica: int, promise: SteadyDecode, live: list[Request], gap: float) -> None:
-        """`Simulator.on_batch_end` of a run's last iteration ended in bulk (`_end_in_bulk`)."""
+    def _end_batch(self, replica: int, promise: SteadyDecode, live: list[Request], gap: float,
+                   completions: bool = True) -> None:
+        """`Simulator.on_batch_end` of a run's last iteration ended in bulk (`_end_in_bulk`);
+        `completions` False: none of `live` finished in it."""
         sim = self.sim
         sim.recorder.on_token_gaps(gap, len(live))
-        for request in live:
-            if request.completed:
-                sim.on_request_done(replica, request)
+        if completions:
+            for request in live:
+                if request.completed:
+                    sim.on_request_done(replica, request)
         promise.end_batch(live)
         sim.record_replica(promise.scheduler)
         sim.kernel.soon(sim.on_replica_schedule, replica)
