@@ -28,8 +28,11 @@ iterations are priced by the overlap clock, block events are replayed at their i
 (`run_replay.py`, also for prefix-cache keys), and the run ends with the next step queued
 (docs/design/fast-forward.md).
 
+A run ended in bulk (vllm, sarathi) hands its survivors' member arrays to the replica's next
+run, which reads only its newcomers from their requests (`run_carry.py`).
+
 Everything a run changes outside this module goes through methods of the objects it advances:
-the stage (`start`, `begin_iteration`), the requests (`on_decode_run`), the pool (its
+the stage (`start`, `begin_iteration`), the requests (`on_decode_run`, `on_decode_runs`), the pool (its
 allocate / free calls), the policy (`SteadyDecode.resume`) and the recorder.
 """
 
@@ -43,7 +46,7 @@ from typing import TYPE_CHECKING, Literal, overload
 import numpy as np
 
 from sim_core.engine.radix_growth import complete, grow_merged, plan_growth
-from sim_core.engine.run_carry import Carry, carried_arrays, carry_of
+from sim_core.engine.run_carry import CARRY_MEMBERS, Carry, carried_arrays, carry_of
 from sim_core.engine.run_counting import Steps, count_bulk, count_small
 from sim_core.engine.run_growth import (
     NUMPY_MEMBERS,
@@ -178,7 +181,7 @@ class FastForward:
         scheduler = self.sim.schedulers[replica]
         # the replica's last run's survivors, carried (run_carry.py): kept across batches of
         # prompts alone, consumed or dropped by any other
-        carry = self._carry.pop(replica, None) if self._carry and not _prompts_only(batch) else None
+        carry = self._carry.pop(replica) if replica in self._carry and not _prompts_only(batch) else None
         promise = scheduler.steady_decode(batch)
         if promise is None or promise.limit < 2:
             return False
@@ -416,7 +419,7 @@ class FastForward:
         routers read queues and block holders, which change only at the batch end)."""
         k, ends, sim = run.num_iterations, run.ends, self.sim
         live = self._apply(replica, run, through=True)
-        if run.arrays is not None and sim.handoff is None:
+        if run.arrays is not None and len(run.remaining) >= CARRY_MEMBERS and sim.handoff is None:
             carry = carry_of(run.first.requests, run.arrays, k, int(run.order[0]) > k, run.promise.preemptions)
             if carry is not None:
                 self._carry[replica] = carry

@@ -37,6 +37,11 @@ if TYPE_CHECKING:
     from sim_core.schedulers.steady import SteadyDecode
 
 
+# runs of this many members or more carry theirs: deriving the carried arrays costs about as much
+# as reading some 50 members afresh (a few dozen numpy calls against a few per member)
+CARRY_MEMBERS = 48
+
+
 @dataclass(slots=True, eq=False)
 class Carry:
     """A replica's last run, ended in bulk after k iterations: what its survivors' arrays are
