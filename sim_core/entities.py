@@ -149,6 +149,22 @@ class Request:
         if finished:
             self.finish(last_token_at)
 
+    @staticmethod
+    def on_decode_runs(requests: list[Request], remaining: list[int], first_gaps: list[float], num_tokens: int,
+                       last_token_at: float, widest_gap: float) -> None:
+        """`on_decode_run` of every member of a run that takes part in all of its `num_tokens`
+        iterations (the last ending at `last_token_at`): member i's widest gap is the larger of
+        its own first gap (`first_gaps[i]`) and the run's `widest_gap` after it, and it finishes
+        when its `remaining[i]` iterations are those. One loop instead of a call per member."""
+        for request, left, gap in zip(requests, remaining, first_gaps):
+            widest = widest_gap if widest_gap > gap else gap
+            if widest > request.max_token_gap:
+                request.max_token_gap = widest
+            request.num_processed_tokens += num_tokens
+            request.last_token_at = last_token_at
+            if left == num_tokens:
+                request.finish(last_token_at)
+
     def hand_over_blocks(self) -> tuple[int, list[int]]:
         """Give its KV blocks to a stand-in holder (a P/D hand-off's handle): returns how many
         it held and their ids; it holds none afterwards."""

@@ -28,8 +28,11 @@ iterations are priced by the overlap clock, block events are replayed at their i
 (`run_replay.py`, also for prefix-cache keys), and the run ends with the next step queued
 (docs/design/fast-forward.md).
 
+A run ended in bulk (vllm, sarathi) hands its survivors' member arrays to the replica's next
+run, which reads only its newcomers from their requests (`run_carry.py`).
+
 Everything a run changes outside this module goes through methods of the objects it advances:
-the stage (`start`, `begin_iteration`), the requests (`on_decode_run`), the pool (its
+the stage (`start`, `begin_iteration`), the requests (`on_decode_run`, `on_decode_runs`), the pool (its
 allocate / free calls), the policy (`SteadyDecode.resume`) and the recorder.
 """
 
@@ -43,6 +46,7 @@ from typing import TYPE_CHECKING, Literal, overload
 import numpy as np
 
 from sim_core.engine.radix_growth import complete, grow_merged, plan_growth
+from sim_core.engine.run_carry import CARRY_MEMBERS, Carry, carried_arrays, carry_of
 from sim_core.engine.run_counting import Steps, count_bulk, count_small
 from sim_core.engine.run_growth import (
     NUMPY_MEMBERS,
@@ -169,11 +173,15 @@ class FastForward:
         self._tokens = 0
         self._last_length: dict[int, int] = {}   # replica -> iterations its last run ran
         self._reach: RunReach | None = None   # made at the first run (the arrivals are known then)
+        self._carry: dict[int, Carry] = {}   # replica -> its last run's survivors (run_carry.py)
 
     def try_start(self, replica: int, batch: Batch) -> bool:
         """Start a run for a just-formed batch (on the idle stage, or, with async steps, queued
         behind the step running); False leaves it to the ordinary path."""
         scheduler = self.sim.schedulers[replica]
+        # the replica's last run's survivors, carried (run_carry.py): kept across batches of
+        # prompts alone, consumed or dropped by any other
+        carry = self._carry.pop(replica) if replica in self._carry and not _prompts_only(batch) else None
         promise = scheduler.steady_decode(batch)
         if promise is None or promise.limit < 2:
             return False
@@ -181,7 +189,13 @@ class FastForward:
             return False
         first = promise.in_flight or batch
         requests = first.requests
-        remaining = [r.num_prefill_tokens + r.num_decode_tokens - r.num_processed_tokens for r in requests]
+        arrays: MemberArrays | None = None   # the numpy growth plan reads the members' figures once
+        carried = None if carry is None or promise.in_flight is not None or not numpy_growth(promise, requests) \
+            else carried_arrays(carry, promise, batch, promise.preemptions)
+        if carried is not None:
+            remaining, arrays = carried
+        else:
+            remaining = [r.num_prefill_tokens + r.num_decode_tokens - r.num_processed_tokens for r in requests]
         through = promise.past_completions and not self._completion_matters(replica, requests)
         # async steps: a member leaves the batches one formation before it finishes (its last
         # token in flight), and the step the run leaves queued needs a live member
@@ -191,8 +205,8 @@ class FastForward:
         # KV growth is checked only as far as the run is planned (its first chunk), and further
         # when it is extended: most runs are cut by an arrival long before `limit`
         free, bound = scheduler.pool.num_free, min(limit, self._first_chunk(replica))
-        # the numpy growth plan reads the members' figures once (the run's end plans them too)
-        arrays = MemberArrays.of(promise, requests, remaining) if numpy_growth(promise, requests) else None
+        if arrays is None and numpy_growth(promise, requests):   # (the run's end plans them too)
+            arrays = MemberArrays.of(promise, requests, remaining)
         stop = growth_limit(promise, free, requests, remaining, bound, arrays)
         if stop < 2:
             return False
@@ -405,6 +419,10 @@ class FastForward:
         routers read queues and block holders, which change only at the batch end)."""
         k, ends, sim = run.num_iterations, run.ends, self.sim
         live = self._apply(replica, run, through=True)
+        if run.arrays is not None and len(run.remaining) >= CARRY_MEMBERS and sim.handoff is None:
+            carry = carry_of(run.first.requests, run.arrays, k, int(run.order[0]) > k, run.promise.preemptions)
+            if carry is not None:
+                self._carry[replica] = carry
         last_id = run.promise.skip_batches(k)
         start, now = float(ends[k - 2]), float(ends[k - 1])
         stage.begin_iteration(start)
@@ -412,15 +430,19 @@ class FastForward:
         sim.recorder.on_stage(last_id, replica, 0, start, now)
         # each live member's gap to its last token: the same for all (their previous token came
         # at the end of iteration k-2)
-        sim.kernel.soon(self._end_batch, replica, run.promise, live, now - start)
+        # (nobody finishes in the last iteration unless a member has exactly k iterations left)
+        sim.kernel.soon(self._end_batch, replica, run.promise, live, now - start, int(run.order[0]) <= k)
 
-    def _end_batch(self, replica: int, promise: SteadyDecode, live: list[Request], gap: float) -> None:
-        """`Simulator.on_batch_end` of a run's last iteration ended in bulk (`_end_in_bulk`)."""
+    def _end_batch(self, replica: int, promise: SteadyDecode, live: list[Request], gap: float,
+                   completions: bool = True) -> None:
+        """`Simulator.on_batch_end` of a run's last iteration ended in bulk (`_end_in_bulk`);
+        `completions` False: none of `live` finished in it."""
         sim = self.sim
         sim.recorder.on_token_gaps(gap, len(live))
-        for request in live:
-            if request.completed:
-                sim.on_request_done(replica, request)
+        if completions:
+            for request in live:
+                if request.completed:
+                    sim.on_request_done(replica, request)
         promise.end_batch(live)
         sim.record_replica(promise.scheduler)
         sim.kernel.soon(sim.on_replica_schedule, replica)
@@ -582,6 +604,11 @@ class FastForward:
         record_run_batches(self.sim.recorder, replica, run.first, run.remaining, run.order, run.suffix, lead, 1 + lead,
                            run.first.id + formations, run.ends[: k - 1], self.sim.predictors[replica].needs_context,
                            run.promise.padded_size)
+
+
+def _prompts_only(batch: Batch) -> bool:
+    """Whether every token the batch runs is a prompt's (no member decodes in it)."""
+    return batch.num_prefill_tokens > 0 and batch.num_prefill_tokens == sum(batch.num_tokens)
 
 
 def _decode_shape(num_requests: int, context: int, with_context: bool) -> BatchShape:

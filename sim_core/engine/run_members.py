@@ -9,10 +9,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sim_core.entities import Request
+
+on_decode_runs = Request.on_decode_runs
+
 _max = np.maximum.reduce   # ndarray.max without its Python wrapper
 
 if TYPE_CHECKING:
-    from sim_core.entities import Batch, Request
+    from sim_core.entities import Batch
     from sim_core.results.record import Recorder
 
 
@@ -61,8 +65,7 @@ def advance_tokens(members: list[Request], remaining: list[int], ends: np.ndarra
     if int(order[0]) > last:   # nobody finishes before the last applied iteration (most cuts)
         widest_all = float(_max(gaps)) if len(gaps) else -1.0   # (gaps > 0)
         end_all = float(ends[last])
-        for request, left, gap in zip(members, remaining, first_gaps):
-            request.on_decode_run(all_tokens, end_all, widest_all if widest_all > gap else gap, left == all_tokens)
+        on_decode_runs(members, remaining, first_gaps, all_tokens, end_all, widest_all)
         alive: np.ndarray | int = len(remaining)   # every member sees every step
     else:
         # running_max[j-1]: the widest gap between iterations 0..j (read by the few that finish)

@@ -79,6 +79,11 @@ class SteadyDecode:
     def block_size(self) -> int:
         return self.scheduler._block_size
 
+    @property
+    def preemptions(self) -> int:
+        """How many preemptions (restarts) the policy has made so far."""
+        return self.scheduler._num_preemptions
+
     def padded(self, num_requests: np.ndarray) -> np.ndarray:
         """The batch size the GPU runs (and the cost model prices) for each count of live
         members."""

@@ -77,7 +77,10 @@ class VllmScheduler(PagedScheduler):
         # the same set every time unless a tie in arrival time lets a leftover overtake.
         if preempted or batch.num_prefill_tokens:
             return None
-        if self.running and min(map(arrival_time, self.running)) <= max(map(arrival_time, batch.requests)):
+        # `_decode_batch` just sorted `running` by arrival and split it into the batch and the
+        # leftovers, both still in that order: the earliest leftover and the latest member are
+        # at their ends
+        if self.running and self.running[0].arrived_at <= batch.requests[-1].arrived_at:
             return None
         return self._steady_promises[not self.waiting and not self.running]
 
