@@ -4,9 +4,11 @@ replace (hypothesis).
 `RadixCache.insert_and_match(keys, values, count, ...)` stands for `insert(keys[:count], ...)`
 then `match_prefix(keys[:count])` (started at a holder's node or at the root),
 `match_prefix(keys, end)` for `match_prefix(keys[:end])`, and
-`move_lock(old, new)` for `unlock(old)` then `lock(new)`; eviction drops a locked leaf's heap
-entry (unlocking pushes it again) where it used to push it back. The reference tree below makes
-the separate calls and keeps the old heap; both trees get the same random
+`move_lock(old, new)` for `unlock(old)` then `lock(new)`, and `insert_and_match(...,
+move_lock=True)` for the insert and match then `move_lock`; eviction drops a locked leaf's heap
+entry (unlocking pushes it again) where it used to push it back, and a leaf touched, or left a
+leaf by an eviction, while locked gets no entry (its unlock files one). The reference tree below
+makes the separate calls and keeps the old heap; both trees get the same random
 operations (holders caching longer and longer prefixes of their own keys, as a request does,
 lookups, evictions, releases) and must answer the same at every step: the same blocks, paths,
 sizes and eviction order (recency ticks may differ in value, never in order).
@@ -35,8 +37,28 @@ class ReferenceTree(RadixCache):
             path.append(node)
         return present, path[::-1]
 
+    def _touch(self, node: RadixNode) -> None:   # every touched leaf pushed, locked or not
+        self._tick += 1
+        node.last_access = self._tick
+        if not node.children:
+            self._push(node)
+
     def match_prefix(self, keys: list, end: int | None = None) -> tuple[list, RadixNode]:
-        return super().match_prefix(keys if end is None else keys[:end])
+        keys = keys if end is None else keys[:end]
+        node, i, values = self.root, 0, []
+        while i < len(keys):
+            child = node.children.get(keys[i])
+            if child is None:
+                break
+            self._touch(child)
+            matched = 0
+            while matched < min(len(child.key), len(keys) - i) and child.key[matched] == keys[i + matched]:
+                matched += 1
+            if matched < len(child.key):
+                child = self._split(child, matched)
+            values += child.value
+            node, i = child, i + matched
+        return values, node
 
     def move_lock(self, old: RadixNode, new: RadixNode) -> None:
         self.unlock(old)
@@ -85,9 +107,10 @@ OPS = st.lists(st.one_of(
 ), max_size=40)
 
 
-def _apply(tree: RadixCache, ops: list) -> list:
+def _apply(tree: RadixCache, ops: list, fused: bool = False) -> list:
     """Run `ops` on `tree`; returns everything it answered. A holder keeps its keys (the first
-    ones it caches with) and the node and count of its last cache, as a request does."""
+    ones it caches with) and the node and count of its last cache, as a request does. `fused`:
+    a cache moves the holder's lock inside `insert_and_match` (as the pool does)."""
     holders: dict[int, tuple[list, RadixNode, int]] = {}
     answers: list = []
     next_block = 0
@@ -100,11 +123,15 @@ def _apply(tree: RadixCache, ops: list) -> list:
                 continue
             values = list(range(next_block, next_block + len(keys)))
             next_block += len(keys)
-            present, path = tree.insert_and_match(keys, values, count, node if holder in holders else None, done)
-            if holder in holders:
-                tree.move_lock(node, path[-1])
+            start = node if holder in holders else None
+            if fused:
+                present, path = tree.insert_and_match(keys, values, count, start, done, move_lock=True)
             else:
-                tree.lock(path[-1])
+                present, path = tree.insert_and_match(keys, values, count, start, done)
+                if holder in holders:
+                    tree.move_lock(node, path[-1])
+                else:
+                    tree.lock(path[-1])
             holders[holder] = (keys, path[-1], count)
             answers.append((present, [n.value for n in path]))
         elif op[0] == "match":
@@ -125,7 +152,9 @@ def _apply(tree: RadixCache, ops: list) -> list:
 @settings(max_examples=300, deadline=None)
 @given(OPS)
 def test_one_walk_operations_answer_as_the_calls_they_replace(ops):
-    assert _apply(RadixCache(), ops) == _apply(ReferenceTree(), ops)
+    reference = _apply(ReferenceTree(), ops)
+    assert _apply(RadixCache(), ops) == reference
+    assert _apply(RadixCache(), ops, fused=True) == reference
 
 
 def test_move_lock_walks_only_below_the_old_end():

@@ -7,11 +7,13 @@ child goes becomes a leaf candidate in the same pass. Recency is a logical clock
 below the root touched by a match or an insert gets the next tick, root to leaf), so eviction
 order is deterministic. `evictable_size` + `protected_size` is the number of blocks in the tree.
 
-The eviction heap lives as long as the tree: an entry (tick, leaf) is pushed whenever a node
-becomes a leaf, a leaf is touched or a leaf is unlocked; an entry whose node is no longer a
-leaf, has been touched since or is locked is stale and dropped when popped (the heap is rebuilt
-from the leaves when stale entries pile up). So every unlocked leaf has an entry at its current
-tick: popping gives the unlocked leaves in the order a heap of them built from scratch would.
+The eviction heap lives as long as the tree: an entry (tick, leaf) is pushed whenever an
+unlocked node becomes a leaf, an unlocked leaf is touched or a leaf is unlocked (a locked leaf
+gets its entry when its last holder lets go, at the tick it has then); an entry whose node is no
+longer a leaf, has been touched since or is locked is stale and dropped when popped (the heap is
+rebuilt from the leaves when stale entries pile up). So every unlocked leaf has an entry at its
+current tick: popping gives the unlocked leaves in the order a heap of them built from scratch
+would.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ class RadixCache:
         """Make `node` the most recently used (never the root, whose recency nobody reads)."""
         self._tick += 1
         node.last_access = self._tick
-        if not node.children:   # a leaf: its entry is now this one
+        if not node.children and not node.lock_ref:   # an unlocked leaf: its entry is now this one
             self._push(node)
 
     def _push(self, leaf: RadixNode) -> None:
@@ -78,7 +80,7 @@ class RadixCache:
                 break
             self._tick += 1   # _touch, inline
             child.last_access = self._tick
-            if not child.children:
+            if not child.children and not child.lock_ref:
                 self._push(child)
             edge = child.key
             limit = min(len(edge), end - i)
@@ -108,7 +110,7 @@ class RadixCache:
         return i
 
     def insert_and_match(self, keys: list, values: list, count: int, start_node: RadixNode | None = None,
-                         start: int = 0) -> tuple[int, list[RadixNode]]:
+                         start: int = 0, move_lock: bool = False) -> tuple[int, list[RadixNode]]:
         """`insert(keys[:count], values[:count])`, then `match_prefix(keys[:count])`, in one
         walk: returns how many leading keys were cached already and the nodes, root first,
         whose edges hold the `count` keys. The touches are the two calls' to the order they
@@ -116,7 +118,9 @@ class RadixCache:
         edge it splits (whose lower part is off the path), so that one is made as the walk
         passes and the path's are made once, root to leaf, at the end. `start_node`: a node
         whose path holds keys[:start] (a holder's locked node, `start` <= `count`): the walk
-        starts there, its path read upward."""
+        starts there, its path read upward. `move_lock`: then `move_lock(start_node or the
+        root, the path's end)` too, before the end's recency is filed (a locked end needs no
+        heap entry: the unlock files it)."""
         assert count <= min(len(keys), len(values))
         if start_node is None:
             node, i = self.root, 0
@@ -146,7 +150,9 @@ class RadixCache:
             tick += 1
             node.last_access = tick
         self._tick = tick
-        if not node.children and node is not self.root:
+        if move_lock:
+            self.move_lock(path[0] if start_node is None else start_node, node)
+        if not node.children and not node.lock_ref and node is not self.root:
             self._push(node)
         return i, path
 
@@ -230,7 +236,8 @@ class RadixCache:
             self.evictable_size -= len(leaf.value)
             if not parent.children and parent is not root:
                 leaves.add(parent)
-                heapq.heappush(heap, (parent.last_access, parent))
+                if not parent.lock_ref:   # (a locked one is filed when its holder lets go)
+                    heapq.heappush(heap, (parent.last_access, parent))
         return freed
 
     @staticmethod

@@ -56,14 +56,15 @@ class RadixKvPool:
         self._event = on_event or (lambda request, blocks, delta: None)
         self._records = on_event is not None   # (the per-block loops skip the call when nobody listens)
 
+    # (num_free and num_used read the fields directly: they are asked tens of thousands of times a run)
     @property
     def num_free(self) -> int:
         """Blocks that can be handed out now: free, or evictable from the tree."""
-        return self.num_free_list + self.tree.evictable_size
+        return len(self._free) + self.num_blocks - self.next_fresh + self.tree.evictable_size
 
     @property
     def num_used(self) -> int:
-        return self.num_blocks - self.num_free
+        return self.next_fresh - len(self._free) - self.tree.evictable_size
 
     @property
     def num_free_list(self) -> int:
@@ -178,7 +179,8 @@ class RadixKvPool:
             return
         table = request.blocks
         held = self._node[request.id]   # the end of its table's tree part, keys[:start]
-        present, path = self.tree.insert_and_match(keys, table, count, held, start)
+        # (held lies on the new path: its lock moves down to the new end)
+        present, path = self.tree.insert_and_match(keys, table, count, held, start, move_lock=True)
         if present > start:   # the tree had table[start:present]'s content already: its blocks replace them
             cached = [block for node in path[1:] for block in node.value][start:present]
             duplicates = table[start:present]
@@ -193,9 +195,7 @@ class RadixKvPool:
         if present > start:
             self._event(request.id, cached, 1)
             table[start:present] = cached
-        node = path[-1]
-        self.tree.move_lock(held, node)   # the old end lies on the new path
-        self._node[request.id], self._tree_len[request.id] = node, count
+        self._node[request.id], self._tree_len[request.id] = path[-1], count
 
     def free(self, request: BlockHolder) -> list[int]:
         """Let go of everything: unlock the tree path (it stays cached, now evictable) and free

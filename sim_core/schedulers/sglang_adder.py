@@ -18,11 +18,11 @@ A request that does not fit ends the batch (no skipping ahead): NO_TOKEN when me
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from math import ceil
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from sim_core.memory.radix_cache import RadixNode
     from sim_core.memory.radix_pool import RadixKvPool
 
 CONTINUE, NO_TOKEN, OTHER = "continue", "no_token", "other"
@@ -75,27 +75,28 @@ class PrefillAdder:
         """`tokens` rounded up to whole blocks (SGLang's `ceil_paged_tokens`)."""
         return ceil(tokens / self.block_size) * self.block_size
 
-    def add_one(self, extend: int, max_new_tokens: int, lock: Callable[[], None],
-                unlock: Callable[[], None]) -> tuple[int, str]:
+    def add_one(self, extend: int, max_new_tokens: int, node: RadixNode) -> tuple[int, str]:
         """Try a waiting request with `extend` prompt tokens to compute (after its cached
-        prefix); `lock()` / `unlock()` protect its prefix. Returns (tokens it runs now, 0 if
-        not added; the batch's state after it)."""
+        prefix, the tree path to `node`, which is locked while the request is tried and stays
+        locked when it is added). Returns (tokens it runs now, 0 if not added; the batch's
+        state after it)."""
         total = extend + min(max_new_tokens, CLIP_MAX_NEW_TOKENS)
         input_tokens = self._paged(extend)
         if total >= self.rem_total:
             return 0, NO_TOKEN
         if input_tokens > self.rem_input and self.num_added:
             return 0, OTHER
-        lock()
+        pool = self.pool
+        pool.lock(node)
         if total > self.rem_total:
-            unlock()
+            pool.unlock(node)
             return 0, NO_TOKEN
         if self.rem_chunk is None or input_tokens <= self.rem_chunk:
             self._reserve(input_tokens, min(max_new_tokens, CLIP_MAX_NEW_TOKENS))
             return extend, self.state()
         chunk = self.rem_chunk // self.block_size * self.block_size
         if chunk <= 0:
-            unlock()
+            pool.unlock(node)
             return 0, OTHER
         self._reserve(chunk, 0)
         return chunk, self.state()

@@ -16,7 +16,6 @@ there (`truncated`); a prompt that reaches it is rejected.
 from __future__ import annotations
 
 from collections import deque
-from functools import partial
 from itertools import chain
 from math import ceil
 from typing import TYPE_CHECKING
@@ -126,8 +125,7 @@ class SglangPrefill(EngineScheduler):
             request = waiting[0]
             hits, node = self._match(request)
             extend = request.num_prefill_tokens - len(hits) * self._block_size
-            tokens, state = adder.add_one(extend, self._outputs_left(request),
-                                          partial(self.pool.lock, node), partial(self.pool.unlock, node))
+            tokens, state = adder.add_one(extend, request.total_tokens - request.num_known_tokens, node)
             if tokens:
                 waiting.popleft()
                 self._admit(request, hits, node)
@@ -162,7 +160,7 @@ class SglangPrefill(EngineScheduler):
     def _running_reserve(self) -> float:
         """Tokens the running requests are expected to still generate (their KV to come)."""
         ratio = self.new_token_ratio   # (_outputs_left inline: once per running request and prefill try)
-        return sum(min(r.total_tokens - r.num_known_tokens, CLIP_MAX_NEW_TOKENS) * ratio for r in self.running)
+        return sum([min(r.total_tokens - r.num_known_tokens, CLIP_MAX_NEW_TOKENS) * ratio for r in self.running])
 
     @staticmethod
     def _outputs_left(request: Request) -> int:
