@@ -317,8 +317,6 @@ class VllmV1Scheduler(EngineScheduler):
         one, keys up to the known ones), is worked out inline, attributes bound once, and when
         its blocks already hold the next token it is scheduled inline too."""
         flying_of, size = self.in_flight.by_id.get, self._block_size
-        keyed_of = self._cache.keyed.get if self._cache is not None else None
-        key_blocks = self._key_blocks
         add_request, add_tokens, scheduled_ids = step.requests.append, step.num_tokens.append, step.tokens
         running = RequestStatus.RUNNING
         prefill_role = self.endpoint.role == "prefill"
@@ -336,8 +334,13 @@ class VllmV1Scheduler(EngineScheduler):
                                  else request.num_prefill_tokens + request.num_decode_tokens):
                     continue   # that token is its last here: nothing more to run
                 if known < request.num_blocks * size:   # no new block: `_schedule_tokens` inline
-                    if keyed_of is not None and known // size > keyed_of(rid, 0):
-                        key_blocks(request, known)
+                    # and no key call: its blocks up to `known` are keyed already. The formation
+                    # of the step in flight keyed it up to the tokens it knew then (known - 1 if
+                    # the step that landed since held it, which keyed them again, else known);
+                    # known - 1 and known fill as many blocks unless known is a multiple of the
+                    # block size, and then it holds no block past them (its blocks were taken
+                    # for at most `known` tokens). tests/test_v1_run.py checks this at every
+                    # formation of random scenarios.
                     add_request(request)   # step.add(request, 1)
                     add_tokens(1)
                     budget -= 1
