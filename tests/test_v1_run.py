@@ -47,8 +47,9 @@ def test_a_decode_filling_a_block_is_keyed_by_the_formation_that_gives_it_the_ne
 def _check_usual_members_keyed(monkeypatch) -> list[int]:
     """Before each running phase with caching and async steps: every running member whose step
     in flight samples its newest token and whose blocks hold the next one has its blocks keyed
-    up to its known tokens (so `_run` needs no key call for it). Returns a one-item list
-    counting the members checked."""
+    up to its known tokens (so `_run` needs no key call for it); at each landing, every member
+    also in the step still in flight has its blocks keyed up to its KV tokens (so
+    `_after_step` needs none). Returns a one-item list counting the members checked."""
     checked = [0]
     run = VllmV1Scheduler._run
 
@@ -64,14 +65,31 @@ def _check_usual_members_keyed(monkeypatch) -> list[int]:
         return run(self, step, candidates)
 
     monkeypatch.setattr(VllmV1Scheduler, "_run", checking)
+    after_step = VllmV1Scheduler._after_step
+
+    def checking_landing(self, batch, keyed_of):
+        # a landing member also in the step in flight: the key call `_after_step` skips would
+        # key nothing (its KV tokens fill no block past the keyed ones)
+        if keyed_of is not None:
+            held, size = self.in_flight.by_id, self._block_size
+            for request in batch.requests:
+                if request.id in held and not request.completed and request.is_prefill_complete:
+                    checked[0] += 1
+                    full = min((request.num_processed_tokens - 1) // size, len(self.keys(request)), request.num_blocks)
+                    assert full <= keyed_of(request.id, 0), (request.id, request.num_processed_tokens)
+        return after_step(self, batch, keyed_of)
+
+    monkeypatch.setattr(VllmV1Scheduler, "_after_step", checking_landing)
     return checked
 
 
 def test_the_usual_async_member_holds_keys_for_its_known_tokens_in_a_narrated_run(monkeypatch):
-    """The scenario above: formations 4-6 are the usual member's, each checked."""
+    """The scenario above: formations 4-6 are the usual member's, each checked, and so are the
+    landings of steps 1-5 (the prompt's included), each with the next step, which holds the
+    request, in flight: 3 + 5 checks (step 6 lands with nothing in flight, and finishes it)."""
     checked = _check_usual_members_keyed(monkeypatch)
     simulate([(0.0, 3, 6)], "vllm_v1", scheduler={"block_size": 4}, engine={"fast_forward": False})
-    assert checked == [3]
+    assert checked == [8]
 
 
 @st.composite
@@ -102,9 +120,10 @@ def async_caching_cases(draw):
                                                                  HealthCheck.function_scoped_fixture])
 @given(case=async_caching_cases())
 def test_the_usual_async_member_holds_keys_for_its_known_tokens(case, monkeypatch):
-    """At every formation of random async, caching scenarios (stepwise and fast-forwarded): the
-    usual member's blocks are keyed up to its known tokens, the invariant `_run`'s inline path
-    relies on instead of a key call."""
+    """At every formation and landing of random async, caching scenarios (stepwise and
+    fast-forwarded): the usual member's blocks are keyed up to its known tokens, and a landing
+    member held by the step in flight up to its KV tokens: the invariants `_run`'s inline path
+    and `_after_step` rely on instead of key calls."""
     config, workload, run, fast_forward = case
     with monkeypatch.context() as patched:
         _check_usual_members_keyed(patched)

@@ -276,11 +276,15 @@ class VllmV1Scheduler(EngineScheduler):
                 if request.completed:
                     self.finish(request)
             return
-        size = self._block_size
+        # A member of the step now in flight (the one after this) is keyed already up to its KV
+        # tokens: that step's formation keyed it up to the tokens it knew then, which this
+        # step's landing has made its KV tokens (a prompt's last chunk: its prompt, as the
+        # placeholder behind it keyed). Only the others can have a block to key.
+        size, held = self._block_size, self.in_flight.by_id
         for request in batch.requests:
             if request.completed:
                 self.finish(request)
-            elif request.is_prefill_complete:
+            elif request.id not in held and request.is_prefill_complete:
                 kv_tokens = request.num_processed_tokens - 1   # `kv_tokens`: its newest token's KV is not computed
                 if kv_tokens // size > keyed_of(request.id, 0):
                     self._key_blocks(request, kv_tokens)
