@@ -259,6 +259,17 @@ class HashedBlockPool:
         start = self.keyed.get(request.id, 0)
         if full <= start:
             return []
+        if full == start + 1:   # the usual call (a decode filled its newest block): the loop below, for one
+            self.keyed[request.id] = full
+            block = request.blocks[start]
+            if self._key[block] is not None:
+                return []
+            key = self._key[block] = keys[start]
+            if self._by_key.setdefault(key, block) != block:   # held already: this block is a later holder
+                self._more.setdefault(key, {})[block] = None
+            if self._on_cache is not None:
+                self._on_cache([block], 2)
+            return [block]
         keyed = []
         key_of, by_key = self._key, self._by_key
         for block, key in zip(request.blocks[start:full], keys[start:full]):

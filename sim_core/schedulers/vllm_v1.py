@@ -284,11 +284,15 @@ class VllmV1Scheduler(EngineScheduler):
                 if request.completed:
                     self.finish(request)
             return
-        size = self._block_size
+        # A member of the step now in flight (the one after this) is keyed already up to its KV
+        # tokens: that step's formation keyed it up to the tokens it knew then, which this
+        # step's landing has made its KV tokens (a prompt's last chunk: its prompt, as the
+        # placeholder behind it keyed). Only the others can have a block to key.
+        size, held = self._block_size, self.in_flight.by_id
         for request in batch.requests:
             if request.completed:
                 self.finish(request)
-            elif request.is_prefill_complete:
+            elif request.id not in held and request.is_prefill_complete:
                 kv_tokens = request.num_processed_tokens - 1   # `kv_tokens`: its newest token's KV is not computed
                 if kv_tokens // size > keyed_of(request.id, 0):
                     self._key_blocks(request, kv_tokens)
@@ -319,22 +323,16 @@ class VllmV1Scheduler(EngineScheduler):
     # ---- phase 1: running requests -----------------------------------------------------------
 
     def _run(self, step: V1Step, candidates: list[Request]) -> None:
-        # the hot loop (once per running request and step): attributes bound once; the clamp,
-        # the computed / known tokens (`computed`, `num_known_tokens`), `Step.add` and, for a
-        # request that needs no new block, `_take` inline: it keys blocks only when its tokens
-        # fill one past those keyed already (else `cache_blocks` would change nothing)
-        flying_of, pool, size, threshold = self.in_flight.by_id.get, self.pool, self._block_size, self._threshold
-        cache = self._cache
-        keyed_of = cache.keyed.get if cache is not None else None
-        key_blocks = self._key_blocks
-        on_allocate, replica = self._recorder.on_allocate, self.replica_id
-        records_blocks = self._recorder.keeps_blocks   # (else on_allocate is a no-op: not called)
+        """Phase 1: the running `candidates`, in order, while budget is left (the hot loop: once
+        per running request and step). The usual async member, a decode whose step in flight
+        samples its newest token (`_tokens_to_run` gives it n = 1, KV for its known tokens plus
+        one, keys up to the known ones), is worked out inline, attributes bound once, and when
+        its blocks already hold the next token it is scheduled inline too."""
+        flying_of, size = self.in_flight.by_id.get, self._block_size
         add_request, add_tokens, scheduled_ids = step.requests.append, step.num_tokens.append, step.tokens
         running = RequestStatus.RUNNING
-        # a P/D prefill replica yields only the first output (vLLM's prefill instance runs with
-        # max_tokens 1): the request's last token here is the one after its prompt
         prefill_role = self.endpoint.role == "prefill"
-        budget = step.budget   # (step.budget kept in step with it around _make_room and on leaving)
+        budget = step.budget   # (a local: step.budget is set from it around _schedule_tokens and on leaving)
         for request in candidates:
             if budget <= 0:
                 break
@@ -343,77 +341,84 @@ class VllmV1Scheduler(EngineScheduler):
                 continue  # preempted earlier in this step
             flying = flying_of(rid, 0)
             if flying == 1 and request.is_prefill_complete:
-                # the usual member (async): a decode whose step in flight samples its newest
-                # token; the lines below for it: computed = known, n = 1 (a placeholder; the
-                # budget is at least 1), its KV needs known + 1 slots, keys stop at known
                 known = request.num_processed_tokens
-                last = (request.initial_prefill_tokens + 1 if prefill_role
-                        else request.num_prefill_tokens + request.num_decode_tokens)   # `total_tokens`
-                if known + 1 >= last:
+                if known + 1 >= (request.initial_prefill_tokens + 1 if prefill_role   # `_last_token`
+                                 else request.num_prefill_tokens + request.num_decode_tokens):
                     continue   # that token is its last here: nothing more to run
-                if known < request.num_blocks * size:   # its blocks hold known + 1 tokens: no new one
-                    if keyed_of is not None and known // size > keyed_of(rid, 0):
-                        key_blocks(request, known)
+                if known < request.num_blocks * size:   # no new block: `_schedule_tokens` inline
+                    # and no key call: its blocks up to `known` are keyed already. The formation
+                    # of the step in flight keyed it up to the tokens it knew then (known - 1 if
+                    # the step that landed since held it, which keyed them again, else known);
+                    # known - 1 and known fill as many blocks unless known is a multiple of the
+                    # block size, and then it holds no block past them (its blocks were taken
+                    # for at most `known` tokens). tests/test_v1_run.py checks this at every
+                    # formation of random scenarios.
                     add_request(request)   # step.add(request, 1)
                     add_tokens(1)
                     budget -= 1
                     scheduled_ids[rid] = 1
                     continue
-                n, upto, prompt = 1, known, False
-                needed = -(-(known + 1) // size) - request.num_blocks
+                n, kv_tokens, key_tokens = 1, known + 1, known
             else:
-                if request.is_prefill_complete:   # its newest output token's KV is not computed yet
-                    known = request.num_processed_tokens
-                    computed = known - 1 + flying
-                else:
-                    known = request.num_prefill_tokens
-                    computed = request.num_processed_tokens + flying
-                target = known
-                if computed >= target and flying:   # its step in flight samples a token
-                    last = (request.initial_prefill_tokens + 1 if prefill_role
-                            else request.num_prefill_tokens + request.num_decode_tokens)   # `total_tokens`
-                    if computed + 1 >= last:
-                        continue   # that token is its last here: nothing more to run
-                    target += 1    # a placeholder for it
-                prompt = not request.is_prefill_complete   # (counted in the batch's prompt tokens)
-                n = target - computed   # clamped as `clamp`
-                if 0 < threshold < n:
-                    n = threshold
-                if n > budget:
-                    n = budget
+                n, kv_tokens, key_tokens = self._tokens_to_run(request, flying, prefill_role, budget)
                 if n <= 0:
                     continue
-                upto = computed + n
-                needed = -(-upto // size) - request.num_blocks
-                if upto > known:
-                    upto = known
-            if needed > 0:
-                if needed > pool.num_free:
-                    step.budget = budget
-                    made = self._make_room(step, request, needed)
-                    budget = step.budget   # (a victim taken back out of the step returned its tokens)
-                    if not made:
-                        if self.by_priority and request.status == RequestStatus.WAITING:
-                            continue   # the others outrank it: go on
-                        return   # FCFS: the request itself was the tail; or it waits for a batch in flight
-                if cache is None:
-                    self._take(request, needed, upto)
-                else:   # `_take`, its key call only when it would key a block
-                    taken = cache.allocate(request, needed)
-                    if records_blocks:
-                        on_allocate(replica, rid, taken)
-                    if upto // size > cache.keyed.get(rid, 0):
-                        key_blocks(request, upto)
-                    request.status = running
-            elif keyed_of is not None and upto // size > keyed_of(rid, 0):
-                key_blocks(request, upto)
-            add_request(request)   # step.add(request, n)
-            add_tokens(n)
-            budget -= n
-            scheduled_ids[rid] = n
-            if prompt:
-                step.prefill += n
+            step.budget = budget
+            if not self._schedule_tokens(step, request, n, kv_tokens, key_tokens):
+                return
+            budget = step.budget
         step.budget = budget
+
+    def _tokens_to_run(self, request: Request, flying: int, prefill_role: bool, budget: int) -> tuple[int, int, int]:
+        """What a running request runs this step, as vLLM's running loop works it out (`flying`:
+        its tokens in the step in flight). Returns (n, kv_tokens, key_tokens): n the tokens it
+        lags behind, clamped as `clamp` (<= 0: nothing to run); kv_tokens those its KV slots must
+        hold then (the computed ones, its KV and its tokens in flight, plus n); key_tokens those
+        whose blocks get keys (kv_tokens, but not past the tokens whose ids are known). A step in
+        flight that samples its next token leaves a placeholder to run, unless that token is its
+        last."""
+        if request.is_prefill_complete:   # its newest output token's KV is not computed yet
+            known = request.num_processed_tokens
+            computed = known - 1 + flying
+        else:
+            known = request.num_prefill_tokens
+            computed = request.num_processed_tokens + flying
+        target = known
+        if computed >= target and flying:   # its step in flight samples a token
+            if computed + 1 >= self._last_token(request, prefill_role):
+                return 0, computed, known   # that token is its last here: nothing more to run
+            target += 1    # a placeholder for it
+        n = target - computed   # `clamp`, inline
+        threshold = self._threshold
+        if 0 < threshold < n:
+            n = threshold
+        if n > budget:
+            n = budget
+        return n, computed + n, min(computed + n, known)
+
+    @staticmethod
+    def _last_token(request: Request, prefill_role: bool) -> int:
+        """Tokens the request has when done here (`total_tokens`): a P/D prefill replica yields
+        only the first output (vLLM's prefill instance runs with max_tokens 1)."""
+        if prefill_role:
+            return request.initial_prefill_tokens + 1
+        return request.num_prefill_tokens + request.num_decode_tokens
+
+    def _schedule_tokens(self, step: V1Step, request: Request, n: int, kv_tokens: int, key_tokens: int) -> bool:
+        """Schedule `n` tokens of a running request whose KV then holds `kv_tokens`: blocks for
+        them, preempting the tail of running when they do not fit; with caching, keys for the
+        blocks the first `key_tokens` fill. False ends the phase (FCFS: the request was the tail
+        itself; PP > 1: it waits for the batch in flight)."""
+        size = self._block_size
+        needed = -(-kv_tokens // size) - request.num_blocks
+        if needed > 0:
+            if needed > self.pool.num_free and not self._make_room(step, request, needed):
+                return self.by_priority and request.status == RequestStatus.WAITING   # priority: the others outrank it
+            self._take(request, needed, key_tokens)
+        elif self._cache is not None and key_tokens // size > self._cache.keyed.get(request.id, 0):
+            self._key_blocks(request, key_tokens)
+        step.add(request, n)
+        return True
 
     def computed(self, request: Request) -> int:
         """Tokens vLLM counts as computed: those whose KV is computed and those in flight."""
@@ -545,13 +550,17 @@ class VllmV1Scheduler(EngineScheduler):
         return self._hashed.cached_prefix(keys[: (request.num_prefill_tokens - 1) // self._block_size])
 
     def _take(self, request: Request, needed: int, upto: int, hits: Sequence[int] = ()) -> None:
-        """Blocks for more tokens: the cached `hits` and `needed` new ones; with caching, key
-        the blocks the first `upto` tokens fill. (`_run` does the no-new-block case inline.)"""
-        if self._cache is not None:
+        """Blocks for more tokens: the cached `hits` and `needed` new ones (the caller checked
+        they fit); with caching, key the blocks the first `upto` tokens fill (the key call made
+        only when it would key one: below `keyed` cache_blocks changes nothing)."""
+        cache = self._cache
+        if cache is not None:
             if needed or hits:
-                taken = self._cache.allocate(request, needed, hits)
-                self._recorder.on_allocate(self.replica_id, request.id, taken)
-            self._key_blocks(request, upto)
+                taken = cache.allocate(request, needed, hits)
+                if self._recorder.keeps_blocks:   # (else on_allocate is a no-op: not called)
+                    self._recorder.on_allocate(self.replica_id, request.id, taken)
+            if upto // self._block_size > cache.keyed.get(request.id, 0):
+                self._key_blocks(request, upto)
         elif needed:
             self._allocate(request, needed)
         request.status = RequestStatus.RUNNING
