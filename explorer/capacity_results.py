@@ -75,6 +75,10 @@ def point_detail(job, table, records: list[dict], keys: list[str]) -> None:
         st.caption(f"No rate meets the SLOs ({record['binding_slo']}).")
         return
     point = next(p for p in job.grid.points if p.key == record["key"])
+    # the probes record `requests`; this scenario says `full` though the detail reads `series`:
+    # the field only names the scenario (each page simulates its own level, state._simulate sets
+    # it); `full` as in the app's default scenario, the cache key is the one the Overview looks
+    # up after "Open this configuration in the explorer", so it reuses this run
     scenario = set_path(probe_scenario(point.scenario, record["max_qps"], job.spec.search.num_requests),
                         "engine.record", "full")
     run = result_of(scenario, "series")

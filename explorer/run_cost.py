@@ -8,7 +8,9 @@ from sim_core.engine.budget import estimate_cost
 
 # CPU seconds per simulated event (the estimate's `num_events`), the median of the default
 # scenario at 1,000-20,000 requests and the 17 presets on the 2-core development machine (0.5-1.2
-# us; vllm_v1 with prefix caching and P/D up to 3.8 us); measured with record: full, as the app runs
+# us; vllm_v1 with prefix caching and P/D up to 3.8 us); measured with record: full, the level of
+# the KV cache and Requests pages and the costliest (the Overview simulates series, the Pipeline
+# page batches: the estimate errs long for them)
 SECONDS_PER_EVENT = 1.0e-6
 
 

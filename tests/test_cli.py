@@ -120,3 +120,28 @@ def test_run_replays_a_mooncake_trace(tmp_path):
     done = cli("run", "--config", tmp_path / "s.yaml")
     assert done.returncode == 0, done.stderr
     assert "requests: 4 finished, 0 rejected" in done.stdout
+
+
+def test_a_series_scenario_with_out_is_refused_before_the_run(tmp_path, monkeypatch, capsys):
+    """`engine.record: series` keeps no batch members, which batches.csv and the Chrome trace
+    list: with --out the CLI refuses at once (exit 2, one line naming the level and what to
+    record at instead), before simulating and before touching the folder; without --out the
+    same scenario runs and prints its summary."""
+    import sim_core
+    from sim_core.cli.main import main
+
+    (tmp_path / "s.yaml").write_text(GOOD + "engine: {record: series}\n")
+    (tmp_path / "trace.csv").write_text(TRACE)
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("the run must not start")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(sim_core, "run_simulation", no_run)
+        assert main(["run", "--config", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "Traceback" not in error
+    assert "engine.record 'series'" in error and "record at 'batches' or 'full' to write outputs" in error
+    assert not (tmp_path / "out").exists()
+    assert main(["run", "--config", str(tmp_path / "s.yaml")]) == 0
+    assert "requests: 3 finished, 0 rejected" in capsys.readouterr().out

@@ -54,11 +54,14 @@ def test_a_prompt_one_token_past_the_largest_graph_waits_for_the_hosts_launches(
         shape = BatchShape(1, tokens, ((tokens, 0),))
         assert floored.stage_time(shape, 0) == plain.stage_time(shape, 0)
     assert plain.stage_time(BatchShape(1, 8192, ((8192, 0),)), 0) > 0.032 + 0.0017688
-    # the breakdown names what the launches add, and still sums to the stage time
+    # the breakdown names what the launches add (no gaps here: no `eager_gaps`), and still sums
+    # to the stage time; a graphed step and one whose kernels outlast the launches have neither
     parts = floored.breakdown(prompt, 0)
     assert parts["eager_launch"] == pytest.approx(0.0337688 - plain.stage_time(prompt, 0), rel=1e-9)
+    assert "eager_gaps" not in parts
     assert sum(parts.values()) == pytest.approx(0.0337688, rel=1e-12)
-    assert "eager_launch" not in floored.breakdown(BatchShape(1, 256, ((256, 0),)), 0)
+    for tokens in (256, 8192):
+        assert not {"eager_launch", "eager_gaps"} & set(floored.breakdown(BatchShape(1, tokens, ((tokens, 0),)), 0))
 
 
 def test_decode_only_steps_past_the_largest_graph_are_floored_in_runs_as_one_at_a_time():
@@ -150,7 +153,8 @@ def test_a_step_past_the_largest_graph_adds_the_gap_of_each_of_its_layers():
     graphed = BatchShape(1, 256, ((256, 0),))
     assert gapped.stage_time(graphed, 0) == plain.stage_time(graphed, 0)
     parts = gapped.breakdown(prompt, 0)
-    assert parts["eager_launch"] == pytest.approx(0.0032, rel=1e-9)
+    assert parts["eager_gaps"] == 32 * 0.0001
+    assert "eager_launch" not in parts   # no floor: the launches add nothing beyond the gaps
     assert sum(parts.values()) == pytest.approx(gapped.stage_time(prompt, 0), rel=1e-12)
 
 
@@ -161,9 +165,19 @@ def test_the_gaps_add_to_the_gpu_work_and_the_floor_still_bounds_it():
     the floor, so it takes them plus 3.2 ms."""
     both = build_predictor(v1(max_num_seqs=128, eager_layer_s=0.001, eager_moe_layer_s=0.0, eager_gap_layer_s=0.0001))
     plain = build_predictor(v1(max_num_seqs=128, eager_layer_s=0.0, eager_moe_layer_s=0.0, eager_gap_layer_s=0.0))
-    assert both.stage_time(BatchShape(1, 257, ((257, 0),)), 0) == pytest.approx(0.0337688, rel=1e-12)
+    prompt = BatchShape(1, 257, ((257, 0),))
+    assert both.stage_time(prompt, 0) == pytest.approx(0.0337688, rel=1e-12)
     long = BatchShape(1, 8192, ((8192, 0),))
     assert both.stage_time(long, 0) == pytest.approx(plain.stage_time(long, 0) + 0.0032, rel=1e-12)
+    # the breakdown splits what running eager adds as the Predictor page's overheads do: the
+    # gaps (3.2 ms) and what the floor adds beyond the kernels and the gaps (33.7688 ms - the
+    # plain price - 3.2 ms); the long prompt has only the gaps
+    parts = both.breakdown(prompt, 0)
+    assert parts["eager_gaps"] == 32 * 0.0001
+    assert parts["eager_launch"] == pytest.approx(0.0337688 - plain.stage_time(prompt, 0) - 0.0032, rel=1e-9)
+    assert sum(parts.values()) == pytest.approx(0.0337688, rel=1e-12)
+    long_parts = both.breakdown(long, 0)
+    assert long_parts["eager_gaps"] == 32 * 0.0001 and "eager_launch" not in long_parts
 
 
 def test_decode_only_steps_past_the_largest_graph_carry_the_gaps_in_runs_as_one_at_a_time():

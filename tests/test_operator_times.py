@@ -113,3 +113,55 @@ def test_sglang_padding_and_overlap_are_accounted_and_everything_adds_up():
     stages = result.batch_stages
     assert table.sum() == pytest.approx((stages["end"] - stages["start"]).sum(), rel=1e-9)
     assert table["attn_prefill"] > 0
+
+
+def _v1_static(num_requests: int, prompt: int, output: int, **scheduler: object) -> dict:
+    """Llama-2-7B (32 layers) on one H100 under vllm_v1 (a layer's eager gap 0.05 ms, no launch
+    floor for a dense layer): `num_requests` at once, fixed prompt and output lengths."""
+    return {"seed": 0, "model": "llama-2-7b", "device": "h100-sxm",
+            "scheduler": {"type": "vllm_v1", **scheduler},
+            "workload": {"num_requests": num_requests, "arrival": {"process": "static"},
+                         "prompt_tokens": {"distribution": "fixed", "value": prompt},
+                         "output_tokens": {"distribution": "fixed", "value": output}}}
+
+
+def test_a_prompt_too_large_for_a_cuda_graph_books_its_gaps_on_their_own_row():
+    # one 1,000-token prompt (more than the largest graph, 2 x 256 = 512 tokens) then two
+    # one-token decodes (graphed): one eager step, whose layers' gaps add 32 x 0.05 ms = 1.6 ms;
+    # that is `eager_gaps`, and prefill attention is the prompt's own (32 layers x its
+    # attention), no longer inflated by the gaps. Without async scheduling nothing is hidden,
+    # so every operator is the sum of the three steps' breakdowns.
+    config = parse_config(_v1_static(1, 1000, 3, async_scheduling=False))
+    predictor = build_predictor(config)
+    shapes = [BatchShape(1, 1000, ((1000, 0),))] + [BatchShape(1, 1, (), 1, 1001 + j) for j in range(2)]
+    expected: dict[str, float] = {}
+    for shape in shapes:
+        for name, seconds in predictor.breakdown(shape, 0).items():
+            expected[name] = expected.get(name, 0.0) + seconds
+    table = run_simulation(config).operator_times.set_index("operator")["seconds"]
+    assert table["eager_gaps"] == pytest.approx(0.0016, rel=1e-12)
+    assert table["attn_prefill"] == pytest.approx(32 * predictor.prefill_attention(1000, 0), rel=1e-9)
+    assert set(table.index) == set(expected)
+    for name, seconds in expected.items():
+        assert table[name] == pytest.approx(seconds, rel=1e-9, abs=1e-12), name
+
+
+def test_decode_only_steps_past_the_largest_graph_book_their_gaps_too():
+    # 600 two-token prompts at once, unbounded max_num_seqs (largest graph min(512, 2,048) =
+    # 512 tokens): three steps of 1,200, 600 and 600 tokens, the last decode-only, all eager:
+    # 3 x 1.6 ms = 4.8 ms of gaps (the decode-only step's among them, not left in its
+    # remainder), and the rows still sum to the total stage time
+    result = run_simulation(parse_config(_v1_static(600, 2, 3, max_num_seqs=0)))
+    assert result.batches["num_tokens"].tolist() == [1200, 600, 600]
+    assert result.batches["num_decodes"].tolist()[-1] == 600
+    table = result.operator_times.set_index("operator")["seconds"]
+    assert table["eager_gaps"] == pytest.approx(0.0048, rel=1e-12)
+    stages = result.batch_stages
+    assert table.sum() == pytest.approx((stages["end"] - stages["start"]).sum(), rel=1e-12)
+
+
+def test_runs_with_no_eager_step_have_no_eager_rows():
+    # two 100-token prompts at once (a 200-token step, then two-request decodes): every step
+    # fits the 512-token graph, nothing runs eager
+    table = run_simulation(parse_config(_v1_static(2, 100, 3))).operator_times
+    assert not {"eager_gaps", "eager_launch"} & set(table["operator"])

@@ -86,3 +86,38 @@ def test_outputs_of_a_series_run_are_refused_with_the_level_named():
     run = run_simulation(parse_config({**variant(20), "engine": {"record": "series"}}))
     with pytest.raises(ConfigError, match="engine.record 'series'"):
         output_files(run)
+
+
+def test_the_trace_and_batches_writers_refuse_a_series_run_as_output_files_does(tmp_path):
+    """Each way to the batches table or the Chrome trace (the Pipeline page's downloads, the
+    library's writers) raises the same ConfigError naming the level, not a KeyError on the
+    missing member lists, and writes no file; the requests table needs no members and is
+    written."""
+    from sim_core.export import batches_csv, chrome_trace, chrome_trace_bytes, requests_csv, write_chrome_trace
+
+    run = run_simulation(parse_config({**variant(20), "engine": {"record": "series"}}))
+    with pytest.raises(ConfigError) as expected:
+        output_files(run)
+    refusals = [lambda: chrome_trace(run), lambda: chrome_trace_bytes(run), lambda: chrome_trace_bytes(run, gzip=True),
+                lambda: write_chrome_trace(run, tmp_path / "trace.json"), lambda: batches_csv(run)]
+    for refusal in refusals:
+        with pytest.raises(ConfigError) as raised:
+            refusal()
+        assert str(raised.value) == str(expected.value)
+    assert list(tmp_path.iterdir()) == []
+    assert requests_csv(run).count("\n") == 21   # header and 20 requests
+
+
+def test_a_series_recorder_takes_decode_runs_by_their_counts_alone():
+    """At `series` a decode run's rows come as live-member counts (on_run_batch_counts: three
+    formations of 4, 4 and 3 live members, three rows); the full-row call is a bug there and
+    says so rather than filling the summary table's columns with the wrong values."""
+    import numpy as np
+
+    from sim_core.results.record import Recorder
+
+    recorder = Recorder("series", 1)
+    recorder.on_run_batch_counts(np.arange(3), 0, np.array([0.0, 0.1, 0.2]), np.array([4, 4, 3]))
+    assert recorder.held_rows() == (0, 3, 0)
+    with pytest.raises(AssertionError, match="on_run_batch_counts"):
+        recorder.on_run_batches(1, np.arange(1), 0, np.zeros(1), 1, 1, 0, 1, np.zeros(1), (0,), (1,), 1)

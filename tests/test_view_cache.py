@@ -57,7 +57,7 @@ def test_a_run_keeps_its_sixteen_most_recently_used_views():
 
 def test_the_overview_builds_its_figures_once_per_run(monkeypatch):
     """Open the Overview (1 throughput figure built), rerun it twice with no change (still 1),
-    visit the KV page and come back (still 1: the Overview's batches run and its views stay
+    visit the KV page and come back (still 1: the Overview's series run and its views stay
     cached); a new arrival rate is a new run with new figures (2)."""
     import sim_core.viz.overview as overview
 

@@ -112,11 +112,13 @@ def _run(args: argparse.Namespace) -> int:
     from sim_core import load_config, run_simulation
     from sim_core.export import OutputFormats, check_out_dir, write_outputs
     from sim_core.export.files import json_ready
+    from sim_core.export.record_level import check_writable
     from sim_core.results.report import format_summary
 
     config = load_config(args.config)
-    if args.out:
-        check_out_dir(args.out, args.overwrite)   # before the run: a refusal must not cost its time
+    if args.out:   # before the run: a refusal must not cost its time
+        check_writable(config.engine.record)
+        check_out_dir(args.out, args.overwrite)
     started = time.perf_counter()
     result = run_simulation(config, limits=limits_of(args))
     elapsed = time.perf_counter() - started

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from sim_core.export.record_level import check_writable
 from sim_core.export.request_tracks import request_track_events
 from sim_core.results.cache_ops import cache_op_spans
 
@@ -27,7 +28,9 @@ KV_COPY_TID = 1000
 
 
 def chrome_trace(result: SimulationResult) -> dict:
-    """The trace as a JSON-serializable dict {"traceEvents": [...], "displayTimeUnit": "ms"}."""
+    """The trace as a JSON-serializable dict {"traceEvents": [...], "displayTimeUnit": "ms"};
+    ConfigError for a run recorded at `engine.record: series` (record_level.py)."""
+    check_writable(result.config.engine.record)
     events = (metadata_events(result) + _stage_events(result) + _transfer_events(result) + _cache_op_events(result)
               + _counter_events(result) + request_track_events(result))
     return {"traceEvents": events, "displayTimeUnit": "ms",

@@ -19,6 +19,7 @@ from sim_core.errors import ConfigError
 from sim_core.export.batch_lists import BatchLists
 from sim_core.export.csv_table import csv_pieces
 from sim_core.export.gzip_stream import gzipped
+from sim_core.export.record_level import check_writable
 from sim_core.export.trace_text import chrome_trace_pieces
 
 if TYPE_CHECKING:
@@ -66,9 +67,7 @@ def output_files(result: SimulationResult, formats: OutputFormats | None = None)
         ConfigError: the run was recorded at `engine.record: series` (the app's Overview level:
             its batch table has no members, which the batches table and the trace write).
     """
-    if result.config.engine.record == "series":
-        raise ConfigError("engine.record 'series' keeps only what the app's Overview draws (no batch members for "
-                          "the batches table and the Chrome trace): write outputs from 'batches' or 'full'")
+    check_writable(result.config.engine.record)
     formats = formats or OutputFormats()
     run = _RunTables(result)
     tables = ["requests", "batches", "batch_stages", "timeseries", "operators"]
@@ -141,5 +140,12 @@ def summary_json(result: SimulationResult) -> str:
 
 
 def table_text(result: SimulationResult, name: str) -> str:
-    """One table's CSV text (e.g. "requests", "batches")."""
+    """One table's CSV text (e.g. "requests", "batches").
+
+    Raises:
+        ConfigError: the batches table of a run recorded at `engine.record: series`
+            (record_level.py).
+    """
+    if name == "batches":
+        check_writable(result.config.engine.record)
     return b"".join(_RunTables(result).csv(name)).decode("utf-8")

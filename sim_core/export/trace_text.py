@@ -22,6 +22,7 @@ from sim_core.export.chrome_trace import KV_COPY_TID, kv_copy_lane_events, metad
 from sim_core.export.column_text import json_text
 from sim_core.export.event_text import CHUNK_ROWS, concat, dumped, event_bytes, micros, row_lookup
 from sim_core.export.gzip_stream import gzipped
+from sim_core.export.record_level import check_writable
 from sim_core.export.request_track_text import request_track_arrays
 from sim_core.results.cache_ops import cache_op_spans
 
@@ -35,7 +36,16 @@ def chrome_trace_pieces(result: SimulationResult, lists: BatchLists | None = Non
     Args:
         result: the run.
         lists: the batches' request lists, when the caller has built them already.
+
+    Raises:
+        ConfigError: the run was recorded at `engine.record: series` (record_level.py); raised
+            here, before any piece is asked for (or a file opened for them).
     """
+    check_writable(result.config.engine.record)
+    return _pieces(result, lists)
+
+
+def _pieces(result: SimulationResult, lists: BatchLists | None) -> Iterator[bytes | memoryview]:
     if lists is None:
         lists = BatchLists(result.batches) if len(result.batches) else None
     yield b'{"traceEvents":['
@@ -53,14 +63,16 @@ def chrome_trace_pieces(result: SimulationResult, lists: BatchLists | None = Non
 
 def chrome_trace_bytes(result: SimulationResult, gzip: bool = False) -> bytes:
     """The whole trace as one bytes object (for a download); gzip'd when `gzip` (the bytes
-    `write_chrome_trace(gzip=True)` writes: Perfetto opens them as they are)."""
+    `write_chrome_trace(gzip=True)` writes: Perfetto opens them as they are); ConfigError for a
+    run recorded at `engine.record: series`, as chrome_trace_pieces."""
     pieces = chrome_trace_pieces(result)
     return b"".join(gzipped(pieces) if gzip else pieces)
 
 
 def write_chrome_trace(result: SimulationResult, path: str | Path, gzip: bool = False) -> None:
     """Stream the trace (gzip'd when `gzip`) to `path`, whole or not at all (raises OutputError
-    naming it)."""
+    naming it); ConfigError for a run recorded at `engine.record: series`, before `path` is
+    touched."""
     pieces = chrome_trace_pieces(result)
     with atomic_open(path, binary=True) as file:
         for piece in gzipped(pieces) if gzip else pieces:

@@ -7,12 +7,15 @@ table), decode attention from each batch's decodes and KV context; prefill atten
 remains of each prefilling stage's recorded duration (it depends on each chunk's own context,
 which the tables do not keep). KV swaps and copies a batch runs first (vllm_v0) add their
 seconds to every stage of the batch; they are their own rows (`kv_swap_in`, `kv_swap_out`,
-`kv_copy`). CUDA-graph padding (sglang) is priced as the padded batch the GPU runs. What the
-host's launch floor adds to a step too large for a CUDA graph (vllm_v1, eager.py) is part of that
-stage's remainder, booked as prefill attention (a decode-only step past the largest graph needs
-more than 512 requests in flight). CPU time
-hidden by overlap scheduling (sglang) is the negative row `cpu_hidden_by_overlap`. Rows sum to
-the total stage time.
+`kv_copy`). CUDA-graph padding (sglang) is priced as the padded batch the GPU runs. A step too
+large for a CUDA graph (vllm_v1, eager.py) adds the gaps of its layers to its GPU work: their own
+row, `eager_gaps` (as the Predictor page's overheads name them). What the host's launch floor adds
+beyond that, where it binds, cannot be told apart from the prefill attention it covers: it stays in
+that stage's remainder, booked as prefill attention (a decode-only step past the largest graph
+needs more than 512 requests in flight; its remainder, the floor's excess there, is left out, and
+the rows fall short of the stage time by it). CPU time hidden by overlap scheduling (sglang,
+vllm_v1's async scheduling) is the negative row `cpu_hidden_by_overlap`. Rows sum to the total
+stage time.
 """
 
 from __future__ import annotations
@@ -127,9 +130,11 @@ def _grid_totals(predictor: GridPredictor, rows: dict[str, np.ndarray]) -> dict[
         token_ops.update(_weighted(partial(predictor.stage_token_ops, stage=stage), tokens, 1))
         request_ops = _weighted(partial(predictor.request_ops, stage=stage), requests, 1)
         decode = _decode_seconds(predictor, mine)
-        priced = predictor.fixed_times(tokens, requests, stage) + decode
+        gaps = predictor.eager_gap_times(tokens, stage)
+        priced = predictor.fixed_times(tokens, requests, stage) + decode + gaps
         rest, prefilling = mine["duration"] - priced, mine["num_prefill_tokens"] > 0
-        for name, seconds in (*token_ops.items(), *request_ops.items(), ("attn_decode", decode.sum()),
+        eager = (("eager_gaps", gaps.sum()),) if gaps.any() else ()   # a row only where a step ran eager
+        for name, seconds in (*token_ops.items(), *request_ops.items(), ("attn_decode", decode.sum()), *eager,
                               ("attn_prefill", rest[prefilling].sum()), ("unpriced", rest[~prefilling].sum())):
             totals[name] = totals.get(name, 0.0) + float(seconds)
     return totals

@@ -155,9 +155,26 @@ class GridPredictor:
         requests = np.array([float(shape.num_requests)])
         parts.update({name: float(v[0]) for name, v in self.request_ops(requests, stage_id).items()})
         if shape.total_tokens > self._graph_tokens:   # what running without a graph adds (eager.py)
-            total = sum(parts.values())
-            parts["eager_launch"] = self._launch_floored(total, shape.num_requests, stage_id) - total
+            parts.update(self._eager_parts(float(sum(parts.values())), shape.num_requests, stage_id))
         return parts
+
+    def _eager_parts(self, time: float, requests: int, stage_id: int) -> dict[str, float]:
+        """What running without a CUDA graph adds to a step priced `time`: the layers' gaps
+        (`eager_gaps`, when there are any) and what the launch floor adds beyond them
+        (`eager_launch`, only when the floor binds); the Predictor page's overheads have the
+        same two names (overheads.py)."""
+        gaps = self._eager_gaps[stage_id]
+        parts = {"eager_gaps": gaps} if gaps else {}
+        floored = self._launch_floored(time, requests, stage_id)
+        if floored != time + gaps:   # the floor binds: floor + host, above the GPU work and its gaps
+            parts["eager_launch"] = floored - time - gaps
+        return parts
+
+    def eager_gap_times(self, tokens: np.ndarray, stage_id: int) -> np.ndarray:
+        """Per row, the seconds the layers' gaps add to a step of `tokens[j]` tokens on stage
+        `stage_id` (zero for a step that fits a CUDA graph); what the accounting books as
+        `eager_gaps`."""
+        return np.where(tokens > self._graph_tokens, self._eager_gaps[stage_id], 0.0)
 
 
 def _total(ops: dict[str, np.ndarray], size: int) -> np.ndarray:

@@ -185,8 +185,10 @@ class Recorder:
                          "on_run_batches"):
                 setattr(self, name, self._skip)
         elif not self.keeps_batch_detail:    # series: the batch table's summary columns, no KV swaps / copies
-            for name in ("on_batch", "on_batch_row", "on_run_batches", "on_cache_op"):
-                setattr(self, name, getattr(self, f"_{name}_summary"))
+            # (a decode run's rows come through on_run_batch_counts at this level, run_members.py)
+            for name, method in (("on_batch", self._on_batch_summary), ("on_batch_row", self._on_batch_row_summary),
+                                 ("on_cache_op", self._on_cache_op_summary), ("on_run_batches", self._not_at_series)):
+                setattr(self, name, method)
 
     @staticmethod
     def _skip(*args: object) -> None:
@@ -327,10 +329,10 @@ class Recorder:
         cols["num_tokens"].append(sum(request_tokens))
         cols["num_prefill_tokens"].append(num_prefill_tokens)
 
-    def _on_run_batches_summary(self, count: int, batch_id: np.ndarray, replica_id: int, formed_at: np.ndarray,
-                                num_requests: int, num_tokens: int, num_prefill_tokens: int, *rest: object) -> None:
-        """`on_run_batches` at `series`."""
-        self.batches.add_chunk_values(count, batch_id, replica_id, formed_at, num_tokens, num_prefill_tokens)
+    @staticmethod
+    def _not_at_series(*args: object) -> None:
+        """`on_run_batches` at `series`: a bug (the engine calls on_run_batch_counts there)."""
+        raise AssertionError("engine.record 'series' takes a decode run's rows from on_run_batch_counts")
 
     @staticmethod
     def _on_cache_op_summary(*args: object) -> None:
