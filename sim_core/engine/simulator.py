@@ -81,6 +81,7 @@ class Simulator:
         # per replica of several stages, when each stage is next free, where `enter_stages` prices
         # a batch's whole path when it forms (`run` decides; None: every stage event is simulated)
         self.stage_paths: list[list[float] | None] | None = None
+        self._arrival_instants: set[float] | None = None   # with stage paths: every arrival's time, if all known
         self._price_paths = fast_forward and self.fast is None and not self.single_stage
         self.overlap = (OverlapClock(predictors, [s.config.overlapped_cpu_phases() for s in schedulers])
                         if any(self.overlapping) else None)
@@ -96,9 +97,10 @@ class Simulator:
         then (every PROGRESS_STEPS distinct times; `poll` may raise to stop the run, e.g.
         run_watch.StopCheck). Without both, the clock costs one assignment per instant."""
         self.sessions, self._heads = sessions, sessions.heads
+        times = self.workload.arrived_at[self._heads].tolist()
         if self._price_paths:
             self.stage_paths = [self._path_stages(r) for r in range(len(self.schedulers))]
-        times = self.workload.arrived_at[self._heads].tolist()
+            self._arrival_instants = None if sessions.closed_loop else set(times)   # (turns arrive when released)
         check = (lambda: after_event(self)) if after_event is not None else None
         on_time = self._set_time if progress is None and poll is None else self._reporting_clock(progress, poll)
         self.kernel.run(times, self.on_arrival, on_time, check)
@@ -332,7 +334,14 @@ class Simulator:
             free_at[k] = time
             if recorder.keeps_batches:   # (the stage rows: sorted by start when the result is built)
                 recorder.on_stage(batch.id, replica, k, start, time)
-        self.kernel.at(time, self.on_stages_left, replica, batch)
+        instants = self._arrival_instants
+        if instants is not None and time not in instants:
+            # nothing is routed at that instant, so the batch end may run before the other events
+            # then rather than after them: they are other replicas' (whose order against it
+            # changes nothing) and, from its own replica, none (see `_path_stages`)
+            self.kernel.at(time, self.on_batch_end, replica, batch)
+        else:
+            self.kernel.at(time, self.on_stages_left, replica, batch)
 
     def on_stages_left(self, replica: int, batch: Batch) -> None:
         """A batch priced by `enter_stages` leaves its last stage now: its batch end follows
