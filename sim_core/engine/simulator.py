@@ -9,6 +9,10 @@ With one stage per replica (PP = 1) the stage arrival and stage schedule events 
 only stage is idle whenever a batch forms, and nothing else can queue there), so a formation
 starts its stage directly and a stage end schedules the batch end directly; the batch end and
 the next formation keep their place behind everything already due, exactly as in Vidur.
+With several stages and no pipeline runs (fast-forward on: vllm, sarathi, orca, vllm_v0, ... at
+PP > 1), `enter_stages` prices a batch's whole path through the stages when it forms (each stage
+first come first served) and holds one event for its batch end, where the stage events would
+have queued it: the same times and order as those events, without them (`_path_stages` says where).
 
 Two optional parts hook in here: closed-loop sessions (`cluster/sessions.py`: a completion
 releases the session's next turn) and P/D disaggregation (`cluster/handoff.py`: prefill replicas
