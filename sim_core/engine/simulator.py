@@ -9,6 +9,10 @@ With one stage per replica (PP = 1) the stage arrival and stage schedule events 
 only stage is idle whenever a batch forms, and nothing else can queue there), so a formation
 starts its stage directly and a stage end schedules the batch end directly; the batch end and
 the next formation keep their place behind everything already due, exactly as in Vidur.
+With several stages and no pipeline runs (fast-forward on: vllm, sarathi, orca, vllm_v0, ... at
+PP > 1), `enter_stages` prices a batch's whole path through the stages when it forms (each stage
+first come first served) and holds one event for its batch end, where the stage events would
+have queued it: the same times and order as those events, without them (`_path_stages` says where).
 
 Two optional parts hook in here: closed-loop sessions (`cluster/sessions.py`: a completion
 releases the session's next turn) and P/D disaggregation (`cluster/handoff.py`: prefill replicas
@@ -17,6 +21,7 @@ hand requests to decode replicas). Arrivals go to the first pool's replicas (all
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -30,6 +35,7 @@ from sim_core.entities import Batch, Request, RequestStatus
 from sim_core.predictor import BatchShape, Predictor, padded, shape_of
 from sim_core.results.record import ADMITTED, FINISHED, QUEUED, Recorder
 from sim_core.results.request_log import RequestLog
+from sim_core.schedulers.endpoint import ReplicaEndpoint
 
 if TYPE_CHECKING:
     from sim_core.cluster.handoff import Disaggregation
@@ -76,6 +82,11 @@ class Simulator:
         if self.fast is not None and router.reads == "outstanding":   # see engine/routing.py
             self.entry = [RunView(endpoint, self.fast, r) for r, endpoint in enumerate(self.entry)]
         self.overlapping = [s.config.overlap_schedule(s.num_stages) for s in schedulers]   # per replica
+        # per replica of several stages, when each stage is next free, where `enter_stages` prices
+        # a batch's whole path when it forms (`run` decides; None: every stage event is simulated)
+        self.stage_paths: list[list[float] | None] | None = None
+        self._arrival_instants: set[float] | None = None   # with stage paths: every arrival's time, if all known
+        self._price_paths = fast_forward and self.fast is None and not self.single_stage
         self.overlap = (OverlapClock(predictors, [s.config.overlapped_cpu_phases() for s in schedulers])
                         if any(self.overlapping) else None)
         self.kv_copy_cost = kv_copy_cost  # prices the KV swaps / copies a batch runs first (vllm_v0)
@@ -91,9 +102,24 @@ class Simulator:
         run_watch.StopCheck). Without both, the clock costs one assignment per instant."""
         self.sessions, self._heads = sessions, sessions.heads
         times = self.workload.arrived_at[self._heads].tolist()
+        if self._price_paths:
+            self.stage_paths = [self._path_stages(r) for r in range(len(self.schedulers))]
+            self._arrival_instants = None if sessions.closed_loop else set(times)   # (turns arrive when released)
         check = (lambda: after_event(self)) if after_event is not None else None
         on_time = self._set_time if progress is None and poll is None else self._reporting_clock(progress, poll)
         self.kernel.run(times, self.on_arrival, on_time, check)
+
+    def _path_stages(self, replica: int) -> list[float] | None:
+        """The stages' free times `enter_stages` starts from, where a batch's whole path can be
+        priced when it forms: nothing outside the stages reads them (no pipeline run), a stage
+        time does not depend on when it starts (no overlapped CPU phases), and no other event of
+        the replica can fall at a batch end's instant, whose order against it would follow the
+        stage events' creation (no P/D hand-off, no KV loads from a CPU tier). None: not here."""
+        scheduler = self.schedulers[replica]
+        if (self.handoff is not None or self.overlapping[replica]
+                or type(scheduler.endpoint).take_loads is not ReplicaEndpoint.take_loads):
+            return None
+        return [-math.inf] * scheduler.num_stages   # idle since ever
 
     def _reporting_clock(self, progress: Callable[[float], None] | None,
                          poll: Callable[[float], None] | None) -> Callable[[float], None]:
@@ -202,7 +228,7 @@ class Simulator:
             elif self.single_stage:
                 self._start_stage(replica, self.stages[replica][0], batch)
             else:
-                self.kernel.soon(self.on_stage_arrival, replica, 0, batch)
+                self.enter_stages(replica, batch)
         self.record_replica(scheduler)
 
     def on_load_done(self, replica: int, request: Request) -> None:
@@ -290,6 +316,42 @@ class Simulator:
             recorder.on_kv_state(scheduler.replica_id, scheduler.pool.num_used)
 
     # ---- tier 3: pipeline stages -----------------------------------------------------------
+
+    def enter_stages(self, replica: int, batch: Batch) -> None:
+        """A batch formed now on a replica whose stages are not fast-forwarded by `_start_stage`
+        (PP > 1): priced through every stage at once where `stage_paths` allows, else it
+        reaches stage 0 as a stage arrival event."""
+        free_at = self.stage_paths[replica] if self.stage_paths is not None else None
+        if free_at is None:
+            self.kernel.soon(self.on_stage_arrival, replica, 0, batch)
+            return
+        # Each stage runs its batches first come first served in formation order (a stage's
+        # queue fills in the order the stage before empties), so a batch starts stage k at
+        # max(its end on stage k - 1, the stage's previous end) and ends `stage_time` later:
+        # the same floats the stage events compute (`now + duration`, now being that max).
+        time, shape, extra = self.kernel.now, batch.shape, batch.cache_seconds
+        assert shape is not None, "set when the batch is formed"
+        predictor, recorder = self.predictors[replica], self.recorder
+        for k, free in enumerate(free_at):
+            start = free if free > time else time
+            time = start + (predictor.stage_time(shape, k) + extra)
+            free_at[k] = time
+            if recorder.keeps_batches:   # (the stage rows: sorted by start when the result is built)
+                recorder.on_stage(batch.id, replica, k, start, time)
+        instants = self._arrival_instants
+        if instants is not None and time not in instants:
+            # nothing is routed at that instant, so the batch end may run before the other events
+            # then rather than after them: they are other replicas' (whose order against it
+            # changes nothing) and, from its own replica, none (see `_path_stages`)
+            self.kernel.at(time, self.on_batch_end, replica, batch)
+        else:
+            self.kernel.at(time, self.on_stages_left, replica, batch)
+
+    def on_stages_left(self, replica: int, batch: Batch) -> None:
+        """A batch priced by `enter_stages` leaves its last stage now: its batch end follows
+        where the last stage's end event puts it (after everything already due now: the
+        routing of this instant's arrivals comes first)."""
+        self.kernel.soon(self.on_batch_end, replica, batch)
 
     def on_stage_arrival(self, replica: int, stage: int, batch: Batch) -> None:
         self.stages[replica][stage].add(batch)
