@@ -141,7 +141,8 @@ class Request:
     def on_decode_run(self, num_tokens: int, last_token_at: float, widest_gap: float, finished: bool) -> None:
         """Account `num_tokens` decode iterations advanced in one step (fast-forward): the last
         one ended at `last_token_at`, the widest gap between two of its tokens in the run was
-        `widest_gap`, and `finished` says its last output token was among them."""
+        `widest_gap`, and `finished` says its last output token was among them (`on_decode_runs`
+        repeats this inline for a run's members: keep the two alike)."""
         if widest_gap > self.max_token_gap:
             self.max_token_gap = widest_gap
         self.num_processed_tokens += num_tokens
@@ -155,7 +156,8 @@ class Request:
         """`on_decode_run` of every member of a run that takes part in all of its `num_tokens`
         iterations (the last ending at `last_token_at`): member i's widest gap is the larger of
         its own first gap (`first_gaps[i]`) and the run's `widest_gap` after it, and it finishes
-        when its `remaining[i]` iterations are those. One loop instead of a call per member."""
+        when its `remaining[i]` iterations are those. One loop instead of a call per member (the
+        body is `on_decode_run`'s, inline: keep the two alike)."""
         for request, left, gap in zip(requests, remaining, first_gaps):
             widest = widest_gap if widest_gap > gap else gap
             if widest > request.max_token_gap:

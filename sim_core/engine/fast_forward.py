@@ -190,8 +190,9 @@ class FastForward:
         first = promise.in_flight or batch
         requests = first.requests
         arrays: MemberArrays | None = None   # the numpy growth plan reads the members' figures once
-        carried = None if carry is None or promise.in_flight is not None or not numpy_growth(promise, requests) \
-            else carried_arrays(carry, promise, batch, promise.preemptions)
+        carried = None   # a carry serves only a serial run on the numpy growth plan
+        if carry is not None and promise.in_flight is None and numpy_growth(promise, requests):
+            carried = carried_arrays(carry, promise, batch, promise.preemptions)
         if carried is not None:
             remaining, arrays = carried
         else:
@@ -434,7 +435,7 @@ class FastForward:
         sim.kernel.soon(self._end_batch, replica, run.promise, live, now - start, int(run.order[0]) <= k)
 
     def _end_batch(self, replica: int, promise: SteadyDecode, live: list[Request], gap: float,
-                   completions: bool = True) -> None:
+                   completions: bool) -> None:
         """`Simulator.on_batch_end` of a run's last iteration ended in bulk (`_end_in_bulk`);
         `completions` False: none of `live` finished in it."""
         sim = self.sim

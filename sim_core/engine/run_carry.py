@@ -58,6 +58,8 @@ def carry_of(members: list[Request], arrays: MemberArrays, k: int, everyone: boo
     k iterations were all applied, tokens included (`everyone`: nobody finished in them); None
     when nobody survives."""
     if everyone:
+        # `members` is the run's batch list, shared, not copied: the run's end copies it into
+        # the scheduler's running list and nothing edits the batch's list after that
         return Carry(members, arrays, k, preemptions)
     keep = (arrays.left > k).nonzero()[0]
     if not len(keep):

@@ -407,8 +407,9 @@ class VllmV1Scheduler(EngineScheduler):
     def _schedule_tokens(self, step: V1Step, request: Request, n: int, kv_tokens: int, key_tokens: int) -> bool:
         """Schedule `n` tokens of a running request whose KV then holds `kv_tokens`: blocks for
         them, preempting the tail of running when they do not fit; with caching, keys for the
-        blocks the first `key_tokens` fill. False ends the phase (FCFS: the request was the tail
-        itself; PP > 1: it waits for the batch in flight)."""
+        blocks the first `key_tokens` fill. True: the phase goes on, with the request scheduled,
+        or (priority) preempted itself to make room for the others that outrank it; False ends the
+        phase (FCFS: the request was the tail itself; PP > 1: it waits for the batch in flight)."""
         size = self._block_size
         needed = -(-kv_tokens // size) - request.num_blocks
         if needed > 0:
