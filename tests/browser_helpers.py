@@ -77,3 +77,20 @@ def go_to(page, title: str) -> None:
     page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).click()
     settle(page)
     page.get_by_role("heading", name=title).first.wait_for(timeout=60_000)
+
+
+def choose_until_shown(page, option: str, shown) -> None:
+    """Click the radio `option` until the locator `shown` (what choosing it draws) is attached: a
+    click that lands while an earlier rerun still draws the page can be lost, and `settle` may
+    return before the rerun the click starts."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for _ in range(3):
+        page.get_by_text(option, exact=True).click()
+        settle(page)
+        try:
+            shown.wait_for(state="attached", timeout=20_000)
+            return
+        except PlaywrightTimeout:   # the click was lost: click again
+            continue
+    shown.wait_for(state="attached", timeout=20_000)

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 import pytest
-from browser_helpers import FLAGS, ROOT, chromium, go_to, settle, streamlit_server
+from browser_helpers import FLAGS, ROOT, choose_until_shown, chromium, go_to, settle, streamlit_server
 
 TRACE = "arrived_at,num_prefill_tokens,num_decode_tokens\n" + "".join(
     f"{i * 0.25},{100 + 37 * i % 400},{20 + 13 * i % 90}\n" for i in range(60))
@@ -70,9 +70,8 @@ def test_a_user_session_end_to_end(server, tmp_path):
         # Scenario: upload a trace; the run now replays its 60 requests
         go_to(page, "Scenario")
         page.get_by_role("tab", name="Workload").click()
-        page.get_by_text("trace file", exact=True).click()
-        settle(page)
         uploader = page.get_by_test_id("stFileUploader").filter(has_text="Upload a trace CSV")
+        choose_until_shown(page, "trace file", uploader.locator("input[type=file]"))
         uploader.locator("input[type=file]").set_input_files(str(trace_file))
         settle(page)
         expect(page.get_by_text("my_trace.csv: 60 requests over 14.8 s")).to_be_visible(timeout=60_000)

@@ -9,7 +9,7 @@ import copy
 
 import pytest
 from app_helpers import TINY
-from browser_helpers import FLAGS, ROOT, chromium, go_to, settle, streamlit_server
+from browser_helpers import FLAGS, ROOT, choose_until_shown, chromium, go_to, settle, streamlit_server
 
 from sim_core.config.share import encode_scenario
 
@@ -57,9 +57,8 @@ def test_a_multipart_upload_named_with_an_absolute_or_dot_dot_path_lands_only_in
         settle(page)
         go_to(page, "Scenario")
         page.get_by_role("tab", name="Workload").click()
-        page.get_by_text("trace file", exact=True).click()
-        settle(page)
         uploader = page.get_by_test_id("stFileUploader").filter(has_text="Upload a trace CSV")
+        choose_until_shown(page, "trace file", uploader.locator("input[type=file]"))
         for number, hostile in enumerate((str(absolute), "../../planted-dotdot.csv")):
             local = tmp_path / f"trace{number}.csv"          # a new file each time, so the browser sends it
             local.write_bytes(TRACE)
