@@ -189,9 +189,10 @@ class FastForward:
             return False
         first = promise.in_flight or batch
         requests = first.requests
-        arrays: MemberArrays | None = None   # the numpy growth plan reads the members' figures once
+        planned = numpy_growth(promise, requests)   # the numpy growth plan reads the members' figures once
+        arrays: MemberArrays | None = None
         carried = None   # a carry serves only a serial run on the numpy growth plan
-        if carry is not None and promise.in_flight is None and numpy_growth(promise, requests):
+        if carry is not None and promise.in_flight is None and planned:
             carried = carried_arrays(carry, promise, batch, promise.preemptions)
         if carried is not None:
             remaining, arrays = carried
@@ -206,7 +207,7 @@ class FastForward:
         # KV growth is checked only as far as the run is planned (its first chunk), and further
         # when it is extended: most runs are cut by an arrival long before `limit`
         free, bound = scheduler.pool.num_free, min(limit, self._first_chunk(replica))
-        if arrays is None and numpy_growth(promise, requests):   # (the run's end plans them too)
+        if arrays is None and planned:   # (the run's end plans them too)
             arrays = MemberArrays.of(promise, requests, remaining)
         stop = growth_limit(promise, free, requests, remaining, bound, arrays)
         if stop < 2:

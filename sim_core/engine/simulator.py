@@ -35,7 +35,6 @@ from sim_core.entities import Batch, Request, RequestStatus
 from sim_core.predictor import BatchShape, Predictor, padded, shape_of
 from sim_core.results.record import ADMITTED, FINISHED, QUEUED, Recorder
 from sim_core.results.request_log import RequestLog
-from sim_core.schedulers.endpoint import ReplicaEndpoint
 
 if TYPE_CHECKING:
     from sim_core.cluster.handoff import Disaggregation
@@ -116,8 +115,7 @@ class Simulator:
         the replica can fall at a batch end's instant, whose order against it would follow the
         stage events' creation (no P/D hand-off, no KV loads from a CPU tier). None: not here."""
         scheduler = self.schedulers[replica]
-        if (self.handoff is not None or self.overlapping[replica]
-                or type(scheduler.endpoint).take_loads is not ReplicaEndpoint.take_loads):
+        if self.handoff is not None or self.overlapping[replica] or scheduler.endpoint.loads_from_cpu_tier:
             return None
         return [-math.inf] * scheduler.num_stages   # idle since ever
 

@@ -185,9 +185,10 @@ class Recorder:
                          "on_run_batches"):
                 setattr(self, name, self._skip)
         elif not self.keeps_batch_detail:    # series: the batch table's summary columns, no KV swaps / copies
+            # (only the cost-model breakdown reads those)
             # (a decode run's rows come through on_run_batch_counts at this level, run_members.py)
             for name, method in (("on_batch", self._on_batch_summary), ("on_batch_row", self._on_batch_row_summary),
-                                 ("on_cache_op", self._on_cache_op_summary), ("on_run_batches", self._not_at_series)):
+                                 ("on_cache_op", self._skip), ("on_run_batches", self._not_at_series)):
                 setattr(self, name, method)
 
     @staticmethod
@@ -333,11 +334,6 @@ class Recorder:
     def _not_at_series(*args: object) -> None:
         """`on_run_batches` at `series`: a bug (the engine calls on_run_batch_counts there)."""
         raise AssertionError("engine.record 'series' takes a decode run's rows from on_run_batch_counts")
-
-    @staticmethod
-    def _on_cache_op_summary(*args: object) -> None:
-        """`on_cache_op` at `series`: nothing (only the cost-model breakdown reads KV swaps / copies)."""
-        return None
 
     def on_stage(self, batch_id: int, replica: int, stage: int, start: float, end: float) -> None:
         cols = self.stages.columns

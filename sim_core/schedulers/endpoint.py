@@ -46,6 +46,10 @@ class ReplicaEndpoint:
         self.role = role
         self.scheduler._attach_workload(workload)
 
+    # whether the policy can load KV from a CPU tier (`take_loads` may report loads): a load's
+    # end is an event of the replica the simulator's stage paths cannot order against
+    loads_from_cpu_tier = False
+
     def take_loads(self) -> list[tuple[Request, float]]:
         """KV loads from a CPU tier (KV offload) started since the last call, each with its
         seconds; the simulator calls `on_load_done` when one ends. None for most policies."""

@@ -77,6 +77,8 @@ class V1Endpoint(EngineEndpoint):
                 scheduler._hashed.cache_blocks(request, scheduler.keys(request), scheduler.kv_tokens(request))
         self._landed.clear()
 
+    loads_from_cpu_tier = True   # with kv_offloading_size set (the policy's offload tier)
+
     def take_loads(self) -> list[tuple[Request, float]]:
         offload = self.scheduler.offload
         return offload.take_loads() if offload is not None else []
